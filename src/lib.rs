@@ -1,0 +1,11 @@
+//! swarm: a git-native refactoring bot for Python repositories.
+//!
+//! The library runs the pipeline (Auditor → Fixer → Reviewer → Executor →
+//! Judge) and returns values and events; only `cli` writes to the terminal.
+
+pub mod analysis;
+pub mod cancel;
+pub mod git;
+pub mod llm;
+pub mod patch;
+pub mod tools;

@@ -1,0 +1,162 @@
+//! The only module that spawns pylint, pytest and python.
+//!
+//! It finds the Python environment (active virtualenv, `.venv` in the target,
+//! `python3` on PATH, or a bootstrapped tool environment), runs the tools
+//! with timeouts in their own process group (killed whole on timeout or
+//! cancel), with API keys scrubbed from their environment, and parses their
+//! results into values. It never prints; progress goes through a callback.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::cancel::Cancel;
+
+/// Errors that stop a tool from giving any result at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("{0}")]
+    Missing(String),
+    #[error("{command}: {message}")]
+    Failed { command: String, message: String },
+    #[error("interrupted")]
+    Cancelled,
+}
+
+/// Where the Python interpreter came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EnvSource {
+    ActiveVenv,
+    DotVenv,
+    SystemPython,
+    Bootstrapped,
+}
+
+/// The interpreter that runs pytest and pylint.
+#[derive(Clone, Debug)]
+pub struct PythonEnv {
+    pub python: PathBuf,
+    pub source: EnvSource,
+    pub pytest_version: String,
+    pub pylint_version: String,
+}
+
+/// Finds the environment for `target`; bootstraps one when pytest or pylint
+/// is missing and `bootstrap` is true, reporting steps through `progress`.
+pub fn resolve_env(
+    target: &Path,
+    bootstrap: bool,
+    progress: &dyn Fn(&str),
+) -> Result<PythonEnv, ToolError> {
+    let _ = (target, bootstrap, progress);
+    unimplemented!()
+}
+
+/// One pylint message.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct LintMessage {
+    /// Path relative to the folder pylint ran in.
+    pub path: String,
+    pub line: u32,
+    pub column: u32,
+    /// `error`, `warning`, `convention`, `refactor`, `fatal`, `info`.
+    pub kind: String,
+    pub symbol: String,
+    pub message_id: String,
+    pub message: String,
+}
+
+/// pylint's result.
+#[derive(Clone, Debug, Default)]
+pub struct LintReport {
+    /// The global score out of 10; `None` when pylint gave none.
+    pub score: Option<f64>,
+    pub messages: Vec<LintMessage>,
+    /// The command line, for the log.
+    pub command: String,
+    /// Trimmed combined output, for the log.
+    pub output: String,
+}
+
+/// Runs pylint in `root` over `files` (relative to `root`).
+pub fn run_pylint(
+    env: &PythonEnv,
+    root: &Path,
+    files: &[String],
+    timeout: Duration,
+    cancel: &Cancel,
+) -> Result<LintReport, ToolError> {
+    let _ = (env, root, files, timeout, cancel);
+    unimplemented!()
+}
+
+/// The outcome of one test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TestOutcome {
+    Passed,
+    Failed,
+    Error,
+    Skipped,
+}
+
+/// One test's result from the junit XML.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TestCase {
+    /// Stable id, `tests/test_x.py::TestClass::test_name` style.
+    pub id: String,
+    pub outcome: TestOutcome,
+    /// The assertion or error message.
+    pub message: Option<String>,
+    /// The trimmed traceback text.
+    pub details: Option<String>,
+}
+
+/// A pytest run.
+#[derive(Clone, Debug, Default)]
+pub struct TestRun {
+    pub cases: Vec<TestCase>,
+    /// pytest's exit code; `None` when killed.
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    /// pytest collected no tests (exit code 5).
+    pub no_tests: bool,
+    pub command: String,
+    /// Trimmed combined output (capped).
+    pub output: String,
+    pub duration: Duration,
+}
+
+/// Runs pytest with `root` as rootdir and working directory, with junit XML.
+pub fn run_pytest(
+    env: &PythonEnv,
+    root: &Path,
+    timeout: Duration,
+    cancel: &Cancel,
+) -> Result<TestRun, ToolError> {
+    let _ = (env, root, timeout, cancel);
+    unimplemented!()
+}
+
+/// The result of compiling and importing every module (used when there are no tests).
+#[derive(Clone, Debug, Default)]
+pub struct ImportCheck {
+    /// (path relative to root, problem) for every file that fails to compile.
+    pub compile_errors: Vec<(String, String)>,
+    /// (path relative to root, problem) for every module that fails to import
+    /// or does not finish importing within the timeout.
+    pub import_errors: Vec<(String, String)>,
+    pub command: String,
+    pub output: String,
+}
+
+/// Compiles every file, then imports every module in a subprocess with `timeout` each.
+pub fn check_imports(
+    env: &PythonEnv,
+    root: &Path,
+    files: &[String],
+    timeout: Duration,
+    cancel: &Cancel,
+) -> Result<ImportCheck, ToolError> {
+    let _ = (env, root, files, timeout, cancel);
+    unimplemented!()
+}
