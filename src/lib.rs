@@ -5,7 +5,13 @@
 
 pub mod analysis;
 pub mod cancel;
+pub mod cli;
+pub mod config;
+pub mod error;
 pub mod git;
 pub mod llm;
+pub mod log;
+pub mod orchestrator;
 pub mod patch;
+pub mod stage;
 pub mod tools;

@@ -1,1 +1,5 @@
-fn main() {}
+//! The `swarm` binary: everything happens in the library's `cli` module.
+
+fn main() -> std::process::ExitCode {
+    swarm::cli::main()
+}

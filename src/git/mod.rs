@@ -165,7 +165,11 @@ impl RunWorkspace {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FastForward {
     /// The user's branch and working tree now point at the run's best state.
-    Updated { branch: String, from: CommitId, to: CommitId },
+    Updated {
+        branch: String,
+        from: CommitId,
+        to: CommitId,
+    },
     /// Nothing to do: best is the starting commit.
     NothingToDo,
     /// Left for the user, with the reason; `command` takes it by hand.
@@ -184,6 +188,26 @@ impl Repo {
         touched: &[String],
     ) -> Result<FastForward, GitError> {
         let _ = (expected_head, to, run_branch, touched);
+        unimplemented!()
+    }
+}
+
+impl Repo {
+    /// Removes leftover worktrees of crashed runs.
+    pub fn prune_stale_runs(&self) -> Result<(), GitError> {
+        unimplemented!()
+    }
+
+    /// The commit a local branch points at.
+    pub fn branch_tip(&self, name: &str) -> Result<Option<CommitId>, GitError> {
+        let _ = name;
+        unimplemented!()
+    }
+}
+
+impl Repo {
+    /// `git log --all --graph --oneline --decorate` of the repository.
+    pub fn log_graph(&self) -> Result<String, GitError> {
         unimplemented!()
     }
 }

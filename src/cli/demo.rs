@@ -1,0 +1,134 @@
+//! `swarm demo`: copies a bundled fixture into a temporary git repository
+//! and runs the whole pipeline on it with the fixture's recorded model
+//! replies, so it needs no key and no network.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use include_dir::{include_dir, Dir};
+
+use super::printer::Printer;
+use super::{run, settings, RunArgs};
+use crate::config::ProcessEnv;
+use crate::error::{ExitKind, SwarmError};
+use crate::git::Repo;
+use crate::llm;
+
+static FIXTURES: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/fixtures");
+
+/// Flags of `swarm demo`.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Which bundled fixture to run (see --list).
+    #[arg(long, default_value = "single_module")]
+    pub fixture: String,
+    /// List the bundled fixtures and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Keep the temporary repository and print where it is.
+    #[arg(long)]
+    pub keep: bool,
+    /// The experiment log [default: logs/experiment_data.json].
+    #[arg(long, value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
+    /// Print the final summary as one JSON object on the last line of stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A fixture's `fixture.toml`.
+#[derive(Debug, serde::Deserialize)]
+struct FixtureMeta {
+    description: String,
+    target: String,
+}
+
+/// Runs the demo.
+pub async fn execute(args: DemoArgs, printer: &Printer) -> Result<ExitKind, SwarmError> {
+    let names: Vec<&str> = FIXTURES
+        .dirs()
+        .filter(|d| d.get_file(d.path().join("replay.json")).is_some())
+        .filter_map(|d| d.path().file_name().and_then(|n| n.to_str()))
+        .collect();
+    if args.list {
+        for name in &names {
+            println!("{name}");
+        }
+        return Ok(ExitKind::Success);
+    }
+    let Some(dir) = FIXTURES
+        .get_dir(&args.fixture)
+        .filter(|_| names.contains(&args.fixture.as_str()))
+    else {
+        return Err(SwarmError::invalid(format!(
+            "no fixture named `{}`: choose one of {}",
+            args.fixture,
+            names.join(", ")
+        )));
+    };
+    let file = |name: &str| {
+        dir.get_file(dir.path().join(name))
+            .ok_or_else(|| SwarmError::internal(format!("fixture {} has no {name}", args.fixture)))
+    };
+    let meta: FixtureMeta =
+        toml::from_str(file("fixture.toml")?.contents_utf8().unwrap_or_default())
+            .map_err(|e| SwarmError::internal(format!("fixture.toml of {}: {e}", args.fixture)))?;
+    let project = dir
+        .get_dir(dir.path().join("project"))
+        .ok_or_else(|| SwarmError::internal(format!("fixture {} has no project/", args.fixture)))?;
+
+    let temp = tempfile::Builder::new()
+        .prefix("swarm-demo-")
+        .tempdir()
+        .map_err(|e| SwarmError::internal(format!("cannot create a temporary folder: {e}")))?;
+    let root = temp.path().join(&args.fixture);
+    extract(project, project.path(), &root)?;
+    let cassette = temp.path().join("replay.json");
+    std::fs::write(&cassette, file("replay.json")?.contents())
+        .map_err(|e| SwarmError::internal(format!("cannot write {}: {e}", cassette.display())))?;
+    let repo = Repo::init_with_baseline(&root, "import the demo project")?;
+    eprintln!("demo: {} — {}", args.fixture, meta.description);
+    eprintln!("demo: repository {}", root.display());
+
+    let run_args = RunArgs {
+        target_dir: Some(root.join(&meta.target)),
+        provider: Some("replay".into()),
+        cassette: Some(cassette),
+        log_file: args.log_file.clone(),
+        ..RunArgs::default()
+    };
+    let resolved = settings::resolve(&run_args, &ProcessEnv)?;
+    let model = llm::build(&resolved.provider)?;
+    let exit = run::run_with(&resolved.run, model, printer, false).await?;
+    let graph = repo.log_graph()?;
+    println!("$ git log --all --graph --oneline\n{graph}");
+    if args.keep {
+        let kept = temp.keep();
+        eprintln!("demo: kept {}", kept.display());
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({"fixture": args.fixture, "exit_code": exit.code()})
+        );
+    }
+    Ok(exit)
+}
+
+/// Writes an embedded folder to disk.
+fn extract(dir: &Dir<'_>, base: &Path, to: &Path) -> Result<(), SwarmError> {
+    let io =
+        |e: std::io::Error| SwarmError::internal(format!("cannot write the demo project: {e}"));
+    for file in dir.files() {
+        let rel = file.path().strip_prefix(base).unwrap_or(file.path());
+        let dest = to.join(rel);
+        if let Some(parent) = dest.parent() {
+            std::fs::create_dir_all(parent).map_err(io)?;
+        }
+        std::fs::write(&dest, file.contents()).map_err(io)?;
+    }
+    for sub in dir.dirs() {
+        extract(sub, base, to)?;
+    }
+    std::fs::create_dir_all(to).map_err(io)
+}

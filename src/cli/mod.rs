@@ -1,0 +1,166 @@
+//! The command line: clap definitions and glue. The only place (with
+//! `printer`) that writes to the terminal.
+
+mod config_cmd;
+mod demo;
+mod printer;
+mod run;
+mod settings;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{ArgAction, Args, Parser, Subcommand};
+
+use crate::error::{ExitKind, SwarmError};
+
+/// swarm: hands back a clean version of a Python project whose tests pass,
+/// as commits you can inspect with `git log`.
+#[derive(Debug, Parser)]
+#[command(name = "swarm", version, about, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    run: RunArgs,
+    /// More detail on stderr (-v, -vv).
+    #[arg(short, long, action = ArgAction::Count, global = true)]
+    verbose: u8,
+    /// Only errors and the final summary.
+    #[arg(short, long, global = true)]
+    quiet: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Refactor the Python code under --target_dir (the default command).
+    Run(RunArgs),
+    /// Run the whole pipeline on a bundled fixture with its recorded model replies (no key needed).
+    Demo(demo::DemoArgs),
+    /// Print the effective settings and where each came from (keys masked).
+    Config(RunArgs),
+}
+
+/// Flags of a run.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RunArgs {
+    /// The folder to refactor: a git repository or a folder inside one.
+    #[arg(long = "target-dir", alias = "target_dir", value_name = "DIR")]
+    pub target_dir: Option<PathBuf>,
+    /// openai | gemini | anthropic | replay (default: the provider whose key is set).
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Model id (default per provider; env SWARM_MODEL).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// API base URL (OpenAI's ends in /v1; Gemini's and Anthropic's are the host root).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// At most this many Fixer→Judge rounds [default: 10].
+    #[arg(long, value_name = "N")]
+    pub max_iterations: Option<u32>,
+    /// Seconds pytest may run [default: 60].
+    #[arg(long, value_name = "SECS")]
+    pub test_timeout: Option<u64>,
+    /// Seconds pylint may run [default: 30].
+    #[arg(long, value_name = "SECS")]
+    pub lint_timeout: Option<u64>,
+    /// Seconds one model request may take [default: 120].
+    #[arg(long, value_name = "SECS")]
+    pub llm_timeout: Option<u64>,
+    /// HTTP attempts per model call, retries included [default: 4].
+    #[arg(long, value_name = "N")]
+    pub retries: Option<u32>,
+    /// Concurrent model calls [default: 1].
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Stop cleanly once this many tokens were used.
+    #[arg(long, value_name = "TOKENS")]
+    pub max_tokens_total: Option<u64>,
+    /// Stop cleanly once the known cost reaches this many USD.
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
+    /// The experiment log [default: logs/experiment_data.json].
+    #[arg(long, value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
+    /// Record every model request and reply in this cassette.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// For --provider replay: the cassette or experiment log to answer from.
+    #[arg(long, value_name = "FILE")]
+    pub cassette: Option<PathBuf>,
+    /// Print the final summary as one JSON object on the last line of stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Do everything except the final fast-forward.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Let the Fixer change test files.
+    #[arg(long)]
+    pub allow_test_edits: bool,
+    /// Never create a tool environment; fail with an install hint instead.
+    #[arg(long)]
+    pub no_bootstrap: bool,
+}
+
+/// Parses the command line, runs, and returns the exit code.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            use clap::error::ErrorKind;
+            let code = match err.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => 0,
+                _ => ExitKind::InvalidInput.code(),
+            };
+            let _ = err.print();
+            return ExitCode::from(code);
+        }
+    };
+    init_tracing(cli.verbose, cli.quiet);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            return fail(&SwarmError::internal(format!(
+                "cannot start the async runtime: {e}"
+            )))
+        }
+    };
+    let printer = printer::Printer::new(cli.quiet, cli.verbose);
+    let result = runtime.block_on(async {
+        match cli.command {
+            Some(Command::Run(args)) => run::execute(args, &printer).await,
+            Some(Command::Demo(args)) => demo::execute(args, &printer).await,
+            Some(Command::Config(args)) => config_cmd::execute(&args),
+            None => run::execute(cli.run, &printer).await,
+        }
+    });
+    match result {
+        Ok(kind) => ExitCode::from(kind.code()),
+        Err(err) => fail(&err),
+    }
+}
+
+fn fail(err: &SwarmError) -> ExitCode {
+    eprintln!("swarm: error: {}", err.message);
+    ExitCode::from(err.kind.code())
+}
+
+fn init_tracing(verbose: u8, quiet: bool) {
+    let level = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SWARM_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("swarm={level}")));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}

@@ -1,0 +1,145 @@
+//! Renders events and the summary for people, on stderr.
+
+use std::io::Write;
+
+use crate::log::{Event, EventSink};
+use crate::orchestrator::{Delivery, StopReason, Summary};
+
+/// Writes progress to stderr unless quiet.
+pub struct Printer {
+    quiet: bool,
+    verbose: u8,
+}
+
+impl Printer {
+    pub fn new(quiet: bool, verbose: u8) -> Self {
+        Self { quiet, verbose }
+    }
+
+    fn line(&self, text: &str) {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "{text}");
+    }
+
+    /// The final summary (always shown, even with -q).
+    pub fn summary(&self, s: &Summary) {
+        let score = |v: Option<f64>| v.map(|x| format!("{x:.2}")).unwrap_or_else(|| "n/a".into());
+        let tests = if s.verified_by_tests || s.tests_before.total > 0 {
+            format!(
+                "{}/{} passed -> {}/{} passed",
+                s.tests_before.passed,
+                s.tests_before.total,
+                s.tests_after.passed,
+                s.tests_after.total
+            )
+        } else {
+            "no tests: result NOT verified by tests (checked: every file compiles and imports, pylint not lower)".into()
+        };
+        let reason = match s.stop_reason {
+            StopReason::Green => "done",
+            StopReason::IterationLimit => "iteration limit reached",
+            StopReason::NoProgress => "no progress in three rounds",
+            StopReason::ModelFailure => "the model failed",
+            StopReason::Budget => "token or cost budget reached",
+            StopReason::Interrupted => "interrupted",
+        };
+        let mut out = vec![
+            String::new(),
+            format!(
+                "swarm {} ({reason}) — run {}",
+                s.status.replace('_', " "),
+                s.run_id
+            ),
+            format!("  tests:    {tests}"),
+            format!(
+                "  pylint:   {} -> {}",
+                score(s.pylint_before),
+                score(s.pylint_after)
+            ),
+            format!(
+                "  attempts: {} committed, {} accepted, {} round(s); tokens {} in / {} out{}",
+                s.attempts,
+                s.accepted,
+                s.iterations,
+                s.tokens.input,
+                s.tokens.output,
+                s.tokens
+                    .cost_usd
+                    .map(|c| format!(", ${c:.4}"))
+                    .unwrap_or_default()
+            ),
+            format!("  branch:   {}  (inspect: {})", s.branch, s.inspect),
+        ];
+        out.push(match &s.delivery {
+            Delivery::Updated { branch, commit } => {
+                format!("  target:   {branch} fast-forwarded to {}", &commit[..commit.len().min(10)])
+            }
+            Delivery::Unchanged => "  target:   unchanged (nothing to apply)".into(),
+            Delivery::Left { reason, command } => format!("  target:   not updated — {reason}; take it with: {command}"),
+            Delivery::NotAccepted => {
+                "  target:   not updated — no state with all tests passing was reached; partial work is on the branch".into()
+            }
+        });
+        out.push(format!("  log:      {}", s.log_file));
+        self.line(&out.join("\n"));
+    }
+}
+
+impl EventSink for Printer {
+    fn emit(&self, event: Event) {
+        if self.quiet {
+            return;
+        }
+        let score = |v: Option<f64>| v.map(|x| format!("{x:.2}")).unwrap_or_else(|| "n/a".into());
+        let text = match event {
+            Event::Notice { message } => format!("swarm: {message}"),
+            Event::Started {
+                run_id,
+                worktree,
+                model,
+                ..
+            } => {
+                let mut t = format!("swarm: run {run_id} with {model}");
+                if self.verbose > 0 {
+                    t.push_str(&format!(" (worktree {})", worktree.display()));
+                }
+                t
+            }
+            Event::Audited {
+                files,
+                tests_passed,
+                tests_total,
+                no_tests,
+                pylint,
+            } => {
+                let tests = if no_tests {
+                    "no tests found".to_string()
+                } else {
+                    format!("{tests_passed}/{tests_total} tests pass")
+                };
+                format!(
+                    "audit: {files} Python files, {tests}, pylint {}",
+                    score(pylint)
+                )
+            }
+            Event::Planned { files } => format!("plan: {} file(s) to work on", files.len()),
+            Event::Iteration { number, files } => format!("round {number}: {}", files.join(", ")),
+            Event::Rejected { file, reason } => format!("  {file}: rejected — {reason}"),
+            Event::NoProposal { file, reason } => {
+                format!("  {file}: no usable proposal — {reason}")
+            }
+            Event::Judged {
+                attempt,
+                file,
+                verdict,
+                tests,
+                pylint,
+                commit,
+            } => format!(
+                "  {file}: attempt {attempt} {verdict} — {tests}, pylint {} ({commit})",
+                score(pylint)
+            ),
+        };
+        self.line(&text);
+    }
+}

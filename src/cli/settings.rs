@@ -1,0 +1,311 @@
+//! Turns flags, environment and config file into a validated run
+//! configuration before any work starts.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::RunArgs;
+use crate::config::{self, Environment, FileConfig, Source, Sourced};
+use crate::error::SwarmError;
+use crate::llm::{ProviderConfig, ProviderKind};
+use crate::orchestrator::RunConfig;
+use crate::stage::judge::Limits;
+use crate::stage::reviewer::SizeLimits;
+
+/// Everything a run needs, and where each setting came from.
+pub struct Resolved {
+    pub run: RunConfig,
+    pub provider: ProviderConfig,
+    pub record: Option<PathBuf>,
+    /// (setting, shown value, source) for `swarm config`.
+    pub rows: Vec<(String, String, Source)>,
+}
+
+/// Checks the target folder exists and is a folder.
+pub fn check_target(target: Option<&Path>) -> Result<PathBuf, SwarmError> {
+    let Some(target) = target else {
+        return Err(SwarmError::invalid(
+            "missing --target_dir DIR: name the folder to refactor (a git repository or a folder inside one)",
+        ));
+    };
+    let meta = std::fs::metadata(target).map_err(|_| {
+        SwarmError::invalid(format!(
+            "no such folder: {} (check --target_dir)",
+            target.display()
+        ))
+    })?;
+    if !meta.is_dir() {
+        return Err(SwarmError::invalid(format!(
+            "{} is not a folder: --target_dir takes a folder",
+            target.display()
+        )));
+    }
+    target
+        .canonicalize()
+        .map_err(|e| SwarmError::invalid(format!("cannot open {}: {e}", target.display())))
+}
+
+/// Resolves the settings of a run.
+pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmError> {
+    let target = check_target(args.target_dir.as_deref())?;
+    let (file_path, file) = match config::load_file(&target)? {
+        Some((p, f)) => (Some(p), f),
+        None => (None, FileConfig::default()),
+    };
+    let fp = file_path.as_deref();
+    let mut rows: Vec<(String, String, Source)> = Vec::new();
+    let mut row = |name: &str, value: String, source: &Source| {
+        rows.push((name.into(), value, source.clone()))
+    };
+
+    // Provider: flag, SWARM_PROVIDER, file, else the one whose key is set.
+    let named: Option<Sourced<String>> = if let Some(p) = &args.provider {
+        Some(Sourced {
+            value: p.clone(),
+            source: Source::Flag("--provider"),
+        })
+    } else if let Some(p) = env.var("SWARM_PROVIDER") {
+        Some(Sourced {
+            value: p,
+            source: Source::Env("SWARM_PROVIDER"),
+        })
+    } else {
+        in_file(fp, file.provider.clone()).map(|(v, p)| Sourced {
+            value: v,
+            source: Source::File(p.to_path_buf()),
+        })
+    };
+    let provider: Sourced<ProviderKind> = match named {
+        Some(s) => Sourced { value: config::parse_provider(&s.value)?, source: s.source },
+        None => match config::detect_provider(env) {
+            Some((kind, var)) => Sourced { value: kind, source: Source::Env(var) },
+            None => {
+                return Err(SwarmError::invalid(
+                    "no model provider configured: set GEMINI_API_KEY (or GOOGLE_API_KEY), OPENAI_API_KEY \
+                     (with OPENAI_BASE_URL for Ollama, vLLM, llama.cpp, LM Studio) or ANTHROPIC_API_KEY, \
+                     or pass --provider replay --cassette FILE",
+                ))
+            }
+        },
+    };
+    let kind = provider.value;
+    row(
+        "provider",
+        format!("{kind:?}").to_lowercase(),
+        &provider.source,
+    );
+
+    let model = config::pick(
+        args.model.clone(),
+        "--model",
+        env.var("SWARM_MODEL").map(|m| (m, "SWARM_MODEL")),
+        in_file(fp, file.model.clone()),
+        config::default_model(kind).to_string(),
+    );
+    row("model", model.value.clone(), &model.source);
+
+    let base_var = config::base_url_var(kind);
+    let base_url = config::pick(
+        args.base_url.clone().map(Some),
+        "--base-url",
+        base_var.and_then(|v| env.var(v).map(|u| (Some(u), v))),
+        in_file(fp, file.base_url.clone().map(Some)),
+        None,
+    );
+    row(
+        "base_url",
+        base_url
+            .value
+            .clone()
+            .unwrap_or_else(|| "(provider default)".into()),
+        &base_url.source,
+    );
+
+    let key = config::key_for(kind, env);
+    match &key {
+        Some((secret, var)) => row("api_key", config::mask(secret), &Source::Env(var)),
+        None => row("api_key", "(not set)".into(), &Source::Default),
+    }
+
+    let num = |flag: Option<u64>, name: &'static str, file_v: Option<u64>, default: u64| {
+        config::pick(flag, name, None, in_file(fp, file_v), default)
+    };
+    let max_iterations = config::pick(
+        args.max_iterations,
+        "--max-iterations",
+        None,
+        in_file(fp, file.max_iterations),
+        10,
+    );
+    let test_timeout = num(args.test_timeout, "--test-timeout", file.test_timeout, 60);
+    let lint_timeout = num(args.lint_timeout, "--lint-timeout", file.lint_timeout, 30);
+    let llm_timeout = num(args.llm_timeout, "--llm-timeout", file.llm_timeout, 120);
+    let retries = config::pick(
+        args.retries,
+        "--retries",
+        None,
+        in_file(fp, file.retries),
+        4,
+    );
+    let jobs = config::pick(args.jobs, "--jobs", None, in_file(fp, file.jobs), 1);
+    for (name, value, source) in [
+        (
+            "max_iterations",
+            max_iterations.value as u64,
+            &max_iterations.source,
+        ),
+        ("test_timeout", test_timeout.value, &test_timeout.source),
+        ("lint_timeout", lint_timeout.value, &lint_timeout.source),
+        ("llm_timeout", llm_timeout.value, &llm_timeout.source),
+        ("retries", retries.value as u64, &retries.source),
+        ("jobs", jobs.value as u64, &jobs.source),
+    ] {
+        if value == 0 {
+            return Err(SwarmError::invalid(format!(
+                "{name} must be at least 1 (from {source})"
+            )));
+        }
+        row(name, value.to_string(), source);
+    }
+    let max_tokens = config::pick(
+        args.max_tokens_total.map(Some),
+        "--max-tokens-total",
+        None,
+        in_file(fp, file.max_tokens_total.map(Some)),
+        None,
+    );
+    row(
+        "max_tokens_total",
+        opt(max_tokens.value),
+        &max_tokens.source,
+    );
+    let max_cost = config::pick(
+        args.max_cost.map(Some),
+        "--max-cost",
+        None,
+        in_file(fp, file.max_cost.map(Some)),
+        None,
+    );
+    row("max_cost", opt(max_cost.value), &max_cost.source);
+    let allow_tests = config::pick(
+        args.allow_test_edits.then_some(true),
+        "--allow-test-edits",
+        None,
+        in_file(fp, file.allow_test_edits),
+        false,
+    );
+    row(
+        "allow_test_edits",
+        allow_tests.value.to_string(),
+        &allow_tests.source,
+    );
+    let defaults = SizeLimits::default();
+    let limits = file.size_limits.unwrap_or_default();
+    let size_limits = SizeLimits {
+        low: limits.low.unwrap_or(defaults.low),
+        medium: limits.medium.unwrap_or(defaults.medium),
+        high: limits.high.unwrap_or(defaults.high),
+    };
+    let limits_source = match (file.size_limits.is_some(), fp) {
+        (true, Some(p)) => Source::File(p.to_path_buf()),
+        _ => Source::Default,
+    };
+    row(
+        "size_limits",
+        format!(
+            "low {}, medium {}, high {}",
+            size_limits.low, size_limits.medium, size_limits.high
+        ),
+        &limits_source,
+    );
+    let log_file = config::pick(
+        args.log_file.clone(),
+        "--log-file",
+        None,
+        None,
+        PathBuf::from("logs/experiment_data.json"),
+    );
+    row(
+        "log_file",
+        log_file.value.display().to_string(),
+        &log_file.source,
+    );
+
+    let replay_file = if kind == ProviderKind::Replay {
+        let Some(c) = args
+            .cassette
+            .clone()
+            .or_else(|| env.var("SWARM_CASSETTE").map(PathBuf::from))
+        else {
+            return Err(SwarmError::invalid(
+                "--provider replay needs --cassette FILE (a cassette from --record, or an experiment log)",
+            ));
+        };
+        if !c.is_file() {
+            return Err(SwarmError::invalid(format!(
+                "no such cassette: {}",
+                c.display()
+            )));
+        }
+        row(
+            "cassette",
+            c.display().to_string(),
+            &Source::Flag("--cassette"),
+        );
+        Some(c)
+    } else {
+        None
+    };
+    if let Some(prices) = &file.prices {
+        for (m, p) in prices {
+            row(
+                &format!("price {m}"),
+                format!("{} / {} USD per Mtok", p.input, p.output),
+                &Source::File(fp.map(Path::to_path_buf).unwrap_or_default()),
+            );
+        }
+    }
+
+    let secrets = key.iter().map(|(s, _)| s.expose().to_string()).collect();
+    let provider_config = ProviderConfig {
+        kind,
+        model: model.value,
+        base_url: base_url.value,
+        api_key: key.map(|(s, _)| s),
+        timeout: Duration::from_secs(llm_timeout.value),
+        max_attempts: retries.value,
+        replay_file,
+    };
+    let run = RunConfig {
+        target,
+        max_iterations: max_iterations.value,
+        limits: Limits {
+            tests: Duration::from_secs(test_timeout.value),
+            lint: Duration::from_secs(lint_timeout.value),
+        },
+        log_file: log_file.value,
+        dry_run: args.dry_run,
+        allow_test_edits: allow_tests.value,
+        size_limits,
+        bootstrap: !args.no_bootstrap,
+        jobs: jobs.value,
+        max_tokens_total: max_tokens.value,
+        max_cost: max_cost.value,
+        secrets,
+    };
+    Ok(Resolved {
+        run,
+        provider: provider_config,
+        record: args.record.clone(),
+        rows,
+    })
+}
+
+/// A file value with the file's path, when there is a file.
+fn in_file<T>(fp: Option<&Path>, v: Option<T>) -> Option<(T, &Path)> {
+    v.and_then(|v| fp.map(|p| (v, p)))
+}
+
+fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_else(|| "none".into())
+}

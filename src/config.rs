@@ -1,0 +1,331 @@
+//! Effective settings: flags override environment variables, which override
+//! the config file (`.swarm.toml` in the target folder, or `[tool.swarm]` in
+//! its `pyproject.toml`), which overrides defaults. Every value remembers
+//! where it came from, for `swarm config`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::SwarmError;
+use crate::llm::{self, ProviderKind, Secret};
+
+/// Where a setting came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    Flag(&'static str),
+    Env(&'static str),
+    File(PathBuf),
+    Default,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Flag(name) => write!(f, "flag {name}"),
+            Source::Env(name) => write!(f, "env {name}"),
+            Source::File(path) => write!(f, "file {}", path.display()),
+            Source::Default => f.write_str("default"),
+        }
+    }
+}
+
+/// A value and its source.
+#[derive(Clone, Debug)]
+pub struct Sourced<T> {
+    pub value: T,
+    pub source: Source,
+}
+
+/// The `[tool.swarm]` table or `.swarm.toml`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct FileConfig {
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    pub max_iterations: Option<u32>,
+    pub test_timeout: Option<u64>,
+    pub lint_timeout: Option<u64>,
+    pub llm_timeout: Option<u64>,
+    pub retries: Option<u32>,
+    pub jobs: Option<usize>,
+    pub max_tokens_total: Option<u64>,
+    pub max_cost: Option<f64>,
+    pub allow_test_edits: Option<bool>,
+    pub size_limits: Option<SizeLimitsConfig>,
+    /// Model id → USD per million input/output tokens.
+    pub prices: Option<BTreeMap<String, PriceConfig>>,
+}
+
+/// Changed-line limits per severity.
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SizeLimitsConfig {
+    pub low: Option<usize>,
+    pub medium: Option<usize>,
+    pub high: Option<usize>,
+}
+
+/// A price override.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriceConfig {
+    pub input: f64,
+    pub output: f64,
+}
+
+/// Reads the config file for `target`: `.swarm.toml` wins over
+/// `pyproject.toml`'s `[tool.swarm]`. `None` when neither exists.
+pub fn load_file(target: &Path) -> Result<Option<(PathBuf, FileConfig)>, SwarmError> {
+    let dot = target.join(".swarm.toml");
+    if dot.is_file() {
+        let text = std::fs::read_to_string(&dot)
+            .map_err(|e| SwarmError::invalid(format!("cannot read {}: {e}", dot.display())))?;
+        let cfg: FileConfig = toml::from_str(&text).map_err(|e| {
+            SwarmError::invalid(format!(
+                "{} is not a valid swarm config: {}",
+                dot.display(),
+                first_line(&e.to_string())
+            ))
+        })?;
+        return Ok(Some((dot, cfg)));
+    }
+    let py = target.join("pyproject.toml");
+    if py.is_file() {
+        let text = std::fs::read_to_string(&py)
+            .map_err(|e| SwarmError::invalid(format!("cannot read {}: {e}", py.display())))?;
+        let doc: toml::Table = toml::from_str(&text).map_err(|e| {
+            SwarmError::invalid(format!(
+                "{} is not valid TOML: {}",
+                py.display(),
+                first_line(&e.to_string())
+            ))
+        })?;
+        let Some(section) = doc.get("tool").and_then(|t| t.get("swarm")) else {
+            return Ok(None);
+        };
+        let cfg: FileConfig = section.clone().try_into().map_err(|e: toml::de::Error| {
+            SwarmError::invalid(format!(
+                "[tool.swarm] in {} is invalid: {}",
+                py.display(),
+                first_line(&e.to_string())
+            ))
+        })?;
+        return Ok(Some((py, cfg)));
+    }
+    Ok(None)
+}
+
+fn first_line(s: &str) -> String {
+    s.lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace("  ", " ")
+}
+
+/// Reads environment variables (a seam for tests).
+pub trait Environment {
+    fn var(&self, name: &str) -> Option<String>;
+}
+
+/// The process environment; empty values count as unset.
+pub struct ProcessEnv;
+
+impl Environment for ProcessEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+    }
+}
+
+/// Picks the first of flag, env, file, default.
+pub fn pick<T>(
+    flag: Option<T>,
+    flag_name: &'static str,
+    env: Option<(T, &'static str)>,
+    file: Option<(T, &Path)>,
+    default: T,
+) -> Sourced<T> {
+    if let Some(value) = flag {
+        return Sourced {
+            value,
+            source: Source::Flag(flag_name),
+        };
+    }
+    if let Some((value, name)) = env {
+        return Sourced {
+            value,
+            source: Source::Env(name),
+        };
+    }
+    if let Some((value, path)) = file {
+        return Sourced {
+            value,
+            source: Source::File(path.to_path_buf()),
+        };
+    }
+    Sourced {
+        value: default,
+        source: Source::Default,
+    }
+}
+
+/// Parses a provider name.
+pub fn parse_provider(name: &str) -> Result<ProviderKind, SwarmError> {
+    match name.trim().to_ascii_lowercase().as_str() {
+        "openai" | "openai-compatible" | "ollama" => Ok(ProviderKind::OpenAi),
+        "gemini" | "google" => Ok(ProviderKind::Gemini),
+        "anthropic" | "claude" => Ok(ProviderKind::Anthropic),
+        "replay" => Ok(ProviderKind::Replay),
+        other => Err(SwarmError::invalid(format!(
+            "unknown provider `{other}`: use openai, gemini, anthropic or replay"
+        ))),
+    }
+}
+
+/// The provider's key variables, in order of preference.
+pub fn key_vars(kind: ProviderKind) -> &'static [&'static str] {
+    match kind {
+        ProviderKind::OpenAi => &["OPENAI_API_KEY"],
+        ProviderKind::Gemini => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+        ProviderKind::Anthropic => &["ANTHROPIC_API_KEY"],
+        ProviderKind::Replay => &[],
+    }
+}
+
+/// The provider's base-URL variable.
+pub fn base_url_var(kind: ProviderKind) -> Option<&'static str> {
+    match kind {
+        ProviderKind::OpenAi => Some("OPENAI_BASE_URL"),
+        ProviderKind::Gemini => Some("GEMINI_BASE_URL"),
+        ProviderKind::Anthropic => Some("ANTHROPIC_BASE_URL"),
+        ProviderKind::Replay => None,
+    }
+}
+
+/// Chooses the provider when none was named: the one whose key is set.
+pub fn detect_provider(env: &dyn Environment) -> Option<(ProviderKind, &'static str)> {
+    for kind in [
+        ProviderKind::Gemini,
+        ProviderKind::OpenAi,
+        ProviderKind::Anthropic,
+    ] {
+        for var in key_vars(kind) {
+            if env.var(var).is_some() {
+                return Some((kind, var));
+            }
+        }
+    }
+    env.var("OPENAI_BASE_URL")
+        .map(|_| (ProviderKind::OpenAi, "OPENAI_BASE_URL"))
+}
+
+/// The key for `kind` from the environment, with the variable it came from.
+pub fn key_for(kind: ProviderKind, env: &dyn Environment) -> Option<(Secret, &'static str)> {
+    key_vars(kind)
+        .iter()
+        .find_map(|var| env.var(var).map(|v| (Secret::new(v), *var)))
+}
+
+/// `sk-…abcd`: enough to recognise a key, never enough to use it.
+pub fn mask(secret: &Secret) -> String {
+    let s = secret.expose();
+    let tail: String = s
+        .chars()
+        .rev()
+        .take(4)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    if s.chars().count() <= 8 {
+        "****".into()
+    } else {
+        format!("****{tail}")
+    }
+}
+
+/// The default model for a provider.
+pub fn default_model(kind: ProviderKind) -> &'static str {
+    llm::default_model(kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct FakeEnv(Vec<(&'static str, &'static str)>);
+    impl Environment for FakeEnv {
+        fn var(&self, name: &str) -> Option<String> {
+            self.0
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn flags_beat_env_beat_file_beat_default() {
+        let path = Path::new("x/.swarm.toml");
+        let s = pick(
+            Some(3),
+            "--max-iterations",
+            Some((4, "E")),
+            Some((5, path)),
+            10,
+        );
+        assert_eq!((s.value, s.source), (3, Source::Flag("--max-iterations")));
+        let s = pick(None, "--m", Some((4, "E")), Some((5, path)), 10);
+        assert_eq!(s.source, Source::Env("E"));
+        let s = pick(None, "--m", None, Some((5, path)), 10);
+        assert_eq!((s.value, s.source), (5, Source::File(path.to_path_buf())));
+        let s: Sourced<i32> = pick(None, "--m", None, None, 10);
+        assert_eq!(s.source, Source::Default);
+    }
+
+    #[test]
+    fn detects_the_provider_whose_key_is_set() {
+        assert_eq!(detect_provider(&FakeEnv(vec![])), None);
+        let env = FakeEnv(vec![("OPENAI_API_KEY", "sk-1")]);
+        assert_eq!(
+            detect_provider(&env).map(|d| d.0),
+            Some(ProviderKind::OpenAi)
+        );
+        let env = FakeEnv(vec![("GOOGLE_API_KEY", "g")]);
+        assert_eq!(
+            detect_provider(&env).map(|d| d.0),
+            Some(ProviderKind::Gemini)
+        );
+        let env = FakeEnv(vec![("ANTHROPIC_API_KEY", "a")]);
+        assert_eq!(
+            detect_provider(&env).map(|d| d.0),
+            Some(ProviderKind::Anthropic)
+        );
+    }
+
+    #[test]
+    fn reads_tool_swarm_from_pyproject_and_rejects_unknown_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("pyproject.toml"),
+            "[project]\nname='x'\n[tool.swarm]\nmodel = 'm1'\nmax-iterations = 3\n[tool.swarm.size-limits]\nlow = 20\n",
+        )
+        .unwrap();
+        let (path, cfg) = load_file(dir.path()).unwrap().unwrap();
+        assert!(path.ends_with("pyproject.toml"));
+        assert_eq!(cfg.model.as_deref(), Some("m1"));
+        assert_eq!(cfg.max_iterations, Some(3));
+        assert_eq!(cfg.size_limits.unwrap().low, Some(20));
+        std::fs::write(dir.path().join(".swarm.toml"), "modle = 'typo'\n").unwrap();
+        let err = load_file(dir.path()).unwrap_err();
+        assert!(err.message.contains(".swarm.toml"), "{}", err.message);
+    }
+
+    #[test]
+    fn masks_keys() {
+        assert_eq!(mask(&Secret::new("sk-abcdefghijkl")), "****ijkl");
+        assert_eq!(mask(&Secret::new("short")), "****");
+    }
+}

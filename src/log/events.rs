@@ -1,0 +1,56 @@
+//! What a run reports while it works. Stages never print; the orchestrator
+//! emits these and the CLI's printer renders them to stderr.
+
+use std::path::PathBuf;
+
+/// One step worth telling the user about.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// A fact about the run's setup (repository initialised, dirty tree, tool env…).
+    Notice { message: String },
+    /// The run started in its worktree.
+    Started {
+        run_id: String,
+        target: PathBuf,
+        worktree: PathBuf,
+        model: String,
+    },
+    /// The Auditor's baseline.
+    Audited {
+        files: usize,
+        tests_passed: usize,
+        tests_total: usize,
+        no_tests: bool,
+        pylint: Option<f64>,
+    },
+    /// The plan is written.
+    Planned { files: Vec<String> },
+    /// A Fixer→Judge round begins.
+    Iteration { number: u32, files: Vec<String> },
+    /// The Reviewer turned a proposal down.
+    Rejected { file: String, reason: String },
+    /// An attempt was committed and judged.
+    Judged {
+        attempt: u32,
+        file: String,
+        verdict: String,
+        tests: String,
+        pylint: Option<f64>,
+        commit: String,
+    },
+    /// The model could not give a usable answer for a file.
+    NoProposal { file: String, reason: String },
+}
+
+/// Receives events.
+pub trait EventSink: Send + Sync {
+    fn emit(&self, event: Event);
+}
+
+/// Drops every event (library use, tests).
+pub struct Silent;
+
+impl EventSink for Silent {
+    fn emit(&self, _event: Event) {}
+}

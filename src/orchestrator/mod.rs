@@ -1,0 +1,433 @@
+//! The loop: sets up the run (repository, tools, worktree), audits, plans,
+//! runs at most `max_iterations` Fixer→Reviewer→Executor→Judge rounds keeping
+//! the best state, and delivers it. Stages are called here and nowhere else.
+
+mod record;
+mod round;
+pub mod summary;
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::analysis::Severity;
+use crate::cancel::Cancel;
+use crate::error::{ExitKind, SwarmError};
+use crate::git::{FastForward, Repo, RunWorkspace};
+use crate::llm::{ChatModel, Usage};
+use crate::log::{Event, EventSink, ExperimentLog};
+use crate::stage::judge::{self, Limits, Snapshot};
+use crate::stage::planner::Plan;
+use crate::stage::prompt::PastAttempt;
+use crate::stage::reviewer::SizeLimits;
+use crate::stage::{auditor, prompt};
+use crate::tools::{self, PythonEnv};
+use record::Recorder;
+pub use summary::{Delivery, Spend, StopReason, Summary, TestCount};
+
+/// Everything a run needs besides the model.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// The target folder (exists; the CLI checked).
+    pub target: PathBuf,
+    pub max_iterations: u32,
+    pub limits: Limits,
+    pub log_file: PathBuf,
+    pub dry_run: bool,
+    pub allow_test_edits: bool,
+    pub size_limits: SizeLimits,
+    pub bootstrap: bool,
+    /// Concurrent model calls.
+    pub jobs: usize,
+    pub max_tokens_total: Option<u64>,
+    pub max_cost: Option<f64>,
+    /// Secrets to mask in the log (API keys).
+    pub secrets: Vec<String>,
+}
+
+/// What the run knows while it loops.
+pub(crate) struct RunState {
+    pub run_id: String,
+    pub model_id: String,
+    pub target_rel: String,
+    pub files: Vec<String>,
+    pub severities: BTreeMap<String, Severity>,
+    pub plan: Plan,
+    pub baseline: Snapshot,
+    pub best: Snapshot,
+    pub history: BTreeMap<String, Vec<PastAttempt>>,
+    pub seen: HashSet<String>,
+    /// Plan files that still want an accepted attempt, with tries so far.
+    pub pending_plan: BTreeMap<String, u32>,
+    pub attempts: u32,
+    pub accepted: u32,
+    pub commits: Vec<String>,
+    /// Repo-relative files changed by accepted attempts.
+    pub touched: BTreeSet<String>,
+    pub spend: Spend,
+}
+
+impl RunState {
+    pub(crate) fn add_usage(&mut self, usage: &Usage) {
+        self.spend.input += usage.input_tokens;
+        self.spend.output += usage.output_tokens;
+        self.spend.total = self.spend.input + self.spend.output;
+        self.spend.calls += 1;
+        if let Some(price) = crate::llm::price_for(&self.model_id) {
+            *self.spend.cost_usd.get_or_insert(0.0) += price.cost(usage);
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        self.best.is_green(self.baseline.pylint) && self.pending_plan.is_empty()
+    }
+}
+
+/// Runs the whole pipeline on `config.target`.
+pub async fn run(
+    config: &RunConfig,
+    model: Arc<dyn ChatModel>,
+    events: &dyn EventSink,
+    cancel: &Cancel,
+) -> Result<Summary, SwarmError> {
+    let target = config.target.canonicalize().map_err(|e| {
+        SwarmError::invalid(format!("cannot open {}: {e}", config.target.display()))
+    })?;
+    let repo = match Repo::open(&target)? {
+        Some(repo) => repo,
+        None => {
+            let repo = Repo::init_with_baseline(
+                &target,
+                "swarm: baseline of the files before refactoring",
+            )?;
+            events.emit(Event::Notice {
+                message: format!(
+                    "{} was not in a git repository: initialised one there with a baseline commit of its files",
+                    target.display()
+                ),
+            });
+            repo
+        }
+    };
+    let info = repo.info().clone();
+    let tracked = repo.tracked_files()?;
+    let files = auditor::python_files(&tracked, &info.target_rel);
+    if files.is_empty() {
+        return Err(SwarmError::invalid(format!(
+            "no committed Python files under {}: point --target_dir at a folder with .py files tracked by git",
+            target.display()
+        )));
+    }
+    let prefix = if info.target_rel.is_empty() {
+        String::new()
+    } else {
+        format!("{}/", info.target_rel)
+    };
+    let dirty: Vec<String> = repo
+        .dirty_paths()?
+        .into_iter()
+        .filter(|p| p.starts_with(&prefix))
+        .collect();
+    if !dirty.is_empty() {
+        events.emit(Event::Notice {
+            message: format!(
+                "{} file(s) under the target have uncommitted changes; the run starts from the committed state (HEAD {}) and leaves them alone",
+                dirty.len(),
+                info.head.short()
+            ),
+        });
+    }
+    repo.prune_stale_runs()?;
+    let progress = |m: &str| {
+        events.emit(Event::Notice {
+            message: m.to_string(),
+        })
+    };
+    let env =
+        tokio::task::block_in_place(|| tools::resolve_env(&target, config.bootstrap, &progress))?;
+
+    let run_id = new_run_id();
+    let mut log =
+        ExperimentLog::open(&config.log_file).map_err(|e| SwarmError::invalid(e.to_string()))?;
+    for s in &config.secrets {
+        log.mask(s);
+    }
+    if let Some(aside) = &log.moved_aside {
+        events.emit(Event::Notice {
+            message: format!(
+                "the experiment log was not valid JSON: moved it to {} and started a new one",
+                aside.display()
+            ),
+        });
+    }
+    let mut ws = RunWorkspace::create(&repo, &run_id, &info.head)?;
+    events.emit(Event::Started {
+        run_id: run_id.clone(),
+        target: target.clone(),
+        worktree: ws.path().to_path_buf(),
+        model: model.model().to_string(),
+    });
+    let mut rec = Recorder::new(&mut log, model.model(), &run_id);
+    let result = drive(
+        config,
+        model,
+        events,
+        cancel,
+        &env,
+        &mut ws,
+        &mut rec,
+        &run_id,
+        &info.target_rel,
+        files,
+    )
+    .await;
+    let removal = ws.remove();
+    let (state, stop) = result?;
+    removal?;
+    deliver(config, &repo, &info.head, &state, stop, &mut rec)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn drive(
+    config: &RunConfig,
+    model: Arc<dyn ChatModel>,
+    events: &dyn EventSink,
+    cancel: &Cancel,
+    env: &PythonEnv,
+    ws: &mut RunWorkspace,
+    rec: &mut Recorder<'_>,
+    run_id: &str,
+    target_rel: &str,
+    files: Vec<String>,
+) -> Result<(RunState, StopReason), SwarmError> {
+    let root = ws.path().join(target_rel);
+    rec.system_start(config, &files)?;
+    let metrics = auditor::measure_files(&root, &files);
+    rec.metrics(&metrics)?;
+    let baseline =
+        tokio::task::block_in_place(|| judge::measure(env, &root, &files, config.limits, cancel))?;
+    rec.measurement(crate::log::Agent::Auditor, &baseline, None)?;
+    let snapshot = baseline.snapshot;
+    events.emit(Event::Audited {
+        files: files.len(),
+        tests_passed: snapshot.counts().0,
+        tests_total: snapshot.counts().1,
+        no_tests: !snapshot.has_tests(),
+        pylint: snapshot.pylint,
+    });
+    let severities: BTreeMap<String, Severity> = files
+        .iter()
+        .map(|f| {
+            let lint = auditor::lint_for(&snapshot.lint.messages, f);
+            (f.clone(), auditor::severity(metrics.get(f), &lint))
+        })
+        .collect();
+
+    let texts: BTreeMap<String, String> = files
+        .iter()
+        .filter(|f| !crate::stage::is_test_path(f))
+        .filter_map(|f| {
+            std::fs::read(root.join(f))
+                .ok()
+                .map(|b| (f.clone(), String::from_utf8_lossy(&b).into_owned()))
+        })
+        .collect();
+    let failing = snapshot
+        .tests
+        .as_ref()
+        .map(|t| t.failing.clone())
+        .unwrap_or_default();
+    let plan_input = prompt::PlanInput {
+        files: texts
+            .iter()
+            .filter_map(|(f, text)| {
+                let m = metrics.get(f)?;
+                Some((
+                    f.as_str(),
+                    text.as_str(),
+                    m,
+                    auditor::lint_for(&snapshot.lint.messages, f),
+                ))
+            })
+            .collect(),
+        pylint_score: snapshot.pylint,
+        tests_summary: snapshot.describe(),
+        failing: &failing,
+    };
+    let request = prompt::plan_request(&plan_input);
+    let (call, reply) =
+        round::cancellable(cancel, crate::stage::call_model(model.as_ref(), request)).await?;
+    rec.model_call(
+        crate::log::Agent::Auditor,
+        crate::log::Action::CodeAnalysis,
+        &call,
+        None,
+        None,
+    )?;
+    let mut state = RunState {
+        run_id: run_id.to_string(),
+        model_id: model.model().to_string(),
+        target_rel: target_rel.to_string(),
+        files,
+        severities,
+        plan: Plan::default(),
+        baseline: snapshot.clone(),
+        best: snapshot,
+        history: BTreeMap::new(),
+        seen: HashSet::new(),
+        pending_plan: BTreeMap::new(),
+        attempts: 0,
+        accepted: 0,
+        commits: Vec::new(),
+        touched: BTreeSet::new(),
+        spend: Spend::default(),
+    };
+    let reply = match reply {
+        Ok(r) => r,
+        Err(e) => {
+            events.emit(Event::Notice {
+                message: format!("the model could not write the plan: {e}"),
+            });
+            return Ok((state, StopReason::ModelFailure));
+        }
+    };
+    state.add_usage(&reply.usage);
+    let source_files: Vec<String> = texts.keys().cloned().collect();
+    state.plan = Plan::parse(&reply.text, &source_files);
+    state.pending_plan = state.plan.items.keys().map(|f| (f.clone(), 0)).collect();
+    events.emit(Event::Planned {
+        files: state.plan.items.keys().cloned().collect(),
+    });
+
+    let mut iteration = 0;
+    let mut idle_rounds = 0;
+    let stop = loop {
+        if cancel.is_cancelled() {
+            break StopReason::Interrupted;
+        }
+        if state.is_done() {
+            break StopReason::Green;
+        }
+        if over_budget(config, &state.spend) {
+            break StopReason::Budget;
+        }
+        if iteration >= config.max_iterations {
+            break StopReason::IterationLimit;
+        }
+        iteration += 1;
+        let outcome = round::run_round(
+            config, &model, events, cancel, env, ws, rec, &mut state, &root, iteration,
+        )
+        .await?;
+        if let Some(stop) = outcome.stop {
+            break stop;
+        }
+        idle_rounds = if outcome.accepted > 0 {
+            0
+        } else {
+            idle_rounds + 1
+        };
+        if idle_rounds >= 3 {
+            break StopReason::NoProgress;
+        }
+    };
+    rec.iterations = iteration;
+    Ok((state, stop))
+}
+
+fn over_budget(config: &RunConfig, spend: &Spend) -> bool {
+    config
+        .max_tokens_total
+        .is_some_and(|max| spend.total >= max)
+        || config
+            .max_cost
+            .is_some_and(|max| spend.cost_usd.is_some_and(|c| c >= max))
+}
+
+/// Fast-forwards (or not) and builds the summary.
+fn deliver(
+    config: &RunConfig,
+    repo: &Repo,
+    start: &crate::git::CommitId,
+    state: &RunState,
+    stop: StopReason,
+    rec: &mut Recorder<'_>,
+) -> Result<Summary, SwarmError> {
+    let branch = format!("swarm/{}/best", state.run_id);
+    let command = format!("git merge --ff-only {branch}");
+    let green = state.best.is_green(state.baseline.pylint);
+    let best_tip = repo.branch_tip(&branch)?.unwrap_or_else(|| start.clone());
+    let delivery = if stop == StopReason::Interrupted {
+        Delivery::Left {
+            reason: "the run was interrupted".into(),
+            command: command.clone(),
+        }
+    } else if !green {
+        Delivery::NotAccepted
+    } else if &best_tip == start {
+        Delivery::Unchanged
+    } else if config.dry_run {
+        Delivery::Left {
+            reason: "dry run: the target was not updated".into(),
+            command: command.clone(),
+        }
+    } else {
+        let touched: Vec<String> = state.touched.iter().cloned().collect();
+        match repo.fast_forward(start, &best_tip, &branch, &touched)? {
+            FastForward::Updated { branch, to, .. } => Delivery::Updated {
+                branch,
+                commit: to.0,
+            },
+            FastForward::NothingToDo => Delivery::Unchanged,
+            FastForward::Skipped { reason, command } => Delivery::Left { reason, command },
+        }
+    };
+    let exit = match stop {
+        StopReason::Interrupted => ExitKind::Interrupted,
+        _ if green => ExitKind::Success,
+        StopReason::ModelFailure => ExitKind::Llm,
+        _ => ExitKind::GaveUp,
+    };
+    let count = |s: &Snapshot| {
+        let (passed, total) = s.counts();
+        TestCount { passed, total }
+    };
+    let summary = Summary {
+        status: match exit {
+            ExitKind::Success => "success",
+            ExitKind::Interrupted => "interrupted",
+            ExitKind::Llm => "model_failure",
+            _ => "gave_up",
+        },
+        exit_code: exit.code(),
+        exit,
+        run_id: state.run_id.clone(),
+        branch: branch.clone(),
+        stop_reason: stop,
+        verified_by_tests: state.best.has_tests(),
+        tests_before: count(&state.baseline),
+        tests_after: count(&state.best),
+        pylint_before: state.baseline.pylint,
+        pylint_after: state.best.pylint,
+        iterations: rec.iterations,
+        attempts: state.attempts,
+        accepted: state.accepted,
+        commits: state.commits.clone(),
+        tokens: state.spend,
+        delivery,
+        inspect: format!("git log {branch}"),
+        log_file: config.log_file.display().to_string(),
+        dry_run: config.dry_run,
+    };
+    rec.system_end(&summary)?;
+    Ok(summary)
+}
+
+/// `20261122-101500-7f3a`.
+pub fn new_run_id() -> String {
+    format!(
+        "{}-{:04x}",
+        chrono::Local::now().format("%Y%m%d-%H%M%S"),
+        fastrand::u16(..)
+    )
+}

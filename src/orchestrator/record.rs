@@ -1,0 +1,242 @@
+//! Turns what the run does into experiment-log entries.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use super::{RunConfig, Summary};
+use crate::analysis::FileMetrics;
+use crate::error::SwarmError;
+use crate::log::{Action, Agent, Entry, ExperimentLog, Status};
+use crate::stage::judge::Measurement;
+use crate::stage::prompt::clip;
+use crate::stage::ModelCall;
+
+/// How much tool output an entry keeps.
+const OUTPUT_CAP: usize = 8_000;
+
+/// Writes the run's entries.
+pub(crate) struct Recorder<'a> {
+    log: &'a mut ExperimentLog,
+    model: String,
+    run_id: String,
+    pub iterations: u32,
+}
+
+fn log_err(e: crate::log::experiment::LogError) -> SwarmError {
+    SwarmError::internal(e.to_string())
+}
+
+impl<'a> Recorder<'a> {
+    pub fn new(log: &'a mut ExperimentLog, model: &str, run_id: &str) -> Self {
+        Self {
+            log,
+            model: model.to_string(),
+            run_id: run_id.to_string(),
+            iterations: 0,
+        }
+    }
+
+    fn write(&mut self, entry: Entry) -> Result<(), SwarmError> {
+        let entry = entry.detail("run_id", self.run_id.clone());
+        self.log.record(entry).map(|_| ()).map_err(log_err)
+    }
+
+    fn entry(
+        &self,
+        agent: Agent,
+        action: Action,
+        input: impl Into<String>,
+        output: impl Into<String>,
+    ) -> Entry {
+        Entry::new(agent, &self.model, action, input, output)
+    }
+
+    pub fn system_start(&mut self, config: &RunConfig, files: &[String]) -> Result<(), SwarmError> {
+        let e = self
+            .entry(
+                Agent::System,
+                Action::CodeAnalysis,
+                format!("swarm run on {}", config.target.display()),
+                format!("{} Python files: {}", files.len(), files.join(", ")),
+            )
+            .status(Status::Info)
+            .detail("kind", "run_start")
+            .detail("max_iterations", config.max_iterations)
+            .detail("dry_run", config.dry_run);
+        self.write(e)
+    }
+
+    pub fn system_end(&mut self, summary: &Summary) -> Result<(), SwarmError> {
+        let text = serde_json::to_string(summary).unwrap_or_default();
+        let e = self
+            .entry(Agent::System, Action::CodeAnalysis, "run summary", text)
+            .status(Status::Info)
+            .detail("kind", "run_end")
+            .detail("exit_code", summary.exit_code);
+        self.write(e)
+    }
+
+    pub fn metrics(&mut self, metrics: &BTreeMap<String, FileMetrics>) -> Result<(), SwarmError> {
+        let table = serde_json::to_string(metrics).unwrap_or_default();
+        let e = self
+            .entry(
+                Agent::Auditor,
+                Action::CodeAnalysis,
+                format!("tree-sitter metrics of {} files", metrics.len()),
+                clip(&table, OUTPUT_CAP * 4).to_string(),
+            )
+            .detail("kind", "tool")
+            .detail("tool", "metrics");
+        self.write(e)
+    }
+
+    /// pytest (or import checks) and pylint of one measured state.
+    pub fn measurement(
+        &mut self,
+        agent: Agent,
+        m: &Measurement,
+        attempt: Option<u32>,
+    ) -> Result<(), SwarmError> {
+        let snap = &m.snapshot;
+        if let Some(run) = &m.test_run {
+            let (passed, total) = snap.counts();
+            let e = self
+                .entry(
+                    agent,
+                    Action::CodeAnalysis,
+                    run.command.clone(),
+                    clip(&run.output, OUTPUT_CAP).to_string(),
+                )
+                .detail("kind", "tool")
+                .detail("tool", "pytest")
+                .detail("attempt", json!(attempt))
+                .detail("exit_code", json!(run.exit_code))
+                .detail("timed_out", run.timed_out)
+                .detail("no_tests", run.no_tests)
+                .detail("passed", passed)
+                .detail("total", total)
+                .detail(
+                    "failing",
+                    json!(snap
+                        .tests
+                        .as_ref()
+                        .map(|t| t.failing.iter().map(|c| c.id.clone()).collect::<Vec<_>>())
+                        .unwrap_or_default()),
+                );
+            self.write(e)?;
+        }
+        if let Some(check) = &m.import_check {
+            let e = self
+                .entry(
+                    agent,
+                    Action::CodeAnalysis,
+                    check.command.clone(),
+                    clip(&check.output, OUTPUT_CAP).to_string(),
+                )
+                .detail("kind", "tool")
+                .detail("tool", "import_check")
+                .detail("attempt", json!(attempt))
+                .detail("compile_errors", check.compile_errors.len())
+                .detail("import_errors", check.import_errors.len());
+            self.write(e)?;
+        }
+        let e = self
+            .entry(
+                agent,
+                Action::CodeAnalysis,
+                snap.lint.command.clone(),
+                clip(&snap.lint.output, OUTPUT_CAP).to_string(),
+            )
+            .detail("kind", "tool")
+            .detail("tool", "pylint")
+            .detail("attempt", json!(attempt))
+            .detail("score", json!(snap.pylint))
+            .detail("messages", snap.lint.messages.len());
+        self.write(e)
+    }
+
+    /// One model call with its exact prompt and raw reply.
+    pub fn model_call(
+        &mut self,
+        agent: Agent,
+        action: Action,
+        call: &ModelCall,
+        file: Option<&str>,
+        iteration: Option<u32>,
+    ) -> Result<(), SwarmError> {
+        let (output, status, usage, finish, error) = match &call.reply {
+            Ok(r) => (
+                r.text.clone(),
+                Status::Success,
+                Some(r.usage),
+                Some(r.finish.clone()),
+                None,
+            ),
+            Err(e) => (String::new(), Status::Failure, None, None, Some(e.clone())),
+        };
+        let e = self
+            .entry(agent, action, call.request.transcript(), output)
+            .status(status)
+            .detail("kind", "llm_call")
+            .detail("request_hash", call.request.hash())
+            .detail("file", json!(file))
+            .detail("iteration", json!(iteration))
+            .detail("elapsed_ms", json!(call.elapsed_ms as u64))
+            .detail("input_tokens", json!(usage.map(|u| u.input_tokens)))
+            .detail("output_tokens", json!(usage.map(|u| u.output_tokens)))
+            .detail("tokens_estimated", json!(usage.map(|u| u.estimated)))
+            .detail("finish", json!(finish))
+            .detail("error", json!(error));
+        self.write(e)
+    }
+
+    /// The Reviewer's decision.
+    pub fn review(
+        &mut self,
+        file: &str,
+        iteration: u32,
+        accepted: Result<usize, &str>,
+    ) -> Result<(), SwarmError> {
+        let (output, verdict) = match accepted {
+            Ok(lines) => (format!("accepted: {lines} changed lines"), "accepted"),
+            Err(reason) => (format!("rejected: {reason}"), "rejected"),
+        };
+        let e = self
+            .entry(
+                Agent::Reviewer,
+                Action::CodeAnalysis,
+                format!("review the proposal for {file}"),
+                output,
+            )
+            .detail("kind", "review")
+            .detail("file", file)
+            .detail("iteration", iteration)
+            .detail("verdict", verdict);
+        self.write(e)
+    }
+
+    /// The Executor's commit.
+    pub fn commit(
+        &mut self,
+        file: &str,
+        attempt: u32,
+        commit: &str,
+        message: &str,
+        verdict: &str,
+    ) -> Result<(), SwarmError> {
+        let e = self
+            .entry(
+                Agent::Executor,
+                Action::Fix,
+                format!("commit attempt {attempt} ({file})"),
+                format!("{commit}\n\n{message}"),
+            )
+            .detail("kind", "commit")
+            .detail("file", file)
+            .detail("attempt", attempt)
+            .detail("commit", commit)
+            .detail("verdict", verdict);
+        self.write(e)
+    }
+}

@@ -1,0 +1,370 @@
+//! One Fixer→Reviewer→Executor→Judge round: proposals for every implicated
+//! file are asked for concurrently (at most `--jobs` at once), then each is
+//! reviewed, applied on the best state, judged and committed in turn.
+
+use std::future::Future;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use super::record::Recorder;
+use super::{RunConfig, RunState, StopReason};
+use crate::cancel::Cancel;
+use crate::error::SwarmError;
+use crate::git::RunWorkspace;
+use crate::llm::{ChatModel, LlmError};
+use crate::log::{Action, Agent, Event, EventSink};
+use crate::patch::ReplyContext;
+use crate::stage::executor::{self, AttemptRecord};
+use crate::stage::fixer::{self, Proposal};
+use crate::stage::judge;
+use crate::stage::prompt::{FixInput, PastAttempt};
+use crate::stage::reviewer::{self, Review, ReviewContext};
+use crate::stage::{auditor, is_test_path, ModelCall};
+use crate::tools::{LintMessage, PythonEnv, TestCase};
+
+/// At most this many files are worked on in one round.
+const MAX_FILES_PER_ROUND: usize = 6;
+/// A plan item on a file whose tests already pass is given up after this many tries.
+const PLAN_TRIES: u32 = 2;
+
+/// What a round achieved.
+pub(crate) struct RoundOutcome {
+    pub accepted: u32,
+    pub stop: Option<StopReason>,
+}
+
+/// Awaits `fut` unless the run is interrupted first.
+pub(crate) async fn cancellable<F: Future>(
+    cancel: &Cancel,
+    fut: F,
+) -> Result<F::Output, SwarmError> {
+    tokio::pin!(fut);
+    loop {
+        tokio::select! {
+            out = &mut fut => return Ok(out),
+            _ = tokio::time::sleep(Duration::from_millis(100)) => {
+                if cancel.is_cancelled() {
+                    return Err(SwarmError::interrupted());
+                }
+            }
+        }
+    }
+}
+
+/// Everything one Fixer call needs, owned so it can run on its own task.
+struct FixJob {
+    path: String,
+    text: String,
+    plan_items: Option<String>,
+    lint: Vec<LintMessage>,
+    failing: Vec<TestCase>,
+    problems: Vec<String>,
+    history: Vec<PastAttempt>,
+    max_changed_lines: usize,
+}
+
+impl FixJob {
+    fn input(&self) -> FixInput<'_> {
+        FixInput {
+            path: &self.path,
+            text: &self.text,
+            plan_items: self.plan_items.as_deref(),
+            lint: self.lint.iter().collect(),
+            failing: self.failing.iter().collect(),
+            problems: self.problems.iter().map(String::as_str).collect(),
+            history: &self.history,
+            max_changed_lines: self.max_changed_lines,
+        }
+    }
+}
+
+/// The files to work on this round, most urgent first.
+fn choose_files(state: &RunState, root: &Path) -> Vec<String> {
+    let failing: Vec<TestCase> = state
+        .best
+        .tests
+        .as_ref()
+        .map(|t| t.failing.clone())
+        .unwrap_or_default();
+    let mut others: Vec<String> = state
+        .best
+        .checks
+        .as_ref()
+        .map(|c| c.problems.iter().map(|(p, _)| p.clone()).collect())
+        .unwrap_or_default();
+    let mut planned: Vec<&String> = state.pending_plan.keys().collect();
+    planned.sort_by_key(|f| std::cmp::Reverse(state.severities.get(*f).copied()));
+    others.extend(planned.into_iter().cloned());
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).ok();
+    let mut files = fixer::implicated_files(&failing, &state.files, &read, &others);
+    if files.is_empty() && !state.best.is_green(state.baseline.pylint) {
+        files = state
+            .files
+            .iter()
+            .filter(|f| !is_test_path(f))
+            .cloned()
+            .collect();
+        files.sort_by_key(|f| std::cmp::Reverse(state.severities.get(f).copied()));
+    }
+    files.truncate(MAX_FILES_PER_ROUND);
+    files
+}
+
+fn job_for(state: &RunState, config: &RunConfig, root: &Path, file: &str) -> FixJob {
+    let failing: Vec<TestCase> = state
+        .best
+        .tests
+        .as_ref()
+        .map(|t| t.failing.iter().take(8).cloned().collect())
+        .unwrap_or_default();
+    let problems = state
+        .best
+        .checks
+        .as_ref()
+        .map(|c| {
+            c.problems
+                .iter()
+                .filter(|(p, _)| p == file)
+                .map(|(_, m)| m.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    let severity = state
+        .severities
+        .get(file)
+        .copied()
+        .unwrap_or(crate::analysis::Severity::Medium);
+    FixJob {
+        path: file.to_string(),
+        text: std::fs::read(root.join(file))
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default(),
+        plan_items: state.plan.items.get(file).cloned(),
+        lint: auditor::lint_for(&state.best.lint.messages, file)
+            .into_iter()
+            .cloned()
+            .collect(),
+        failing,
+        problems,
+        history: state.history.get(file).cloned().unwrap_or_default(),
+        max_changed_lines: config.size_limits.for_severity(severity),
+    }
+}
+
+type ProposalResult = (usize, Vec<ModelCall>, Result<Proposal, LlmError>);
+
+/// Runs one round.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn run_round(
+    config: &RunConfig,
+    model: &Arc<dyn ChatModel>,
+    events: &dyn EventSink,
+    cancel: &Cancel,
+    env: &PythonEnv,
+    ws: &mut RunWorkspace,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+    root: &Path,
+    iteration: u32,
+) -> Result<RoundOutcome, SwarmError> {
+    let files = choose_files(state, root);
+    events.emit(Event::Iteration {
+        number: iteration,
+        files: files.clone(),
+    });
+    if files.is_empty() {
+        return Ok(RoundOutcome {
+            accepted: 0,
+            stop: Some(StopReason::NoProgress),
+        });
+    }
+    let ctx = Arc::new(ReplyContext {
+        target_prefix: state.target_rel.clone(),
+        requested: files.clone(),
+    });
+    let permits = Arc::new(Semaphore::new(config.jobs.max(1)));
+    let mut set: JoinSet<ProposalResult> = JoinSet::new();
+    for (index, file) in files.iter().enumerate() {
+        let job = job_for(state, config, root, file);
+        let (model, permits) = (Arc::clone(model), Arc::clone(&permits));
+        let ctx = Arc::new(ReplyContext {
+            requested: vec![file.clone()],
+            ..(*ctx).clone()
+        });
+        set.spawn(async move {
+            let _permit = permits.acquire_owned().await;
+            let (calls, result) = fixer::propose(model.as_ref(), &job.input(), &ctx).await;
+            (index, calls, result)
+        });
+    }
+    let mut results: Vec<ProposalResult> = Vec::new();
+    while let Some(joined) = cancellable(cancel, set.join_next()).await? {
+        results
+            .push(joined.map_err(|e| SwarmError::internal(format!("a Fixer task failed: {e}")))?);
+    }
+    results.sort_by_key(|(index, _, _)| *index);
+
+    let mut accepted = 0;
+    let mut model_failed = false;
+    for (_, calls, result) in results {
+        let debugging = result.as_ref().map(|p| p.debugging).unwrap_or(false);
+        let action = if debugging {
+            Action::Debug
+        } else {
+            Action::Fix
+        };
+        for call in &calls {
+            let file = result.as_ref().ok().map(|p| p.file.as_str());
+            rec.model_call(Agent::Fixer, action, call, file, Some(iteration))?;
+            if let Ok(reply) = &call.reply {
+                state.add_usage(&reply.usage);
+            }
+        }
+        let proposal = match result {
+            Ok(p) => p,
+            Err(e) => {
+                model_failed = true;
+                events.emit(Event::Notice {
+                    message: format!("model call failed: {e}"),
+                });
+                continue;
+            }
+        };
+        if cancel.is_cancelled() {
+            return Err(SwarmError::interrupted());
+        }
+        if let Some(tries) = state.pending_plan.get_mut(&proposal.file) {
+            *tries += 1;
+        }
+        if attempt(
+            config, events, cancel, env, ws, rec, state, root, iteration, &proposal,
+        )? {
+            accepted += 1;
+            state.pending_plan.remove(&proposal.file);
+        }
+        let give_up = state
+            .pending_plan
+            .get(&proposal.file)
+            .is_some_and(|t| *t >= PLAN_TRIES)
+            && state.best.is_green(state.baseline.pylint);
+        if give_up {
+            state.pending_plan.remove(&proposal.file);
+        }
+    }
+    let stop = model_failed.then_some(StopReason::ModelFailure);
+    Ok(RoundOutcome { accepted, stop })
+}
+
+/// Reviews, applies, judges and commits one proposal. `Ok(true)` when the
+/// run branch moved to it.
+#[allow(clippy::too_many_arguments)]
+fn attempt(
+    config: &RunConfig,
+    events: &dyn EventSink,
+    cancel: &Cancel,
+    env: &PythonEnv,
+    ws: &mut RunWorkspace,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+    root: &Path,
+    iteration: u32,
+    proposal: &Proposal,
+) -> Result<bool, SwarmError> {
+    let file = proposal.file.clone();
+    let summary = proposal.summary();
+    let review = {
+        let ctx = ReviewContext {
+            root,
+            target_rel: &state.target_rel,
+            severities: &state.severities,
+            limits: config.size_limits,
+            allow_test_edits: config.allow_test_edits,
+            seen: &state.seen,
+        };
+        reviewer::review(proposal, &ctx)
+    };
+    let change = match review {
+        Review::Rejected(reason) => {
+            rec.review(&file, iteration, Err(&reason))?;
+            events.emit(Event::Rejected {
+                file: file.clone(),
+                reason: reason.clone(),
+            });
+            state.history.entry(file).or_default().push(PastAttempt {
+                label: format!("proposal in round {iteration}"),
+                summary,
+                outcome: format!("rejected by the Reviewer: {reason}"),
+                diff: None,
+            });
+            return Ok(false);
+        }
+        Review::Accepted(change) => change,
+    };
+    rec.review(&file, iteration, Ok(change.changed_lines))?;
+    state.seen.insert(change.hash.clone());
+    state.attempts += 1;
+    let k = state.attempts;
+    executor::stage(ws, &change)?;
+    let mut files = state.files.clone();
+    for f in &change.files {
+        if f.ends_with(".py") && !files.contains(f) {
+            files.push(f.clone());
+        }
+    }
+    let measured =
+        tokio::task::block_in_place(|| judge::measure(env, root, &files, config.limits, cancel))?;
+    let verdict = judge::compare(&state.best, &measured.snapshot, state.baseline.pylint);
+    rec.measurement(Agent::Judge, &measured, Some(k))?;
+    let record = AttemptRecord {
+        run_id: &state.run_id,
+        iteration,
+        attempt: k,
+        model: &state.model_id,
+        summary: &summary,
+        file: &crate::stage::repo_path(&state.target_rel, &file),
+        verdict,
+        baseline: &state.baseline,
+        result: &measured.snapshot,
+        changed_lines: change.changed_lines,
+    };
+    let message = executor::commit_message(&record);
+    let commit = executor::settle(ws, &change, &record)?;
+    rec.commit(&file, k, &commit.0, &message, verdict.as_str())?;
+    events.emit(Event::Judged {
+        attempt: k,
+        file: file.clone(),
+        verdict: verdict.as_str().into(),
+        tests: measured.snapshot.describe(),
+        pylint: measured.snapshot.pylint,
+        commit: commit.short().to_string(),
+    });
+    state.history.entry(file).or_default().push(PastAttempt {
+        label: format!("attempt {k}"),
+        summary,
+        outcome: format!(
+            "the Judge found it {}: {}",
+            verdict.as_str(),
+            measured.snapshot.describe()
+        ),
+        diff: Some(change.diff.clone()),
+    });
+    state.commits.push(commit.0.clone());
+    if verdict.is_accepted() {
+        state.best = measured.snapshot;
+        state.accepted += 1;
+        state
+            .touched
+            .extend(change.writes.iter().map(|w| w.path.clone()));
+        for f in change.files {
+            if f.ends_with(".py") && !state.files.contains(&f) {
+                state.files.push(f);
+            }
+        }
+        return Ok(true);
+    }
+    Ok(false)
+}

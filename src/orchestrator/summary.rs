@@ -1,0 +1,79 @@
+//! The run's result: what the summary line, `--json` and the exit code say.
+
+use crate::error::ExitKind;
+
+/// Why the loop stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// Every test passes (or, without tests, every check) and no planned file is left.
+    Green,
+    /// `--max-iterations` rounds ran.
+    IterationLimit,
+    /// Three rounds in a row without an accepted attempt.
+    NoProgress,
+    /// The model could not be reached after its retries.
+    ModelFailure,
+    /// `--max-tokens-total` or `--max-cost` was reached.
+    Budget,
+    /// Ctrl-C.
+    Interrupted,
+}
+
+/// Tests passed out of total.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TestCount {
+    pub passed: usize,
+    pub total: usize,
+}
+
+/// Tokens and cost of every model call in the run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Spend {
+    pub input: u64,
+    pub output: u64,
+    pub total: u64,
+    /// USD, when the model's price is known.
+    pub cost_usd: Option<f64>,
+    pub calls: u32,
+}
+
+/// What happened to the user's branch.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Delivery {
+    /// Fast-forwarded.
+    Updated { branch: String, commit: String },
+    /// The best state is the starting commit.
+    Unchanged,
+    /// Left on the run branch; `command` takes it.
+    Left { reason: String, command: String },
+    /// Not accepted: nothing to take (improvements, if any, stay on the run branch).
+    NotAccepted,
+}
+
+/// The run's summary.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Summary {
+    pub status: &'static str,
+    pub exit_code: u8,
+    #[serde(skip)]
+    pub exit: ExitKind,
+    pub run_id: String,
+    pub branch: String,
+    pub stop_reason: StopReason,
+    pub verified_by_tests: bool,
+    pub tests_before: TestCount,
+    pub tests_after: TestCount,
+    pub pylint_before: Option<f64>,
+    pub pylint_after: Option<f64>,
+    pub iterations: u32,
+    pub attempts: u32,
+    pub accepted: u32,
+    pub commits: Vec<String>,
+    pub tokens: Spend,
+    pub delivery: Delivery,
+    pub inspect: String,
+    pub log_file: String,
+    pub dry_run: bool,
+}

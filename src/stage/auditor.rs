@@ -1,0 +1,108 @@
+//! The Auditor: finds the target's Python files, measures them (tree-sitter
+//! metrics), and takes the baseline (pytest, pylint) through the Judge's
+//! measurement. The plan itself is the planner's.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::analysis::{self, FileMetrics, Severity};
+use crate::tools::LintMessage;
+
+/// Folders never treated as the project's own code.
+const SKIPPED_DIRS: &[&str] = &[
+    ".venv",
+    "venv",
+    "env",
+    ".env",
+    ".tox",
+    ".nox",
+    "build",
+    "dist",
+    "site-packages",
+    "node_modules",
+    "__pycache__",
+    ".eggs",
+    ".mypy_cache",
+    ".pytest_cache",
+];
+
+/// Target-relative Python files among `tracked` (repo-relative) paths.
+pub fn python_files(tracked: &[String], target_rel: &str) -> Vec<String> {
+    let prefix = if target_rel.is_empty() {
+        String::new()
+    } else {
+        format!("{target_rel}/")
+    };
+    let mut files: Vec<String> = tracked
+        .iter()
+        .filter_map(|p| p.strip_prefix(&prefix))
+        .filter(|p| p.ends_with(".py"))
+        .filter(|p| {
+            let dirs: Vec<&str> = p.split('/').collect();
+            !dirs[..dirs.len() - 1]
+                .iter()
+                .any(|d| SKIPPED_DIRS.contains(d) || d.ends_with(".egg-info"))
+        })
+        .map(str::to_string)
+        .collect();
+    files.sort();
+    files
+}
+
+/// Metrics of every file under `root`; a file that cannot be read is skipped.
+pub fn measure_files(root: &Path, files: &[String]) -> BTreeMap<String, FileMetrics> {
+    files
+        .iter()
+        .filter_map(|f| {
+            let bytes = std::fs::read(root.join(f)).ok()?;
+            let text = String::from_utf8_lossy(&bytes);
+            Some((f.clone(), analysis::analyze(f, &text)))
+        })
+        .collect()
+}
+
+/// The file's severity: its metrics', raised to at least medium when pylint
+/// reports errors in it.
+pub fn severity(metrics: Option<&FileMetrics>, lint: &[&LintMessage]) -> Severity {
+    let base = metrics.map(|m| m.severity).unwrap_or(Severity::Medium);
+    if lint.iter().any(|m| m.kind == "error" || m.kind == "fatal") {
+        base.max(Severity::Medium)
+    } else {
+        base
+    }
+}
+
+/// pylint messages for one target-relative file.
+pub fn lint_for<'a>(messages: &'a [LintMessage], file: &str) -> Vec<&'a LintMessage> {
+    messages
+        .iter()
+        .filter(|m| m.path.trim_start_matches("./") == file)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_python_files_under_the_target_only() {
+        let tracked: Vec<String> = [
+            "README.md",
+            "tools/x.py",
+            "svc/a.py",
+            "svc/.venv/lib/site.py",
+            "svc/pkg/b.py",
+            "svc/build/lib/c.py",
+            "svc/tests/test_a.py",
+            "svc/notes.txt",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            python_files(&tracked, "svc"),
+            vec!["a.py", "pkg/b.py", "tests/test_a.py"]
+        );
+        assert_eq!(python_files(&tracked, "").len(), 4);
+    }
+}

@@ -1,0 +1,271 @@
+//! The Fixer: chooses the files to work on, asks the model for a change to
+//! one file, and turns the reply into a `Proposal`. A reply that is cut off,
+//! empty, a refusal or holds no usable diff is asked again once with a
+//! message naming what was wrong; after that it is a failed attempt, not an
+//! error that ends the run.
+
+use std::collections::BTreeSet;
+
+use regex::Regex;
+
+use super::prompt::{self, FixInput};
+use super::{call_model, is_test_path, ModelCall};
+use crate::llm::{self, ChatModel, Finish, LlmError};
+use crate::patch::{self, FileEdit, ReplyContext};
+use crate::tools::TestCase;
+
+/// What the model proposed for a file.
+#[derive(Clone, Debug)]
+pub struct Proposal {
+    /// Target-relative path the prompt was about.
+    pub file: String,
+    /// The raw reply that was used.
+    pub reply: String,
+    /// What the reply is, or why nothing in it can be used.
+    pub edits: Result<Vec<FileEdit>, String>,
+    /// Whether the prompt analysed errors (logged as DEBUG) or not (FIX).
+    pub debugging: bool,
+}
+
+impl Proposal {
+    /// One line saying what was tried: the reply's first line of prose, or a default.
+    pub fn summary(&self) -> String {
+        let prose = self
+            .reply
+            .lines()
+            .map(str::trim)
+            .take_while(|l| {
+                !l.starts_with("```") && !l.starts_with("---") && !l.starts_with("diff ")
+            })
+            .find(|l| l.len() >= 12 && !l.starts_with('#'));
+        match prose {
+            Some(line) => {
+                let line = line.trim_start_matches(['*', '-', ' ']);
+                let clipped = prompt::clip(line, 72);
+                clipped.trim_end_matches([':', '.']).to_string()
+            }
+            None if self.debugging => format!("fix failing tests in {}", self.file),
+            None => format!("clean up {}", self.file),
+        }
+    }
+}
+
+/// Asks the model for a change to one file. `Err` only when the model could
+/// not be reached after its retries; every model call made is returned for
+/// the log either way.
+pub async fn propose(
+    model: &dyn ChatModel,
+    input: &FixInput<'_>,
+    ctx: &ReplyContext,
+) -> (Vec<ModelCall>, Result<Proposal, LlmError>) {
+    let request = prompt::fix_request(input);
+    let debugging = input.is_debugging();
+    let mut calls = Vec::new();
+    let (call, first) = call_model(model, request.clone()).await;
+    calls.push(call);
+    let first = match first {
+        Ok(r) => r,
+        Err(e) => return (calls, Err(e)),
+    };
+    let problem = match judge_reply(&first.text, &first.finish, ctx) {
+        Ok(edits) => {
+            return (
+                calls,
+                Ok(Proposal {
+                    file: input.path.to_string(),
+                    reply: first.text,
+                    edits: Ok(edits),
+                    debugging,
+                }),
+            )
+        }
+        Err(problem) => problem,
+    };
+    let follow = if first.finish == Finish::Length {
+        prompt::reask_truncated()
+    } else {
+        prompt::reask_unusable(&problem)
+    };
+    let retry = prompt::follow_up(request, &first.text, follow);
+    let (call, second) = call_model(model, retry).await;
+    calls.push(call);
+    let second = match second {
+        Ok(r) => r,
+        Err(e) => return (calls, Err(e)),
+    };
+    let edits = judge_reply(&second.text, &second.finish, ctx)
+        .map_err(|p| format!("{p} (also after asking again; first reply: {problem})"));
+    (
+        calls,
+        Ok(Proposal {
+            file: input.path.to_string(),
+            reply: second.text,
+            edits,
+            debugging,
+        }),
+    )
+}
+
+/// The edits in a reply, or what is wrong with it.
+fn judge_reply(text: &str, finish: &Finish, ctx: &ReplyContext) -> Result<Vec<FileEdit>, String> {
+    if *finish == Finish::Length {
+        return Err("the reply was cut off by the output length limit".into());
+    }
+    if *finish == Finish::Filtered {
+        return Err("the reply was blocked by the provider's safety filter".into());
+    }
+    if llm::is_empty_reply(text) {
+        return Err("the reply was empty".into());
+    }
+    if llm::looks_like_refusal(text) {
+        return Err("the reply declined the task instead of proposing a change".into());
+    }
+    match patch::parse_reply(text, ctx) {
+        Ok(edits) if edits.is_empty() => Err(patch::PatchError::NoChange.to_string()),
+        Ok(edits) => Ok(edits),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Files to work on this round, most urgent first: source files named in
+/// failing tests' tracebacks, then source files the failing test modules
+/// import, then `others` (files with problems or plan items) in their order.
+pub fn implicated_files(
+    failing: &[TestCase],
+    files: &[String],
+    read: &dyn Fn(&str) -> Option<String>,
+    others: &[String],
+) -> Vec<String> {
+    let sources: Vec<&String> = files.iter().filter(|f| !is_test_path(f)).collect();
+    let mut order: Vec<String> = Vec::new();
+    let push = |f: &str, order: &mut Vec<String>| {
+        if !order.iter().any(|o| o == f) {
+            order.push(f.to_string());
+        }
+    };
+    let path_re = Regex::new(r#"([A-Za-z0-9_./\\-]+\.py)"#).expect("static regex");
+    for case in failing {
+        let text = format!(
+            "{}\n{}",
+            case.message.as_deref().unwrap_or_default(),
+            case.details.as_deref().unwrap_or_default()
+        );
+        for m in path_re.captures_iter(&text) {
+            let p = m[1].replace('\\', "/");
+            if let Some(src) = sources
+                .iter()
+                .find(|s| p == s.as_str() || p.ends_with(&format!("/{s}")))
+            {
+                push(src, &mut order);
+            }
+        }
+    }
+    let test_files: BTreeSet<String> = failing
+        .iter()
+        .filter_map(|c| c.id.split("::").next())
+        .filter(|f| f.ends_with(".py"))
+        .map(str::to_string)
+        .collect();
+    for test_file in &test_files {
+        let Some(text) = read(test_file) else {
+            continue;
+        };
+        for module in imported_modules(&text) {
+            let as_path = module.replace('.', "/");
+            for src in &sources {
+                let stem = src.trim_end_matches(".py").trim_end_matches("/__init__");
+                if stem == as_path || stem.ends_with(&format!("/{as_path}")) {
+                    push(src, &mut order);
+                }
+            }
+        }
+    }
+    for f in others {
+        if sources.contains(&f) {
+            push(f, &mut order);
+        }
+    }
+    order
+}
+
+/// Modules named by `import x.y` and `from x.y import z` (and `from x import y`
+/// as `x.y`, which may be a submodule).
+fn imported_modules(text: &str) -> Vec<String> {
+    let re = Regex::new(r"(?m)^\s*(?:from\s+([\w.]+)\s+import\s+([\w, ]+)|import\s+([\w.]+))")
+        .expect("static regex");
+    let mut out = Vec::new();
+    for c in re.captures_iter(text) {
+        if let Some(module) = c.get(1) {
+            let module = module.as_str().trim_start_matches('.');
+            out.push(module.to_string());
+            for name in c[2].split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                let name = name.split_whitespace().next().unwrap_or(name);
+                out.push(format!("{module}.{name}"));
+            }
+        } else if let Some(module) = c.get(3) {
+            out.push(module.as_str().to_string());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::TestOutcome;
+
+    #[test]
+    fn traceback_files_come_first_then_imports() {
+        let files: Vec<String> = [
+            "pkg/__init__.py",
+            "pkg/models.py",
+            "pkg/report.py",
+            "util.py",
+            "tests/test_r.py",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let failing = vec![TestCase {
+            id: "tests/test_r.py::test_total".into(),
+            outcome: TestOutcome::Failed,
+            message: Some("assert 3 == 4".into()),
+            details: Some("pkg/report.py:12: in total\n    return x\nE assert".into()),
+        }];
+        let read = |p: &str| {
+            (p == "tests/test_r.py")
+                .then(|| "from pkg.models import Item\nimport util\n".to_string())
+        };
+        let order = implicated_files(
+            &failing,
+            &files,
+            &read,
+            &["pkg/report.py".into(), "pkg/__init__.py".into()],
+        );
+        assert_eq!(
+            order,
+            vec![
+                "pkg/report.py",
+                "pkg/models.py",
+                "util.py",
+                "pkg/__init__.py"
+            ]
+        );
+    }
+
+    #[test]
+    fn summary_prefers_prose() {
+        let p = Proposal {
+            file: "a.py".into(),
+            reply: "Fix average() on empty input.\n```diff\n--- a/a.py\n```".into(),
+            edits: Err("x".into()),
+            debugging: true,
+        };
+        assert_eq!(p.summary(), "Fix average() on empty input");
+        let q = Proposal {
+            reply: "```diff\n--- a/a.py\n```".into(),
+            ..p
+        };
+        assert_eq!(q.summary(), "fix failing tests in a.py");
+    }
+}

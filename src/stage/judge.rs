@@ -1,0 +1,359 @@
+//! The Judge: measures a state of the code in the worktree (pytest, or
+//! compile/import checks when there are no tests, plus pylint) and compares
+//! it with the best state so far. Deterministic: the model is never asked.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::cancel::Cancel;
+use crate::tools::{self, ImportCheck, LintReport, PythonEnv, TestCase, TestOutcome, TestRun};
+
+/// Timeouts for the tools.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub tests: Duration,
+    pub lint: Duration,
+}
+
+/// The test side of a state.
+#[derive(Clone, Debug, Default)]
+pub struct TestState {
+    pub passed: BTreeSet<String>,
+    /// Failed or errored cases, with messages.
+    pub failing: Vec<TestCase>,
+    pub total: usize,
+    pub timed_out: bool,
+}
+
+impl TestState {
+    fn from_run(run: &TestRun) -> Self {
+        let mut state = TestState {
+            timed_out: run.timed_out,
+            ..Default::default()
+        };
+        for case in &run.cases {
+            match case.outcome {
+                TestOutcome::Passed => {
+                    state.passed.insert(case.id.clone());
+                }
+                TestOutcome::Failed | TestOutcome::Error => state.failing.push(case.clone()),
+                TestOutcome::Skipped => {}
+            }
+            if case.outcome != TestOutcome::Skipped {
+                state.total += 1;
+            }
+        }
+        if run.timed_out {
+            state.failing.push(TestCase {
+                id: "pytest".into(),
+                outcome: TestOutcome::Error,
+                message: Some("the test run did not finish within the timeout".into()),
+                details: Some(run.output.clone()),
+            });
+        } else if run.cases.is_empty() && run.exit_code.is_some_and(|c| c != 0 && c != 5) {
+            // pytest failed before producing any result (usage or internal error).
+            state.failing.push(TestCase {
+                id: "pytest".into(),
+                outcome: TestOutcome::Error,
+                message: Some(format!("pytest exited with code {:?}", run.exit_code)),
+                details: Some(run.output.clone()),
+            });
+        }
+        state
+    }
+
+    /// `5/6 passed`.
+    pub fn describe(&self) -> String {
+        format!("{}/{} passed", self.passed.len(), self.total)
+    }
+
+    /// Every test passes and there is at least one.
+    pub fn all_pass(&self) -> bool {
+        !self.timed_out && self.failing.is_empty() && !self.passed.is_empty()
+    }
+}
+
+/// Problems found when there are no tests.
+#[derive(Clone, Debug, Default)]
+pub struct CheckState {
+    /// (path, problem) for files that do not compile or import.
+    pub problems: Vec<(String, String)>,
+    pub files: usize,
+}
+
+/// A measured state of the code.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    /// `None` when pytest found no tests.
+    pub tests: Option<TestState>,
+    /// Set when there are no tests.
+    pub checks: Option<CheckState>,
+    pub pylint: Option<f64>,
+    pub lint: LintReport,
+}
+
+impl Snapshot {
+    /// Whether the result is verified by tests.
+    pub fn has_tests(&self) -> bool {
+        self.tests.is_some()
+    }
+
+    /// `3/6 passed` or `2 problems in 3 files`.
+    pub fn describe(&self) -> String {
+        match (&self.tests, &self.checks) {
+            (Some(t), _) => t.describe(),
+            (None, Some(c)) => format!(
+                "{} of {} files compile and import (no tests)",
+                c.files - c.problems.len().min(c.files),
+                c.files
+            ),
+            (None, None) => "not measured".into(),
+        }
+    }
+
+    /// Passed and total tests (0/0 without tests).
+    pub fn counts(&self) -> (usize, usize) {
+        self.tests
+            .as_ref()
+            .map(|t| (t.passed.len(), t.total))
+            .unwrap_or((0, 0))
+    }
+
+    /// The state is acceptable as a final result: every test passes, or —
+    /// without tests — everything compiles and imports and pylint did not
+    /// drop below `baseline_pylint`.
+    pub fn is_green(&self, baseline_pylint: Option<f64>) -> bool {
+        match (&self.tests, &self.checks) {
+            (Some(t), _) => t.all_pass(),
+            (None, Some(c)) => c.problems.is_empty() && !pylint_lower(self.pylint, baseline_pylint),
+            (None, None) => false,
+        }
+    }
+}
+
+fn pylint_lower(new: Option<f64>, old: Option<f64>) -> bool {
+    match (new, old) {
+        (Some(n), Some(o)) => n + 0.005 < o,
+        (None, Some(_)) => true,
+        _ => false,
+    }
+}
+
+fn pylint_higher(new: Option<f64>, old: Option<f64>) -> bool {
+    match (new, old) {
+        (Some(n), Some(o)) => n > o + 0.005,
+        (Some(_), None) => true,
+        _ => false,
+    }
+}
+
+/// The Judge's decision on an attempt, relative to the best state so far.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Better than best, and acceptable as a final result.
+    Green,
+    /// Better than best.
+    Improved,
+    /// Neither better nor worse.
+    Same,
+    /// Worse than best: a passing test now fails, a check broke, or tests hung.
+    Regressed,
+}
+
+impl Verdict {
+    /// Whether the run branch moves to the attempt.
+    pub fn is_accepted(self) -> bool {
+        matches!(self, Verdict::Green | Verdict::Improved)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Green => "green",
+            Verdict::Improved => "improved",
+            Verdict::Same => "same",
+            Verdict::Regressed => "regressed",
+        }
+    }
+}
+
+/// Compares an attempt's state with the best state so far.
+pub fn compare(best: &Snapshot, new: &Snapshot, baseline_pylint: Option<f64>) -> Verdict {
+    let (regressed, gained) = match (&best.tests, &new.tests, &best.checks, &new.checks) {
+        (Some(b), Some(n), _, _) => {
+            let lost = b.passed.difference(&n.passed).next().is_some();
+            let gained = n.passed.difference(&b.passed).next().is_some();
+            (lost || (n.timed_out && !b.timed_out), gained)
+        }
+        // Tests vanished (a module no longer imports so nothing is collected).
+        (Some(_), None, _, _) => (true, false),
+        (None, Some(n), _, _) => (false, !n.passed.is_empty()),
+        (None, None, Some(b), Some(n)) => {
+            let broke = n
+                .problems
+                .iter()
+                .any(|(p, _)| !b.problems.iter().any(|(q, _)| q == p));
+            (broke, n.problems.len() < b.problems.len())
+        }
+        _ => (false, false),
+    };
+    if regressed {
+        return Verdict::Regressed;
+    }
+    let improved = if gained {
+        true
+    } else if pylint_lower(new.pylint, best.pylint) {
+        return Verdict::Regressed;
+    } else {
+        pylint_higher(new.pylint, best.pylint)
+    };
+    match (improved, new.is_green(baseline_pylint)) {
+        (true, true) => Verdict::Green,
+        (true, false) => Verdict::Improved,
+        (false, _) => Verdict::Same,
+    }
+}
+
+/// The raw tool runs behind a snapshot, for the experiment log.
+#[derive(Debug)]
+pub struct Measurement {
+    pub snapshot: Snapshot,
+    pub test_run: Option<TestRun>,
+    pub import_check: Option<ImportCheck>,
+}
+
+/// Measures the code in `root` (the target folder inside the worktree).
+/// `files` are the Python files, relative to `root`.
+pub fn measure(
+    env: &PythonEnv,
+    root: &Path,
+    files: &[String],
+    limits: Limits,
+    cancel: &Cancel,
+) -> Result<Measurement, tools::ToolError> {
+    let run = tools::run_pytest(env, root, limits.tests, cancel)?;
+    let lint = tools::run_pylint(env, root, files, limits.lint, cancel)?;
+    let pylint = lint.score;
+    if run.no_tests {
+        let sources: Vec<String> = files
+            .iter()
+            .filter(|f| !super::is_test_path(f))
+            .cloned()
+            .collect();
+        let check =
+            tools::check_imports(env, root, &sources, limits.tests.min(limits.lint), cancel)?;
+        let mut problems = check.compile_errors.clone();
+        for (path, problem) in &check.import_errors {
+            if !problems.iter().any(|(p, _)| p == path) {
+                problems.push((path.clone(), problem.clone()));
+            }
+        }
+        return Ok(Measurement {
+            snapshot: Snapshot {
+                tests: None,
+                checks: Some(CheckState {
+                    problems,
+                    files: sources.len(),
+                }),
+                pylint,
+                lint,
+            },
+            test_run: Some(run),
+            import_check: Some(check),
+        });
+    }
+    Ok(Measurement {
+        snapshot: Snapshot {
+            tests: Some(TestState::from_run(&run)),
+            checks: None,
+            pylint,
+            lint,
+        },
+        test_run: Some(run),
+        import_check: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snap(passed: &[&str], failing: &[&str], pylint: f64) -> Snapshot {
+        let failing: Vec<TestCase> = failing
+            .iter()
+            .map(|id| TestCase {
+                id: id.to_string(),
+                outcome: TestOutcome::Failed,
+                message: None,
+                details: None,
+            })
+            .collect();
+        Snapshot {
+            tests: Some(TestState {
+                passed: passed.iter().map(|s| s.to_string()).collect(),
+                total: passed.len() + failing.len(),
+                failing,
+                timed_out: false,
+            }),
+            checks: None,
+            pylint: Some(pylint),
+            lint: LintReport::default(),
+        }
+    }
+
+    #[test]
+    fn verdicts_follow_the_ratchet() {
+        let best = snap(&["a", "b"], &["c", "d"], 5.0);
+        assert_eq!(
+            compare(&best, &snap(&["a", "b", "c"], &["d"], 4.0), Some(5.0)),
+            Verdict::Improved
+        );
+        assert_eq!(
+            compare(&best, &snap(&["a", "b", "c", "d"], &[], 6.0), Some(5.0)),
+            Verdict::Green
+        );
+        assert_eq!(
+            compare(&best, &snap(&["a", "c", "d"], &["b"], 9.0), Some(5.0)),
+            Verdict::Regressed
+        );
+        assert_eq!(
+            compare(&best, &snap(&["a", "b"], &["c", "d"], 5.0), Some(5.0)),
+            Verdict::Same
+        );
+        assert_eq!(
+            compare(&best, &snap(&["a", "b"], &["c", "d"], 6.5), Some(5.0)),
+            Verdict::Improved
+        );
+        assert_eq!(
+            compare(&best, &snap(&["a", "b"], &["c", "d"], 4.5), Some(5.0)),
+            Verdict::Regressed
+        );
+    }
+
+    #[test]
+    fn without_tests_checks_decide() {
+        let mk = |problems: &[&str], pylint: f64| Snapshot {
+            tests: None,
+            checks: Some(CheckState {
+                problems: problems
+                    .iter()
+                    .map(|p| (p.to_string(), "x".to_string()))
+                    .collect(),
+                files: 3,
+            }),
+            pylint: Some(pylint),
+            lint: LintReport::default(),
+        };
+        let best = mk(&["a.py", "b.py"], 3.0);
+        assert_eq!(
+            compare(&best, &mk(&["b.py"], 3.5), Some(3.0)),
+            Verdict::Improved
+        );
+        assert_eq!(compare(&best, &mk(&[], 3.5), Some(3.0)), Verdict::Green);
+        assert_eq!(
+            compare(&best, &mk(&["a.py", "c.py"], 3.5), Some(3.0)),
+            Verdict::Regressed
+        );
+    }
+}

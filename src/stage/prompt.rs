@@ -1,0 +1,330 @@
+//! Every text swarm sends to a model. Prompts are deterministic: no run ids,
+//! times or absolute paths, so a recorded run replays by request hash.
+
+use std::fmt::Write as _;
+
+use crate::analysis::FileMetrics;
+use crate::llm::{ChatMessage, ChatRequest, Role};
+use crate::tools::{LintMessage, TestCase};
+
+/// Output budget of a plan request.
+const PLAN_MAX_TOKENS: u32 = 4096;
+/// Output budget of a fix request.
+const FIX_MAX_TOKENS: u32 = 8192;
+/// How much of one file the plan prompt shows.
+const PLAN_FILE_CHARS: usize = 12_000;
+/// How much of all files the plan prompt shows.
+const PLAN_TOTAL_CHARS: usize = 60_000;
+
+const PLAN_SYSTEM: &str = "You are the Auditor of swarm, an automated refactoring tool for Python \
+projects. You read static analysis results, test results and source code, and write a precise, \
+actionable refactoring plan in Markdown. You never write code in the plan; the Fixer does that later.";
+
+const FIX_SYSTEM: &str = "You are the Fixer of swarm, an automated refactoring tool for Python \
+projects. You fix bugs so that the project's tests pass, and you clean up code (names, docstrings, \
+simpler logic) without changing tested behaviour. You answer with a unified diff against the exact \
+current text of the file you are given, in a ```diff fenced block, with `--- a/<path>` and \
+`+++ b/<path>` headers and enough unchanged context lines (3) for every hunk to be located. You \
+never modify test files. You keep each change small and focused.";
+
+/// What the plan prompt is built from.
+pub struct PlanInput<'a> {
+    /// Target-relative path, text, metrics and pylint messages of each file.
+    pub files: Vec<(&'a str, &'a str, &'a FileMetrics, Vec<&'a LintMessage>)>,
+    pub pylint_score: Option<f64>,
+    /// `3/6 passed` or a no-tests description.
+    pub tests_summary: String,
+    pub failing: &'a [TestCase],
+}
+
+/// The Auditor's request for a refactoring plan.
+pub fn plan_request(input: &PlanInput<'_>) -> ChatRequest {
+    let mut p = String::new();
+    p.push_str("Write a refactoring plan for this Python project.\n\n");
+    let score = input
+        .pylint_score
+        .map(|s| format!("{s:.2}/10"))
+        .unwrap_or_else(|| "none".into());
+    let _ = writeln!(
+        p,
+        "## Facts\n- pylint score: {score}\n- tests: {}",
+        input.tests_summary
+    );
+    if !input.failing.is_empty() {
+        p.push_str("\n## Failing tests\n");
+        for case in input.failing.iter().take(20) {
+            let _ = writeln!(p, "- `{}`: {}", case.id, one_line(case.message.as_deref()));
+        }
+    }
+    p.push_str("\n## Files\n");
+    let mut budget = PLAN_TOTAL_CHARS;
+    for (path, text, metrics, lint) in &input.files {
+        let _ =
+            writeln!(
+            p,
+            "\n### {path}\nlines of code: {}, functions: {}, max complexity: {}, severity: {:?}{}",
+            metrics.loc,
+            metrics.functions.len(),
+            metrics.functions.iter().map(|f| f.complexity).max().unwrap_or(0),
+            metrics.severity,
+            if metrics.hotspots.is_empty() {
+                String::new()
+            } else {
+                format!(", hotspots: {}", metrics.hotspots.join(", "))
+            }
+        );
+        if !metrics.syntax_errors.is_empty() {
+            let _ = writeln!(p, "syntax errors at lines: {:?}", metrics.syntax_errors);
+        }
+        for m in lint.iter().take(30) {
+            let _ = writeln!(
+                p,
+                "- pylint {} ({}) line {}: {}",
+                m.message_id, m.symbol, m.line, m.message
+            );
+        }
+        let shown = clip(text, PLAN_FILE_CHARS.min(budget));
+        budget = budget.saturating_sub(shown.len());
+        let _ = writeln!(p, "```python\n{shown}\n```");
+    }
+    p.push_str(
+        "\n## What to write\nA Markdown document:\n\
+         # Refactoring plan\n## Summary\n(two to five sentences)\n\
+         then one section per file that needs work, headed `## <path>` with the path exactly as above, \
+         listing issues as bullets, each with **Type** (bug, style, complexity, docs), **Severity** \
+         (low, medium, high), **Location** (function and line), **Description** and **Suggested fix**. \
+         Put bugs that make tests fail first. Do not plan changes to test files.\n",
+    );
+    ChatRequest {
+        system: PLAN_SYSTEM.into(),
+        messages: vec![user(p)],
+        max_output_tokens: PLAN_MAX_TOKENS,
+        temperature: 0.2,
+    }
+}
+
+/// One earlier attempt on a file, as the Fixer remembers it.
+#[derive(Clone, Debug)]
+pub struct PastAttempt {
+    /// `attempt 3` or `proposal in round 2` (rejected before commit).
+    pub label: String,
+    /// What was tried, one line.
+    pub summary: String,
+    /// What came of it, one line (the Reviewer's reason or the Judge's verdict).
+    pub outcome: String,
+    /// The diff that was tried, if any.
+    pub diff: Option<String>,
+}
+
+/// What a fix prompt is built from.
+pub struct FixInput<'a> {
+    pub path: &'a str,
+    pub text: &'a str,
+    pub plan_items: Option<&'a str>,
+    pub lint: Vec<&'a LintMessage>,
+    pub failing: Vec<&'a TestCase>,
+    /// Import or compile problems of this file (no-tests mode).
+    pub problems: Vec<&'a str>,
+    pub history: &'a [PastAttempt],
+    pub max_changed_lines: usize,
+}
+
+impl FixInput<'_> {
+    /// Whether the prompt analyses errors (failing tests or broken imports).
+    pub fn is_debugging(&self) -> bool {
+        !self.failing.is_empty() || !self.problems.is_empty()
+    }
+}
+
+/// The Fixer's request for one file.
+pub fn fix_request(input: &FixInput<'_>) -> ChatRequest {
+    let mut p = String::new();
+    let _ = writeln!(p, "Fix and improve `{}`.", input.path);
+    if let Some(items) = input.plan_items {
+        let _ = writeln!(p, "\n## Plan items for this file\n{}", items.trim());
+    }
+    if !input.failing.is_empty() {
+        p.push_str("\n## Failing tests\n");
+        for case in input.failing.iter().take(8) {
+            let _ = writeln!(p, "### {}\n{}", case.id, one_line(case.message.as_deref()));
+            if let Some(details) = &case.details {
+                let _ = writeln!(p, "```\n{}\n```", tail_lines(details, 25));
+            }
+        }
+    }
+    if !input.problems.is_empty() {
+        p.push_str("\n## Problems when compiling or importing this module\n");
+        for problem in &input.problems {
+            let _ = writeln!(p, "- {}", tail_lines(problem, 6));
+        }
+    }
+    if !input.lint.is_empty() {
+        p.push_str("\n## pylint messages\n");
+        for m in input.lint.iter().take(40) {
+            let _ = writeln!(
+                p,
+                "- line {}: {} ({}) {}",
+                m.line, m.message_id, m.symbol, m.message
+            );
+        }
+    }
+    history_section(&mut p, input.history);
+    let _ = writeln!(
+        p,
+        "\n## Current text of `{}`\n```python\n{}\n```",
+        input.path,
+        input.text.trim_end_matches('\n')
+    );
+    let _ = writeln!(
+        p,
+        "\nReply with one unified diff of `{path}` in a ```diff block (`--- a/{path}`, `+++ b/{path}`). \
+         Change at most {max} lines (added plus removed). Fix the failing tests first; do not edit test files; \
+         keep public names that tests use.",
+        path = input.path,
+        max = input.max_changed_lines
+    );
+    ChatRequest {
+        system: FIX_SYSTEM.into(),
+        messages: vec![user(p)],
+        max_output_tokens: FIX_MAX_TOKENS,
+        temperature: 0.2,
+    }
+}
+
+/// Tiered memory: nothing on a first try; the previous attempt in full on
+/// the second; a compressed history and a push for a new approach after that.
+fn history_section(p: &mut String, history: &[PastAttempt]) {
+    match history {
+        [] => {}
+        [only] => {
+            let _ = writeln!(
+                p,
+                "\n## Previous attempt\n{}: {}\nOutcome: {}",
+                only.label, only.summary, only.outcome
+            );
+            if let Some(diff) = &only.diff {
+                let _ = writeln!(p, "```diff\n{}\n```", head_lines(diff, 60));
+            }
+        }
+        many => {
+            let _ = writeln!(p, "\n## Earlier attempts ({})", many.len());
+            for a in many.iter().rev().take(6).rev() {
+                let _ = writeln!(p, "- {}: {} -> {}", a.label, a.summary, a.outcome);
+            }
+            let tried: Vec<&str> = many.iter().map(|a| a.summary.as_str()).collect();
+            let _ = writeln!(
+                p,
+                "Tried {} — none of it was accepted. Take a different approach.",
+                tried.join("; ")
+            );
+        }
+    }
+}
+
+/// The follow-up after a reply cut off by the output limit.
+pub fn reask_truncated() -> String {
+    "Your reply was cut off by the output length limit before the diff was complete, so none of \
+     it was applied. Send a smaller unified diff: only the hunks needed for the most important fix, \
+     with 3 lines of context each."
+        .into()
+}
+
+/// The follow-up after a reply with nothing usable.
+pub fn reask_unusable(problem: &str) -> String {
+    format!(
+        "Your reply could not be used: {problem}. Reply with exactly one ```diff fenced block holding a \
+         unified diff of the file against its current text, with `--- a/<path>` / `+++ b/<path>` headers \
+         and @@ hunks, and nothing else."
+    )
+}
+
+/// A request continued with the model's reply and a follow-up.
+pub fn follow_up(mut request: ChatRequest, reply: &str, message: String) -> ChatRequest {
+    request.messages.push(ChatMessage {
+        role: Role::Assistant,
+        content: reply.to_string(),
+    });
+    request.messages.push(user(message));
+    request
+}
+
+fn user(content: String) -> ChatMessage {
+    ChatMessage {
+        role: Role::User,
+        content,
+    }
+}
+
+/// First line of an optional message, or `(no message)`.
+pub fn one_line(message: Option<&str>) -> String {
+    let line = message
+        .and_then(|m| m.lines().next())
+        .unwrap_or("(no message)");
+    clip(line, 300).to_string()
+}
+
+/// At most `max` bytes of `text`, cut at a char boundary.
+pub fn clip(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// The last `n` lines of `text`.
+pub fn tail_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.len().saturating_sub(n);
+    lines[start..].join("\n")
+}
+
+/// The first `n` lines of `text`.
+pub fn head_lines(text: &str, n: usize) -> String {
+    text.lines().take(n).collect::<Vec<_>>().join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attempt(n: u32) -> PastAttempt {
+        PastAttempt {
+            label: format!("attempt {n}"),
+            summary: format!("idea {n}"),
+            outcome: "tests regressed".into(),
+            diff: Some("--- a/x.py\n+++ b/x.py\n@@\n-a\n+b".into()),
+        }
+    }
+
+    fn input<'a>(history: &'a [PastAttempt]) -> FixInput<'a> {
+        FixInput {
+            path: "pkg/x.py",
+            text: "a = 1\n",
+            plan_items: Some("- **Type**: bug"),
+            lint: vec![],
+            failing: vec![],
+            problems: vec![],
+            history,
+            max_changed_lines: 40,
+        }
+    }
+
+    #[test]
+    fn history_is_tiered() {
+        let first = fix_request(&input(&[])).messages[0].content.clone();
+        assert!(!first.contains("Previous attempt") && !first.contains("Earlier attempts"));
+        let one = [attempt(1)];
+        let second = fix_request(&input(&one)).messages[0].content.clone();
+        assert!(second.contains("## Previous attempt") && second.contains("```diff"));
+        let three = [attempt(1), attempt(2), attempt(3)];
+        let third = fix_request(&input(&three)).messages[0].content.clone();
+        assert!(third.contains("Earlier attempts (3)"));
+        assert!(third.contains("Tried idea 1; idea 2; idea 3"));
+        assert!(third.contains("different approach"));
+        assert!(third.contains("at most 40 lines"));
+    }
+}
