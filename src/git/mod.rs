@@ -79,7 +79,11 @@ impl GitError {
     }
 
     /// Wraps an I/O error with the operation and path.
-    pub(crate) fn io(op: impl Into<String>, path: &std::path::Path, source: std::io::Error) -> Self {
+    pub(crate) fn io(
+        op: impl Into<String>,
+        path: &std::path::Path,
+        source: std::io::Error,
+    ) -> Self {
         GitError::Io {
             op: op.into(),
             path: path.to_path_buf(),
@@ -147,7 +151,11 @@ pub struct RunWorkspace {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FastForward {
     /// The user's branch and working tree now point at the run's best state.
-    Updated { branch: String, from: CommitId, to: CommitId },
+    Updated {
+        branch: String,
+        from: CommitId,
+        to: CommitId,
+    },
     /// Nothing to do: best is the starting commit.
     NothingToDo,
     /// Left for the user, with the reason; `command` takes it by hand.

@@ -260,12 +260,10 @@ impl Repo {
     /// parents), newest first.
     pub fn log_messages(&self, branch: &str) -> Result<Vec<String>, GitError> {
         let repo = self.git()?;
-        let tip = self
-            .branch_tip(branch)?
-            .ok_or_else(|| GitError::Failed {
-                op: format!("log {branch}"),
-                message: "no such branch".to_string(),
-            })?;
+        let tip = self.branch_tip(branch)?.ok_or_else(|| GitError::Failed {
+            op: format!("log {branch}"),
+            message: "no such branch".to_string(),
+        })?;
         let mut walk = repo
             .revwalk()
             .map_err(|e| GitError::git2(format!("log {branch}"), e))?;
@@ -375,7 +373,11 @@ pub(crate) fn file_at(
         Err(e) if e.code() == ErrorCode::NotFound => return Ok(None),
         Err(e) => return Err(GitError::git2(op(), e)),
     };
-    match entry.to_object(repo).map_err(|e| GitError::git2(op(), e))?.into_blob() {
+    match entry
+        .to_object(repo)
+        .map_err(|e| GitError::git2(op(), e))?
+        .into_blob()
+    {
         Ok(blob) => Ok(Some(blob.content().to_vec())),
         Err(_) => Ok(None),
     }
@@ -414,7 +416,10 @@ pub(crate) fn changed_paths(
 /// in a baseline.
 fn is_baseline_excluded(path: &Path) -> bool {
     let in_excluded_dir = path.components().any(|c| {
-        matches!(c.as_os_str().to_str(), Some(".venv" | "venv" | "__pycache__"))
+        matches!(
+            c.as_os_str().to_str(),
+            Some(".venv" | "venv" | "__pycache__")
+        )
     });
     in_excluded_dir || path.extension().is_some_and(|ext| ext == "pyc")
 }

@@ -62,11 +62,16 @@ impl RunWorkspace {
         let owner = owner_file(&runs_dir, run_id);
         fs::write(&owner, format!("pid {}\n", std::process::id()))
             .map_err(|e| GitError::io("write", &owner, e))?;
-        git.reference(&best_ref, base_oid, false, &format!("swarm: start run {run_id}"))
-            .map_err(|e| {
-                let _ = fs::remove_file(&owner);
-                GitError::git2(format!("create {best_ref}"), e)
-            })?;
+        git.reference(
+            &best_ref,
+            base_oid,
+            false,
+            &format!("swarm: start run {run_id}"),
+        )
+        .map_err(|e| {
+            let _ = fs::remove_file(&owner);
+            GitError::git2(format!("create {best_ref}"), e)
+        })?;
 
         let added = GitCommand::new(&repo.info().root)
             .arg("worktree")
@@ -151,7 +156,8 @@ impl RunWorkspace {
             match &file.content {
                 Some(content) => {
                     if let Some(parent) = full.parent() {
-                        fs::create_dir_all(parent).map_err(|e| GitError::io("create", parent, e))?;
+                        fs::create_dir_all(parent)
+                            .map_err(|e| GitError::io("create", parent, e))?;
                     }
                     if fs::symlink_metadata(&full).is_ok_and(|m| m.file_type().is_symlink()) {
                         fs::remove_file(&full).map_err(|e| GitError::io("remove", &full, e))?;
@@ -223,7 +229,9 @@ impl RunWorkspace {
         let tree_id = update
             .create_updated(&git, &best_tree)
             .map_err(|e| GitError::git2(op(), e))?;
-        let tree = git.find_tree(tree_id).map_err(|e| GitError::git2(op(), e))?;
+        let tree = git
+            .find_tree(tree_id)
+            .map_err(|e| GitError::git2(op(), e))?;
         let signature = signature(&git)?;
         let mut text = message.to_string();
         if !text.ends_with('\n') {
@@ -283,7 +291,12 @@ impl RunWorkspace {
     /// Removes the worktree folder and its administrative entry; branches stay.
     pub fn remove(mut self) -> Result<(), GitError> {
         self.removed = true;
-        remove_run(&self.path, Some(&self.admin_dir), &self.common_dir, &self.run_id)
+        remove_run(
+            &self.path,
+            Some(&self.admin_dir),
+            &self.common_dir,
+            &self.run_id,
+        )
     }
 
     fn git(&self) -> Result<Repository, GitError> {
@@ -326,7 +339,12 @@ impl Drop for RunWorkspace {
     fn drop(&mut self) {
         if !self.removed {
             self.removed = true;
-            let _ = remove_run(&self.path, Some(&self.admin_dir), &self.common_dir, &self.run_id);
+            let _ = remove_run(
+                &self.path,
+                Some(&self.admin_dir),
+                &self.common_dir,
+                &self.run_id,
+            );
         }
     }
 }
@@ -341,7 +359,8 @@ impl Repo {
         let runs_dir = common_dir.join(RUNS_DIR);
         let mut removed = Vec::new();
         if runs_dir.is_dir() {
-            let entries = fs::read_dir(&runs_dir).map_err(|e| GitError::io("read", &runs_dir, e))?;
+            let entries =
+                fs::read_dir(&runs_dir).map_err(|e| GitError::io("read", &runs_dir, e))?;
             for entry in entries {
                 let entry = entry.map_err(|e| GitError::io("read", &runs_dir, e))?;
                 let name = entry.file_name().to_string_lossy().into_owned();
@@ -364,11 +383,12 @@ impl Repo {
             let under_runs = worktree.starts_with(&runs_dir)
                 || canonical(&runs_dir).is_ok_and(|dir| worktree.starts_with(dir));
             if under_runs && !worktree.exists() {
-                fs::remove_dir_all(&admin_dir)
-                    .map_err(|e| GitError::io("remove", &admin_dir, e))?;
-                if let Some(run) = worktree.file_name() {
-                    removed.push(run.to_string_lossy().into_owned());
-                }
+                let run_id = worktree
+                    .file_name()
+                    .map(|run| run.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                remove_run(&worktree, Some(&admin_dir), common_dir, &run_id)?;
+                removed.push(run_id);
             }
         }
         removed.sort();
@@ -445,7 +465,11 @@ fn admin_dir_of(path: &Path) -> Result<PathBuf, GitError> {
             op: format!("read {}", dot_git.display()),
             message: "no gitdir line".to_string(),
         })?;
-    let dir = if dir.is_absolute() { dir } else { path.join(dir) };
+    let dir = if dir.is_absolute() {
+        dir
+    } else {
+        path.join(dir)
+    };
     canonical(&dir)
 }
 
