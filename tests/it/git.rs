@@ -9,28 +9,31 @@ use swarm::git::{CommitId, FastForward, FileWrite, GitError, Repo, RunWorkspace}
 
 use crate::support::repo::{git_in, git_ok, TestRepo};
 
-fn open(path: &Path) -> Repo {
+mod fast_forward;
+mod hook_env;
+
+pub(crate) fn open(path: &Path) -> Repo {
     Repo::open(path).expect("open").expect("a repository")
 }
 
-fn write(path: &str, content: &str) -> FileWrite {
+pub(crate) fn write(path: &str, content: &str) -> FileWrite {
     FileWrite {
         path: path.to_string(),
         content: Some(content.as_bytes().to_vec()),
     }
 }
 
-fn delete(path: &str) -> FileWrite {
+pub(crate) fn delete(path: &str) -> FileWrite {
     FileWrite {
         path: path.to_string(),
         content: None,
     }
 }
 
-const MESSAGE: &str = "swarm: fix average() on empty input (pkg/calc.py)\n\n\
+pub(crate) const MESSAGE: &str = "swarm: fix average() on empty input (pkg/calc.py)\n\n\
 Swarm-Run: run-1\nSwarm-Iteration: 1\nSwarm-Verdict: improved\n";
 
-fn sample() -> TestRepo {
+pub(crate) fn sample() -> TestRepo {
     TestRepo::with_files(&[
         (
             "pkg/calc.py",
@@ -200,6 +203,8 @@ fn a_full_run_never_touches_the_user_checkout_until_the_fast_forward() {
     let repo = sample();
     repo.write("notes.txt", "user's untracked notes\n");
     repo.write("README.md", "user's unstaged edit\n");
+    repo.write("tests/test_calc.py", "user's staged edit\n");
+    repo.git(&["add", "tests/test_calc.py"]);
     let before = repo.snapshot();
     let opened = open(&repo.root.join("pkg"));
     let base = opened.info().head.clone();
@@ -351,10 +356,11 @@ fn a_full_run_never_touches_the_user_checkout_until_the_fast_forward() {
     assert_eq!(repo.read("pkg/calc.py"), fix);
     assert_eq!(repo.read("pkg/new.py"), "N = 1\n");
     assert_eq!(repo.read("README.md"), "user's unstaged edit\n");
+    assert_eq!(repo.read("tests/test_calc.py"), "user's staged edit\n");
     assert_eq!(repo.read("notes.txt"), "user's untracked notes\n");
     assert_eq!(
         repo.git(&["status", "--porcelain"]),
-        " M README.md\n?? notes.txt"
+        " M README.md\nM  tests/test_calc.py\n?? notes.txt"
     );
     assert_eq!(repo.git(&["rev-parse", "refs/swarm/run-1/pre-ff"]), base.0);
 }
@@ -418,94 +424,6 @@ fn prune_removes_runs_of_dead_processes_only() {
     assert_eq!(repo.worktrees(), vec![repo.root.clone()]);
 }
 
-/// A run whose best commit changes `pkg/calc.py`; returns (repo, opened, base, best).
-fn finished_run(run: &str) -> (TestRepo, Repo, CommitId, CommitId) {
-    let repo = sample();
-    let opened = open(&repo.root);
-    let base = opened.info().head.clone();
-    let mut ws = RunWorkspace::create(&opened, run, &base).expect("create");
-    let files = [write("pkg/calc.py", "fixed\n")];
-    let best = ws.commit_attempt(1, &files, MESSAGE).expect("commit");
-    ws.advance_best(&best).expect("advance");
-    ws.remove().expect("remove");
-    (repo, opened, base, best)
-}
-
-fn assert_skipped(outcome: FastForward, run: &str, reason_has: &str) {
-    match outcome {
-        FastForward::Skipped { reason, command } => {
-            assert_eq!(command, format!("git merge --ff-only swarm/{run}/best"));
-            assert!(
-                reason.contains(reason_has),
-                "reason {reason:?} mentions {reason_has:?}"
-            );
-            assert!(!reason.contains('\n'));
-        }
-        other => panic!("expected Skipped, got {other:?}"),
-    }
-}
-
-#[test]
-fn fast_forward_refuses_when_a_touched_file_is_dirty() {
-    let touched = vec!["pkg/calc.py".to_string(), "pkg/added.py".to_string()];
-    type MakeDirty = fn(&TestRepo);
-    let cases: [(&str, MakeDirty); 3] = [
-        ("modified", |r| r.write("pkg/calc.py", "user edit\n")),
-        ("staged", |r| {
-            r.write("pkg/calc.py", "user edit\n");
-            r.git(&["add", "pkg/calc.py"]);
-        }),
-        ("untracked", |r| r.write("pkg/added.py", "user file\n")),
-    ];
-    for (what, make_dirty) in cases {
-        let (repo, opened, base, best) = finished_run("run-dirty");
-        make_dirty(&repo);
-        let before = repo.snapshot();
-        let outcome = opened
-            .fast_forward(&base, &best, "swarm/run-dirty/best", &touched)
-            .expect("ff");
-        assert_skipped(outcome, "run-dirty", "uncommitted changes");
-        assert_eq!(repo.snapshot(), before, "{what}: nothing written");
-        assert!(!repo.git_ok(&["rev-parse", "--verify", "-q", "refs/swarm/run-dirty/pre-ff"]));
-    }
-}
-
-#[test]
-fn fast_forward_refuses_when_head_moved_or_is_detached() {
-    let (repo, opened, base, best) = finished_run("run-moved");
-    repo.write("other.py", "o = 1\n");
-    let moved = repo.commit_all("user commit during the run");
-    let touched = vec!["pkg/calc.py".to_string()];
-    let outcome = opened
-        .fast_forward(&base, &best, "swarm/run-moved/best", &touched)
-        .expect("ff");
-    assert_skipped(outcome, "run-moved", "moved");
-    assert_eq!(repo.head(), moved);
-
-    let (repo, opened, base, best) = finished_run("run-detached");
-    repo.git(&["checkout", "--quiet", "--detach"]);
-    let outcome = opened
-        .fast_forward(&base, &best, "swarm/run-detached/best", &touched)
-        .expect("ff");
-    assert_skipped(outcome, "run-detached", "detached");
-    assert_eq!(repo.git(&["rev-parse", "main"]), base.0);
-
-    let (repo, opened, base, best) = finished_run("run-switched");
-    repo.git(&["checkout", "--quiet", "-b", "elsewhere"]);
-    let outcome = opened
-        .fast_forward(&base, &best, "swarm/run-switched/best", &touched)
-        .expect("ff");
-    assert_skipped(outcome, "run-switched", "elsewhere");
-    assert_eq!(repo.git(&["rev-parse", "main"]), base.0);
-
-    assert_eq!(
-        opened
-            .fast_forward(&base, &base, "swarm/run-switched/best", &touched)
-            .expect("ff"),
-        FastForward::NothingToDo
-    );
-}
-
 #[test]
 fn workspace_refuses_bad_paths_run_ids_and_backwards_moves() {
     let repo = sample();
@@ -540,112 +458,5 @@ fn workspace_refuses_bad_paths_run_ids_and_backwards_moves() {
         ws.advance_best(&head),
         Err(GitError::NotDescendant { .. })
     ));
-    ws.remove().expect("remove");
-}
-
-/// Runs one `#[ignore]`d test of this file in a child process with `env`,
-/// so that process-wide variables (HOME, GIT_DIR, ...) apply from the start.
-fn run_child(test: &str, env: &[(&str, &Path)]) {
-    let mut command = Command::new(std::env::current_exe().expect("test binary"));
-    command.args([
-        test,
-        "--exact",
-        "--ignored",
-        "--nocapture",
-        "--test-threads=1",
-    ]);
-    for (name, value) in env {
-        command.env(name, value);
-    }
-    let output = command.output().expect("run the child test");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success() && stdout.contains("1 passed"),
-        "child {test} failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-#[test]
-fn a_run_from_a_hook_environment_uses_the_target_repository() {
-    let repo = sample();
-    let decoy = TestRepo::with_files(&[("decoy.py", "d = 1\n")]);
-    let decoy_before = decoy.snapshot();
-    let bogus_index = repo.tmp().join("bogus-index");
-    let decoy_git = decoy.root.join(".git");
-    run_child(
-        "git::child_run_with_hook_env",
-        &[
-            ("SWARM_IT_REPO", &repo.root),
-            ("GIT_DIR", &decoy_git),
-            ("GIT_WORK_TREE", &decoy.root),
-            ("GIT_INDEX_FILE", &bogus_index),
-            ("GIT_COMMON_DIR", &decoy_git),
-        ],
-    );
-    assert_eq!(repo.read("pkg/calc.py"), "from the hook\n");
-    assert_eq!(repo.git(&["status", "--porcelain"]), "");
-    assert_eq!(repo.worktrees(), vec![repo.root.clone()]);
-    assert!(!bogus_index.exists());
-    assert_eq!(decoy.snapshot(), decoy_before);
-}
-
-#[test]
-#[ignore = "run by a_run_from_a_hook_environment_uses_the_target_repository"]
-fn child_run_with_hook_env() {
-    let Some(root) = std::env::var_os("SWARM_IT_REPO") else {
-        return;
-    };
-    let opened = open(Path::new(&root));
-    let base = opened.info().head.clone();
-    let mut ws = RunWorkspace::create(&opened, "run-hook", &base).expect("create");
-    let files = [write("pkg/calc.py", "from the hook\n")];
-    ws.write_files(&files).expect("write");
-    let best = ws.commit_attempt(1, &files, MESSAGE).expect("commit");
-    ws.advance_best(&best).expect("advance");
-    fs::write(ws.path().join("junk.txt"), "x").expect("junk");
-    ws.reset_to(&best).expect("reset");
-    assert!(!ws.path().join("junk.txt").exists());
-    ws.remove().expect("remove");
-    let touched = vec!["pkg/calc.py".to_string()];
-    let outcome = opened
-        .fast_forward(&base, &best, "swarm/run-hook/best", &touched)
-        .expect("ff");
-    assert!(
-        matches!(outcome, FastForward::Updated { .. }),
-        "{outcome:?}"
-    );
-}
-
-#[test]
-fn commits_fall_back_to_the_swarm_identity() {
-    let dir = TestRepo::empty();
-    dir.write("a.py", "a = 1\n");
-    let empty_home = dir.tmp().join("empty-home");
-    fs::create_dir_all(&empty_home).expect("mkdir");
-    run_child(
-        "git::child_commit_without_identity",
-        &[
-            ("SWARM_IT_REPO", &dir.root),
-            ("HOME", &empty_home),
-            ("XDG_CONFIG_HOME", &empty_home),
-        ],
-    );
-    assert_eq!(
-        dir.git(&["log", "--all", "--topo-order", "--format=%an <%ae> %s"]),
-        "swarm <swarm@localhost> attempt\nswarm <swarm@localhost> baseline"
-    );
-}
-
-#[test]
-#[ignore = "run by commits_fall_back_to_the_swarm_identity"]
-fn child_commit_without_identity() {
-    let Some(root) = std::env::var_os("SWARM_IT_REPO") else {
-        return;
-    };
-    let opened = Repo::init_with_baseline(Path::new(&root), "baseline").expect("init");
-    let ws = RunWorkspace::create(&opened, "run-id", &opened.info().head).expect("create");
-    ws.commit_attempt(1, &[write("a.py", "a = 2\n")], "attempt")
-        .expect("commit");
     ws.remove().expect("remove");
 }
