@@ -5,7 +5,17 @@
 //! the run branch `swarm/<run>/best`, attempt branches `swarm/<run>/attempt-<k>`,
 //! and the final fast-forward of the user's branch. It never prints.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+mod command;
+mod fastforward;
+mod repo;
+mod workspace;
+
+pub use command::SCRUBBED_ENV;
+pub use fastforward::{pre_ff_ref, run_id_of_branch};
+pub use repo::{BASELINE_EXCLUDES, FALLBACK_EMAIL, FALLBACK_NAME};
+pub use workspace::RUNS_DIR;
 
 /// A commit id as 40 hex digits; the rest of swarm never sees `git2::Oid`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -33,6 +43,53 @@ pub enum GitError {
     NoCommits { path: PathBuf },
     #[error("git: {op}: {message}")]
     Failed { op: String, message: String },
+    /// A spawned `git` failed; `command` is its command line.
+    #[error("`{command}` failed: {message}")]
+    Command { command: String, message: String },
+    /// A file-system operation on a path failed.
+    #[error("{op} {path}: {source}")]
+    Io {
+        op: String,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A repo-relative path that swarm refuses to write (absolute, `..`,
+    /// inside `.git`, empty).
+    #[error("refusing path {path:?}: {reason}")]
+    InvalidPath { path: String, reason: String },
+    /// A run id that cannot name a folder and a branch component.
+    #[error("invalid run id {run_id:?}: use letters, digits, '-' and '_'")]
+    InvalidRunId { run_id: String },
+    /// The run's branch (or an attempt branch) already exists.
+    #[error("branch {branch} already exists")]
+    BranchExists { branch: String },
+    /// `advance_best` was given a commit that does not descend from best.
+    #[error("{commit} does not descend from the run branch's tip {best}")]
+    NotDescendant { commit: CommitId, best: CommitId },
+}
+
+impl GitError {
+    /// Wraps a git2 error with what was being done.
+    pub(crate) fn git2(op: impl Into<String>, error: git2::Error) -> Self {
+        GitError::Failed {
+            op: op.into(),
+            message: error.message().to_string(),
+        }
+    }
+
+    /// Wraps an I/O error with the operation and path.
+    pub(crate) fn io(
+        op: impl Into<String>,
+        path: &std::path::Path,
+        source: std::io::Error,
+    ) -> Self {
+        GitError::Io {
+            op: op.into(),
+            path: path.to_path_buf(),
+            source,
+        }
+    }
 }
 
 /// Where the target sits in its repository.
@@ -58,107 +115,36 @@ pub struct FileWrite {
     pub content: Option<Vec<u8>>,
 }
 
-/// An opened repository.
+/// An opened repository. Holds paths only (each operation opens libgit2
+/// afresh), so it is `Send + Sync` and always sees the repository's current
+/// state.
+#[derive(Clone, Debug)]
 pub struct Repo {
-    _private: (),
-}
-
-impl Repo {
-    /// Opens the repository that contains `target` (an existing folder).
-    /// `Ok(None)` when the folder is in no repository.
-    pub fn open(target: &Path) -> Result<Option<Repo>, GitError> {
-        let _ = target;
-        unimplemented!()
-    }
-
-    /// Initializes a repository in `dir` and commits every file in it
-    /// (honouring a `.gitignore` if any) as the baseline commit.
-    pub fn init_with_baseline(dir: &Path, message: &str) -> Result<Repo, GitError> {
-        let _ = (dir, message);
-        unimplemented!()
-    }
-
-    /// Facts about the repository and the target folder.
-    pub fn info(&self) -> &RepoInfo {
-        unimplemented!()
-    }
-
-    /// Tracked files (from the index, like `git ls-files`) under the target
-    /// folder, repo-relative, sorted.
-    pub fn tracked_files(&self) -> Result<Vec<String>, GitError> {
-        unimplemented!()
-    }
-
-    /// Repo-relative paths with uncommitted changes: staged, modified, or
-    /// untracked (not ignored).
-    pub fn dirty_paths(&self) -> Result<Vec<String>, GitError> {
-        unimplemented!()
-    }
+    info: RepoInfo,
+    /// The git dir of the worktree the target is in (`.git`, or
+    /// `.git/worktrees/<name>` for a linked worktree).
+    git_dir: PathBuf,
 }
 
 /// The run's worktree, run branch and attempt branches.
+///
+/// Dropping it without calling [`RunWorkspace::remove`] removes the worktree
+/// on a best-effort basis (after an error or Ctrl-C); the branches stay.
+#[derive(Debug)]
 pub struct RunWorkspace {
-    _private: (),
-}
-
-impl RunWorkspace {
-    /// Creates the worktree at `<common-dir>/swarm/worktrees/<run_id>`,
-    /// detached at `base`, and the branch `swarm/<run_id>/best` at `base`.
-    pub fn create(repo: &Repo, run_id: &str, base: &CommitId) -> Result<Self, GitError> {
-        let _ = (repo, run_id, base);
-        unimplemented!()
-    }
-
-    /// The worktree's root folder.
-    pub fn path(&self) -> &Path {
-        unimplemented!()
-    }
-
+    run_id: String,
+    /// The run worktree's root, `<common>/swarm/worktrees/<run>`.
+    path: PathBuf,
+    /// The repository's common dir.
+    common_dir: PathBuf,
+    /// The worktree's admin folder, `<common>/worktrees/<name>`.
+    admin_dir: PathBuf,
+    /// The commit the run started from.
+    base: CommitId,
     /// The run branch's tip.
-    pub fn best(&self) -> &CommitId {
-        unimplemented!()
-    }
-
-    /// The run branch's name, `swarm/<run>/best`.
-    pub fn best_branch(&self) -> String {
-        unimplemented!()
-    }
-
-    /// Writes (or deletes) files in the worktree, paths repo-relative.
-    pub fn write_files(&self, files: &[FileWrite]) -> Result<(), GitError> {
-        let _ = files;
-        unimplemented!()
-    }
-
-    /// Commits best's tree plus `files` (built from blobs, not from the
-    /// worktree) with parent best, on the new branch `swarm/<run>/attempt-<k>`.
-    pub fn commit_attempt(
-        &self,
-        k: u32,
-        files: &[FileWrite],
-        message: &str,
-    ) -> Result<CommitId, GitError> {
-        let _ = (k, files, message);
-        unimplemented!()
-    }
-
-    /// Moves the run branch to `commit` (a descendant of best).
-    pub fn advance_best(&mut self, commit: &CommitId) -> Result<(), GitError> {
-        let _ = commit;
-        unimplemented!()
-    }
-
-    /// Makes the worktree's files exactly those of `commit`, removing
-    /// untracked files such as caches.
-    pub fn reset_to(&self, commit: &CommitId) -> Result<(), GitError> {
-        let _ = commit;
-        unimplemented!()
-    }
-
-    /// Removes the worktree folder and its administrative entry; branches stay.
-    pub fn remove(self) -> Result<(), GitError> {
-        unimplemented!()
-    }
+    best: CommitId,
+    /// Set once the worktree has been removed.
+    removed: bool,
 }
 
 /// What the final step did.
@@ -174,40 +160,4 @@ pub enum FastForward {
     NothingToDo,
     /// Left for the user, with the reason; `command` takes it by hand.
     Skipped { reason: String, command: String },
-}
-
-impl Repo {
-    /// Fast-forwards the user's branch to `to`, updating the working tree,
-    /// only if `HEAD` is still `expected_head` on the same branch and none of
-    /// `touched` (repo-relative) has uncommitted changes.
-    pub fn fast_forward(
-        &self,
-        expected_head: &CommitId,
-        to: &CommitId,
-        run_branch: &str,
-        touched: &[String],
-    ) -> Result<FastForward, GitError> {
-        let _ = (expected_head, to, run_branch, touched);
-        unimplemented!()
-    }
-}
-
-impl Repo {
-    /// Removes leftover worktrees of crashed runs.
-    pub fn prune_stale_runs(&self) -> Result<(), GitError> {
-        unimplemented!()
-    }
-
-    /// The commit a local branch points at.
-    pub fn branch_tip(&self, name: &str) -> Result<Option<CommitId>, GitError> {
-        let _ = name;
-        unimplemented!()
-    }
-}
-
-impl Repo {
-    /// `git log --all --graph --oneline --decorate` of the repository.
-    pub fn log_graph(&self) -> Result<String, GitError> {
-        unimplemented!()
-    }
 }

@@ -137,7 +137,12 @@ pub async fn run(
             ),
         });
     }
-    repo.prune_stale_runs()?;
+    let pruned = repo.prune_stale_runs()?;
+    if !pruned.is_empty() {
+        events.emit(Event::Notice {
+            message: format!("removed worktrees left by interrupted runs: {}", pruned.join(", ")),
+        });
+    }
     let progress = |m: &str| {
         events.emit(Event::Notice {
             message: m.to_string(),

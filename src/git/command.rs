@@ -1,0 +1,134 @@
+//! Spawning the `git` executable with a scrubbed environment.
+//!
+//! swarm may run from a git hook, where git exports `GIT_DIR`,
+//! `GIT_INDEX_FILE` and friends; inherited by a child `git`, they would make
+//! it act on the wrong repository, index or working tree. Every spawned git
+//! here drops them, runs with hooks disabled (swarm never runs the user's
+//! hook scripts) and keeps its command line and captured output for errors.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use super::GitError;
+
+/// Environment variables that redirect git away from the repository found
+/// from the working directory; removed from every spawned git.
+pub const SCRUBBED_ENV: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_PREFIX",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+];
+
+/// A `git` invocation: arguments and the folder it runs in.
+#[derive(Clone, Debug)]
+pub(crate) struct GitCommand {
+    cwd: PathBuf,
+    args: Vec<OsString>,
+}
+
+/// Whether a finished git succeeded, and what it said on stderr.
+#[derive(Clone, Debug)]
+pub(crate) struct GitOutput {
+    pub success: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl GitCommand {
+    /// `git` run in `cwd`.
+    pub fn new(cwd: &Path) -> Self {
+        GitCommand {
+            cwd: cwd.to_path_buf(),
+            args: Vec::new(),
+        }
+    }
+
+    /// Adds one argument.
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+        self.args.push(arg.as_ref().to_os_string());
+        self
+    }
+
+    /// The command line as a user would type it (without the internal `-c`
+    /// options), for error messages.
+    pub fn display(&self) -> String {
+        let mut line = String::from("git");
+        for arg in &self.args {
+            line.push(' ');
+            line.push_str(&arg.to_string_lossy());
+        }
+        line
+    }
+
+    /// Runs git and returns its output whatever its exit status; `Err` only
+    /// when it could not be started.
+    pub fn output(&self) -> Result<GitOutput, GitError> {
+        let mut command = Command::new("git");
+        command
+            .current_dir(&self.cwd)
+            .arg("-c")
+            .arg(format!("core.hooksPath={}", null_device()))
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("LC_ALL", "C");
+        for name in SCRUBBED_ENV {
+            command.env_remove(name);
+        }
+        let output = command.output().map_err(|source| GitError::Command {
+            command: self.display(),
+            message: format!("could not start git: {source}"),
+        })?;
+        Ok(GitOutput {
+            success: output.status.success(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        })
+    }
+
+    /// Runs git; a non-zero exit is an error carrying the command line and
+    /// git's message.
+    pub fn run(&self) -> Result<GitOutput, GitError> {
+        let output = self.output()?;
+        if output.success {
+            Ok(output)
+        } else {
+            Err(GitError::Command {
+                command: self.display(),
+                message: first_lines(&output.stderr),
+            })
+        }
+    }
+}
+
+/// A path where no hook script can exist.
+fn null_device() -> &'static str {
+    if cfg!(windows) {
+        "NUL"
+    } else {
+        "/dev/null"
+    }
+}
+
+/// git's message, trimmed to a few lines for an error.
+pub(crate) fn first_lines(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim_end)
+        .filter(|line| !line.is_empty())
+        .take(6)
+        .collect();
+    if lines.is_empty() {
+        "(no output)".to_string()
+    } else {
+        lines.join("; ")
+    }
+}

@@ -1,0 +1,2 @@
+mod git;
+mod support;
