@@ -1,0 +1,2 @@
+mod llm;
+mod support;
