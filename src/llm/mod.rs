@@ -26,7 +26,7 @@ pub use openai::OpenAiChat;
 pub use price::{price_for, Price, PriceTable};
 pub use replay::ReplayModel;
 pub use reply::{estimate_tokens, is_empty_reply, looks_like_refusal};
-pub use retry::RetryPolicy;
+pub use retry::{RetryPolicy, DEFAULT_ATTEMPT_TIMEOUT};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -257,9 +257,9 @@ pub struct ProviderConfig {
     /// Overrides the provider's default base URL.
     pub base_url: Option<String>,
     pub api_key: Option<Secret>,
-    /// Per HTTP attempt.
+    /// Per HTTP attempt (zero: [`DEFAULT_ATTEMPT_TIMEOUT`]).
     pub timeout: Duration,
-    /// Total HTTP attempts (1 = no retry).
+    /// Total HTTP attempts (1 = no retry; 0 is taken as 1).
     pub max_attempts: u32,
     /// For replay: the experiment log or cassette to answer from.
     pub replay_file: Option<PathBuf>,

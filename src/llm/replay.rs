@@ -10,7 +10,9 @@
 //! `details.request_hash`; entries without `kind` by the Auditor or Fixer
 //! with a non-empty `output_response` count too (logs written by other
 //! tools). Each request gets the first unused call with the same hash, else
-//! the next unused call in recorded order.
+//! the next unused call in recorded order. Replayed answers report
+//! `attempts: 1`, and usage as recorded (estimated when the recording has
+//! none).
 
 use std::path::Path;
 use std::sync::Mutex;

@@ -79,6 +79,9 @@ pub(crate) fn parse_retry_after(
     Some(left.to_std().unwrap_or(Duration::ZERO))
 }
 
+/// The per-attempt timeout used when the config gives zero.
+pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// What one attempt produced.
 enum Outcome {
     Success(String),
@@ -104,7 +107,8 @@ pub(crate) struct Transport {
 }
 
 impl Transport {
-    /// A transport for `config`, talking to `base_url`.
+    /// A transport for `config`, talking to `base_url`. A zero timeout means
+    /// [`DEFAULT_ATTEMPT_TIMEOUT`]; zero attempts mean one.
     pub(crate) fn new(
         provider: &'static str,
         config: &ProviderConfig,
@@ -112,9 +116,14 @@ impl Transport {
         key: Option<Secret>,
         retry: RetryPolicy,
     ) -> Result<Self, LlmError> {
+        let timeout = if config.timeout.is_zero() {
+            DEFAULT_ATTEMPT_TIMEOUT
+        } else {
+            config.timeout
+        };
         let mut builder = reqwest::Client::builder()
             .user_agent(concat!("swarm/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(config.timeout);
+            .connect_timeout(timeout);
         if is_loopback(base_url) {
             // A proxy from the environment must not swallow a local server.
             builder = builder.no_proxy();
@@ -126,7 +135,7 @@ impl Transport {
         Ok(Self {
             client,
             provider,
-            timeout: config.timeout,
+            timeout,
             max_attempts: config.max_attempts.max(1),
             retry,
             key,
