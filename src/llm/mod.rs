@@ -4,6 +4,29 @@
 //! Anthropic Messages, and replay (answers from a recorded experiment log or
 //! cassette, no network). Retries with backoff on 429/5xx/timeouts, token
 //! usage, prices, and secrets that never print.
+//!
+//! Submodules: one per wire format (`openai`, `gemini`, `anthropic`), the
+//! shared retrying transport (`retry`), `replay` and `cassette` (recording),
+//! `price` (cost per model) and `reply` (refusal/empty-reply checks).
+//! Nothing here prints; failures are [`LlmError`] values.
+
+mod anthropic;
+mod cassette;
+mod gemini;
+mod openai;
+mod price;
+mod replay;
+mod reply;
+mod retry;
+
+pub use anthropic::AnthropicChat;
+pub use cassette::{Cassette, Interaction, RecordedResponse, Recorder};
+pub use gemini::GeminiChat;
+pub use openai::OpenAiChat;
+pub use price::{price_for, Price, PriceTable};
+pub use replay::ReplayModel;
+pub use reply::{estimate_tokens, is_empty_reply, looks_like_refusal};
+pub use retry::{RetryPolicy, DEFAULT_ATTEMPT_TIMEOUT};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -24,6 +47,7 @@ pub enum ProviderKind {
 pub struct Secret(String);
 
 impl Secret {
+    /// Wraps a key.
     pub fn new(value: impl Into<String>) -> Self {
         Self(value.into())
     }
@@ -65,19 +89,82 @@ pub struct ChatRequest {
 
 impl ChatRequest {
     /// A stable hash of the request (model-independent), used by replay.
+    ///
+    /// The sha256 (lowercase hex) of the compact JSON
+    /// `{"system":…,"messages":[{"role":…,"content":…},…],"max_output_tokens":…}`
+    /// with the fields in that order. The model, the key and the temperature
+    /// are not part of it, so a recording made with one model replays for
+    /// another.
     pub fn hash(&self) -> String {
-        unimplemented!()
+        use sha2::{Digest, Sha256};
+
+        #[derive(serde::Serialize)]
+        struct Canonical<'a> {
+            system: &'a str,
+            messages: &'a [ChatMessage],
+            max_output_tokens: u32,
+        }
+        let canonical = Canonical {
+            system: &self.system,
+            messages: &self.messages,
+            max_output_tokens: self.max_output_tokens,
+        };
+        let bytes =
+            serde_json::to_vec(&canonical).expect("strings and integers always serialize to JSON");
+        hex::encode(Sha256::digest(&bytes))
     }
 
     /// The exact prompt as one text: the system prompt and every message,
     /// as logged in `input_prompt`.
+    ///
+    /// Format: one block per part, blocks separated by one blank line; each
+    /// block is a header line (`[system]`, `[user]` or `[assistant]`)
+    /// followed by the text verbatim:
+    ///
+    /// ```text
+    /// [system]
+    /// You fix Python code.
+    ///
+    /// [user]
+    /// Fix this file.
+    /// ```
+    ///
+    /// The `[system]` block is left out when the system prompt is empty.
     pub fn transcript(&self) -> String {
-        unimplemented!()
+        let mut blocks = Vec::with_capacity(self.messages.len() + 1);
+        if !self.system.is_empty() {
+            blocks.push(format!("[system]\n{}", self.system));
+        }
+        for message in &self.messages {
+            let header = match message.role {
+                Role::User => "[user]",
+                Role::Assistant => "[assistant]",
+            };
+            blocks.push(format!("{header}\n{}", message.content));
+        }
+        blocks.join("\n\n")
+    }
+
+    /// A request with one user message.
+    pub fn single(
+        system: impl Into<String>,
+        user: impl Into<String>,
+        max_output_tokens: u32,
+    ) -> Self {
+        Self {
+            system: system.into(),
+            messages: vec![ChatMessage {
+                role: Role::User,
+                content: user.into(),
+            }],
+            max_output_tokens,
+            temperature: 0.0,
+        }
     }
 }
 
 /// Why the model stopped.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Finish {
     Stop,
@@ -89,7 +176,7 @@ pub enum Finish {
 }
 
 /// Tokens used by one call.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -152,6 +239,16 @@ pub trait ChatModel: Send + Sync {
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError>;
 }
 
+/// Shows the provider and the model, never a key.
+impl std::fmt::Debug for dyn ChatModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatModel")
+            .field("kind", &self.kind())
+            .field("model", &self.model())
+            .finish()
+    }
+}
+
 /// Everything needed to build a provider.
 #[derive(Clone, Debug)]
 pub struct ProviderConfig {
@@ -160,18 +257,74 @@ pub struct ProviderConfig {
     /// Overrides the provider's default base URL.
     pub base_url: Option<String>,
     pub api_key: Option<Secret>,
-    /// Per HTTP attempt.
+    /// Per HTTP attempt (zero: [`DEFAULT_ATTEMPT_TIMEOUT`]).
     pub timeout: Duration,
-    /// Total HTTP attempts (1 = no retry).
+    /// Total HTTP attempts (1 = no retry; 0 is taken as 1).
     pub max_attempts: u32,
     /// For replay: the experiment log or cassette to answer from.
     pub replay_file: Option<PathBuf>,
 }
 
-/// Builds the provider.
+/// Builds the provider, with the default [`RetryPolicy`].
+///
+/// Errors (`LlmError::Config`) when a network provider has no key (naming the
+/// environment variable to set), or when replay has no readable recording.
+/// An OpenAI-compatible provider with an explicit `base_url` may go without a
+/// key (local servers such as Ollama): no `Authorization` header is sent.
 pub fn build(config: &ProviderConfig) -> Result<Arc<dyn ChatModel>, LlmError> {
-    let _ = config;
-    unimplemented!()
+    build_with_retry(config, RetryPolicy::default())
+}
+
+/// Like [`build`], with an explicit backoff policy (tests use tiny delays).
+pub fn build_with_retry(
+    config: &ProviderConfig,
+    retry: RetryPolicy,
+) -> Result<Arc<dyn ChatModel>, LlmError> {
+    Ok(match config.kind {
+        ProviderKind::OpenAi => Arc::new(OpenAiChat::new(config, retry)?),
+        ProviderKind::Gemini => Arc::new(GeminiChat::new(config, retry)?),
+        ProviderKind::Anthropic => Arc::new(AnthropicChat::new(config, retry)?),
+        ProviderKind::Replay => Arc::new(ReplayModel::new(config)?),
+    })
+}
+
+impl ProviderKind {
+    /// The provider's name in messages and logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAi => "openai",
+            ProviderKind::Gemini => "gemini",
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Replay => "replay",
+        }
+    }
+}
+
+impl std::fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The key of `config`, or a `Config` error naming the variables to set.
+fn require_key(config: &ProviderConfig, variables: &str) -> Result<Secret, LlmError> {
+    match &config.api_key {
+        Some(key) if !key.expose().trim().is_empty() => Ok(key.clone()),
+        _ => Err(LlmError::Config {
+            provider: config.kind.name().to_string(),
+            message: format!("no API key: set {variables}"),
+        }),
+    }
+}
+
+/// The model id of `config`, or the provider's default when it is blank.
+fn model_or_default(config: &ProviderConfig) -> String {
+    let model = config.model.trim();
+    if model.is_empty() {
+        default_model(config.kind).to_string()
+    } else {
+        model.to_string()
+    }
 }
 
 /// The default model of each provider.
@@ -184,41 +337,122 @@ pub fn default_model(kind: ProviderKind) -> &'static str {
     }
 }
 
-/// Whether a reply is empty (helper's).
-pub fn is_empty_reply(text: &str) -> bool {
-    text.trim().is_empty()
-}
-
-/// Whether a reply declines the task (helper's).
-pub fn looks_like_refusal(text: &str) -> bool {
-    let _ = text;
-    false
-}
-
-/// USD per million tokens.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Price {
-    pub input: f64,
-    pub output: f64,
-}
-
-impl Price {
-    pub fn cost(&self, usage: &Usage) -> f64 {
-        (usage.input_tokens as f64 * self.input + usage.output_tokens as f64 * self.output) / 1e6
+/// The base URL of `config` (or `default`), without trailing slashes and
+/// without `version_suffix` (e.g. `/v1beta`) when a user added it to a base
+/// that is meant to be the host root.
+fn resolve_base_url(
+    config: &ProviderConfig,
+    default: &str,
+    version_suffix: Option<&str>,
+) -> String {
+    let base = config
+        .base_url
+        .as_deref()
+        .map(str::trim)
+        .filter(|base| !base.is_empty())
+        .unwrap_or(default)
+        .trim_end_matches('/');
+    match version_suffix.and_then(|suffix| base.strip_suffix(suffix)) {
+        Some(root) => root.trim_end_matches('/').to_string(),
+        None => base.to_string(),
     }
 }
 
-/// Known price of a model (helper's).
-pub fn price_for(model: &str) -> Option<Price> {
-    let _ = model;
-    None
+/// A JSON number for a temperature, rounded to 3 decimals (an `f32` would
+/// otherwise serialize as `0.20000000298023224`).
+fn temperature_json(temperature: f32) -> serde_json::Value {
+    let rounded = (f64::from(temperature) * 1000.0).round() / 1000.0;
+    serde_json::json!(rounded)
 }
 
-/// Wraps a model so every call is recorded in a cassette (helper's).
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> ChatRequest {
+        ChatRequest {
+            system: "You fix Python.".into(),
+            messages: vec![
+                ChatMessage {
+                    role: Role::User,
+                    content: "Fix a.py".into(),
+                },
+                ChatMessage {
+                    role: Role::Assistant,
+                    content: "```diff\n```".into(),
+                },
+            ],
+            max_output_tokens: 100,
+            temperature: 0.2,
+        }
+    }
+
+    #[test]
+    fn transcript_shows_every_part() {
+        assert_eq!(
+            request().transcript(),
+            "[system]\nYou fix Python.\n\n[user]\nFix a.py\n\n[assistant]\n```diff\n```"
+        );
+        let mut no_system = request();
+        no_system.system.clear();
+        assert!(no_system.transcript().starts_with("[user]\nFix a.py"));
+    }
+
+    #[test]
+    fn hash_ignores_temperature_but_not_content() {
+        let base = request();
+        let hash = base.hash();
+        assert_eq!(hash.len(), 64);
+        let mut warmer = base.clone();
+        warmer.temperature = 0.9;
+        assert_eq!(warmer.hash(), hash);
+        let mut longer = base.clone();
+        longer.max_output_tokens = 101;
+        assert_ne!(longer.hash(), hash);
+        let mut other = base;
+        other.messages[0].content.push('!');
+        assert_ne!(other.hash(), hash);
+    }
+
+    #[test]
+    fn base_urls_are_normalised() {
+        let mut config = ProviderConfig {
+            kind: ProviderKind::Gemini,
+            model: String::new(),
+            base_url: Some("http://host:1/v1beta/".into()),
+            api_key: None,
+            timeout: Duration::from_secs(1),
+            max_attempts: 1,
+            replay_file: None,
+        };
+        assert_eq!(
+            resolve_base_url(&config, "https://x", Some("/v1beta")),
+            "http://host:1"
+        );
+        config.base_url = None;
+        assert_eq!(resolve_base_url(&config, "https://x/", None), "https://x");
+    }
+
+    #[test]
+    fn missing_keys_name_the_variable() {
+        let config = ProviderConfig {
+            kind: ProviderKind::Anthropic,
+            model: String::new(),
+            base_url: None,
+            api_key: Some(Secret::new("  ")),
+            timeout: Duration::from_secs(1),
+            max_attempts: 1,
+            replay_file: None,
+        };
+        let err = build(&config).expect_err("blank key");
+        assert!(err.to_string().contains("ANTHROPIC_API_KEY"), "{err}");
+    }
+}
+
+/// Wraps `model` so every call is also recorded in the cassette at `path`.
 pub fn record_to(
     model: Arc<dyn ChatModel>,
     path: &std::path::Path,
 ) -> Result<Arc<dyn ChatModel>, LlmError> {
-    let _ = path;
-    Ok(model)
+    Ok(Arc::new(Recorder::new(model, path)?))
 }

@@ -140,7 +140,10 @@ pub async fn run(
     let pruned = repo.prune_stale_runs()?;
     if !pruned.is_empty() {
         events.emit(Event::Notice {
-            message: format!("removed worktrees left by interrupted runs: {}", pruned.join(", ")),
+            message: format!(
+                "removed worktrees left by interrupted runs: {}",
+                pruned.join(", ")
+            ),
         });
     }
     let progress = |m: &str| {

@@ -1,2 +1,3 @@
 mod git;
+mod llm;
 mod support;

@@ -1,1 +1,4 @@
+//! Helpers shared by the integration tests.
+
+pub mod llm_server;
 pub mod repo;

@@ -1,0 +1,195 @@
+//! Recording model calls: the cassette file format and [`Recorder`], a
+//! [`ChatModel`] wrapper that appends every call to a cassette.
+//!
+//! A cassette is `{"version":1,"interactions":[…]}`; each interaction holds
+//! the full request, its hash, the model and the response. The file is
+//! rewritten atomically (temporary file in the same directory, then rename)
+//! after every call, so a crash never leaves it half-written. Replay answers
+//! from cassettes (see `replay`).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use super::{ChatModel, ChatRequest, ChatResponse, Finish, LlmError, ProviderKind, Usage};
+
+/// The cassette format version written and accepted.
+pub const CASSETTE_VERSION: u32 = 1;
+
+/// A recording of model calls.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Cassette {
+    /// Always [`CASSETTE_VERSION`].
+    pub version: u32,
+    /// The calls, in the order they were made.
+    pub interactions: Vec<Interaction>,
+}
+
+/// One recorded call.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Interaction {
+    /// `ChatRequest::hash()` of `request`.
+    pub request_hash: String,
+    /// The model that answered.
+    pub model: String,
+    /// Everything that was sent.
+    pub request: ChatRequest,
+    /// What came back.
+    pub response: RecordedResponse,
+}
+
+/// The stored part of a [`ChatResponse`].
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RecordedResponse {
+    /// The raw reply text.
+    pub text: String,
+    /// Why the model stopped.
+    pub finish: Finish,
+    /// Tokens used.
+    pub usage: Usage,
+}
+
+impl Cassette {
+    /// An empty cassette.
+    pub fn new() -> Self {
+        Self {
+            version: CASSETTE_VERSION,
+            interactions: Vec::new(),
+        }
+    }
+
+    /// Reads a cassette file.
+    pub fn load(path: &Path) -> Result<Self, LlmError> {
+        let text = std::fs::read_to_string(path).map_err(|err| LlmError::Config {
+            provider: "cassette".into(),
+            message: format!("cannot read {}: {err}", path.display()),
+        })?;
+        Self::parse(&text).map_err(|message| LlmError::Config {
+            provider: "cassette".into(),
+            message: format!("{}: {message}", path.display()),
+        })
+    }
+
+    /// Parses cassette JSON, checking the version.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let cassette: Cassette =
+            serde_json::from_str(text).map_err(|err| format!("not a cassette: {err}"))?;
+        if cassette.version != CASSETTE_VERSION {
+            return Err(format!(
+                "cassette version {} is not supported (expected {CASSETTE_VERSION})",
+                cassette.version
+            ));
+        }
+        Ok(cassette)
+    }
+
+    /// Writes the cassette to `path` atomically: a temporary file in the same
+    /// directory, flushed, then renamed over `path`.
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        let dir = match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        std::fs::create_dir_all(&dir)?;
+        let mut file = tempfile::NamedTempFile::new_in(&dir)?;
+        serde_json::to_writer_pretty(&mut file, self)?;
+        file.write_all(b"\n")?;
+        file.as_file().sync_all()?;
+        file.persist(path).map_err(|err| err.error)?;
+        Ok(())
+    }
+}
+
+/// A [`ChatModel`] that passes every call to an inner model and appends it
+/// to a cassette file.
+///
+/// Failed calls are not recorded. When the cassette cannot be written, the
+/// call fails with `LlmError::Config` (provider `recorder`): a recording that
+/// silently misses calls would replay wrongly.
+pub struct Recorder {
+    inner: Arc<dyn ChatModel>,
+    path: PathBuf,
+    cassette: Mutex<Cassette>,
+}
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder")
+            .field("kind", &self.inner.kind())
+            .field("model", &self.inner.model())
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Recorder {
+    /// Records the calls of `inner` to `path`. An existing cassette there is
+    /// kept and appended to; anything else at `path` is an error.
+    pub fn new(inner: Arc<dyn ChatModel>, path: impl Into<PathBuf>) -> Result<Self, LlmError> {
+        let path = path.into();
+        let cassette = if path.exists() {
+            Cassette::load(&path)?
+        } else {
+            Cassette::new()
+        };
+        Ok(Self {
+            inner,
+            path,
+            cassette: Mutex::new(cassette),
+        })
+    }
+
+    /// The cassette file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// How many calls the cassette holds.
+    pub fn len(&self) -> usize {
+        self.lock().interactions.len()
+    }
+
+    /// Whether the cassette holds no call yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Cassette> {
+        // A poisoned lock only means another call panicked mid-append; the
+        // cassette itself is still a valid value.
+        self.cassette
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[async_trait::async_trait]
+impl ChatModel for Recorder {
+    fn kind(&self) -> ProviderKind {
+        self.inner.kind()
+    }
+
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let response = self.inner.complete(request).await?;
+        let mut cassette = self.lock();
+        cassette.interactions.push(Interaction {
+            request_hash: request.hash(),
+            model: self.inner.model().to_string(),
+            request: request.clone(),
+            response: RecordedResponse {
+                text: response.text.clone(),
+                finish: response.finish.clone(),
+                usage: response.usage,
+            },
+        });
+        cassette.save(&self.path).map_err(|err| LlmError::Config {
+            provider: "recorder".into(),
+            message: format!("cannot write cassette {}: {err}", self.path.display()),
+        })?;
+        Ok(response)
+    }
+}

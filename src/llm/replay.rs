@@ -1,0 +1,267 @@
+//! Replay: answers requests from a recording, without network.
+//!
+//! The recording is an experiment log (a JSON array of log entries) or a
+//! cassette written by [`Recorder`](super::Recorder) (an object with
+//! `interactions`); the content decides, not the file name.
+//!
+//! Model calls in an experiment log are the entries whose `details.kind` is
+//! `"llm_call"` (except those whose `status` is `FAILURE`: the call got no
+//! reply), with `details.input_prompt`, `details.output_response` and
+//! `details.request_hash`; entries without `kind` by the Auditor or Fixer
+//! with a non-empty `output_response` count too (logs written by other
+//! tools). Each request gets the first unused call with the same hash, else
+//! the next unused call in recorded order. Replayed answers report
+//! `attempts: 1`, and usage as recorded (estimated when the recording has
+//! none).
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+use super::cassette::Cassette;
+use super::reply::estimated_usage;
+use super::{
+    model_or_default, ChatModel, ChatRequest, ChatResponse, Finish, LlmError, ProviderConfig,
+    ProviderKind, Usage,
+};
+
+/// One recorded reply.
+#[derive(Clone, Debug, PartialEq)]
+struct RecordedCall {
+    /// `ChatRequest::hash()` of the request, when recorded.
+    hash: Option<String>,
+    text: String,
+    finish: Finish,
+    /// Usage as recorded; estimated from the live request when absent.
+    usage: Option<Usage>,
+}
+
+/// A model that answers from a recorded experiment log or cassette.
+#[derive(Debug)]
+pub struct ReplayModel {
+    model: String,
+    calls: Vec<RecordedCall>,
+    used: Mutex<Vec<bool>>,
+}
+
+impl ReplayModel {
+    /// Loads `config.replay_file`.
+    pub fn new(config: &ProviderConfig) -> Result<Self, LlmError> {
+        let path = config
+            .replay_file
+            .as_deref()
+            .ok_or_else(|| LlmError::Config {
+                provider: "replay".into(),
+                message: "no recording to replay: give an experiment log or a cassette".into(),
+            })?;
+        let text = std::fs::read_to_string(path).map_err(|err| LlmError::Config {
+            provider: "replay".into(),
+            message: format!("cannot read {}: {err}", path.display()),
+        })?;
+        let calls = parse_recording(&text).map_err(|message| LlmError::Config {
+            provider: "replay".into(),
+            message: format!("{}: {message}", path.display()),
+        })?;
+        if calls.is_empty() {
+            return Err(LlmError::Config {
+                provider: "replay".into(),
+                message: format!("{} holds no recorded model calls", path.display()),
+            });
+        }
+        Ok(Self::from_calls(model_or_default(config), calls))
+    }
+
+    /// Loads a recording from `path`, answering as model `model`.
+    pub fn from_file(model: impl Into<String>, path: &Path) -> Result<Self, LlmError> {
+        let config = ProviderConfig {
+            kind: ProviderKind::Replay,
+            model: model.into(),
+            base_url: None,
+            api_key: None,
+            timeout: std::time::Duration::ZERO,
+            max_attempts: 1,
+            replay_file: Some(path.to_path_buf()),
+        };
+        Self::new(&config)
+    }
+
+    fn from_calls(model: String, calls: Vec<RecordedCall>) -> Self {
+        let used = Mutex::new(vec![false; calls.len()]);
+        Self { model, calls, used }
+    }
+
+    /// How many calls the recording holds.
+    pub fn len(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// Whether the recording holds no call (never true once built).
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+
+    /// How many recorded calls have not been answered yet.
+    pub fn remaining(&self) -> usize {
+        self.lock().iter().filter(|used| !**used).count()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<bool>> {
+        // The flags stay meaningful even if a caller panicked holding them.
+        self.used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Picks the call for `hash`: an unused one with the same hash, else the
+    /// first unused one.
+    fn take(&self, hash: &str) -> Option<&RecordedCall> {
+        let mut used = self.lock();
+        let unused = |index: &usize| !used[*index];
+        let index = (0..self.calls.len())
+            .filter(unused)
+            .find(|index| self.calls[*index].hash.as_deref() == Some(hash))
+            .or_else(|| (0..self.calls.len()).find(unused))?;
+        used[index] = true;
+        Some(&self.calls[index])
+    }
+}
+
+#[async_trait::async_trait]
+impl ChatModel for ReplayModel {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Replay
+    }
+
+    fn model(&self) -> &str {
+        &self.model
+    }
+
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let call = self.take(&request.hash()).ok_or_else(|| {
+            LlmError::Replay(format!(
+                "all {} recorded model call(s) were already answered; the run asks for more \
+                 than the recording holds",
+                self.calls.len()
+            ))
+        })?;
+        Ok(ChatResponse {
+            text: call.text.clone(),
+            finish: call.finish.clone(),
+            usage: call
+                .usage
+                .unwrap_or_else(|| estimated_usage(request, &call.text)),
+            attempts: 1,
+        })
+    }
+}
+
+/// The calls of an experiment log or a cassette, told apart by content.
+fn parse_recording(text: &str) -> Result<Vec<RecordedCall>, String> {
+    let value: Value = serde_json::from_str(text)
+        .map_err(|err| format!("not JSON, so neither an experiment log nor a cassette: {err}"))?;
+    match value {
+        Value::Array(entries) => Ok(entries.iter().filter_map(log_call).collect()),
+        Value::Object(ref object) if object.contains_key("interactions") => {
+            let cassette = Cassette::parse(text)?;
+            Ok(cassette
+                .interactions
+                .into_iter()
+                .map(|interaction| RecordedCall {
+                    hash: Some(interaction.request_hash),
+                    text: interaction.response.text,
+                    finish: interaction.response.finish,
+                    usage: Some(interaction.response.usage),
+                })
+                .collect())
+        }
+        _ => Err(
+            "neither an experiment log (a JSON array of entries) nor a cassette \
+                  (an object with `interactions`)"
+                .into(),
+        ),
+    }
+}
+
+/// The model call recorded in one experiment-log entry, if it is one.
+fn log_call(entry: &Value) -> Option<RecordedCall> {
+    let details = entry.get("details")?;
+    let text = details.get("output_response")?.as_str()?;
+    match details.get("kind").and_then(Value::as_str) {
+        Some("llm_call") => {
+            if entry.get("status").and_then(Value::as_str) == Some("FAILURE") {
+                return None;
+            }
+        }
+        Some(_) => return None,
+        None => {
+            let agent = entry.get("agent").and_then(Value::as_str)?;
+            if !matches!(agent, "Auditor" | "Fixer") || text.trim().is_empty() {
+                return None;
+            }
+        }
+    }
+    Some(RecordedCall {
+        hash: details
+            .get("request_hash")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        text: text.to_string(),
+        finish: details
+            .get("finish")
+            .and_then(|finish| serde_json::from_value(finish.clone()).ok())
+            .unwrap_or(Finish::Stop),
+        usage: logged_usage(details),
+    })
+}
+
+/// Token counts of a log entry: `details.usage{input_tokens,output_tokens}`
+/// or `details.input_tokens` / `details.output_tokens`.
+fn logged_usage(details: &Value) -> Option<Usage> {
+    let holder = details.get("usage").unwrap_or(details);
+    Some(Usage {
+        input_tokens: holder.get("input_tokens")?.as_u64()?,
+        output_tokens: holder.get("output_tokens")?.as_u64()?,
+        estimated: holder
+            .get("estimated")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_entries_are_selected_by_kind_or_agent() {
+        let log = r#"[
+          {"agent":"Auditor","details":{"kind":"tool_run","input_prompt":"pylint","output_response":"ok"}},
+          {"agent":"Auditor","details":{"kind":"llm_call","input_prompt":"p","output_response":"plan","request_hash":"h1","usage":{"input_tokens":3,"output_tokens":4}}},
+          {"agent":"Fixer","status":"FAILURE","details":{"kind":"llm_call","input_prompt":"p","output_response":"HTTP 500"}},
+          {"agent":"Fixer","details":{"input_prompt":"p","output_response":"diff"}},
+          {"agent":"Judge","details":{"input_prompt":"pytest","output_response":"1 passed"}},
+          {"agent":"Fixer","details":{"input_prompt":"p","output_response":"  "}}
+        ]"#;
+        let calls = parse_recording(log).expect("valid log");
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].text, "plan");
+        assert_eq!(calls[0].hash.as_deref(), Some("h1"));
+        assert_eq!(
+            calls[0].usage,
+            Some(Usage {
+                input_tokens: 3,
+                output_tokens: 4,
+                estimated: false
+            })
+        );
+        assert_eq!(calls[1].text, "diff");
+        assert_eq!(calls[1].hash, None);
+    }
+
+    #[test]
+    fn other_json_is_rejected() {
+        assert!(parse_recording(r#"{"hello":1}"#).is_err());
+        assert!(parse_recording("not json").is_err());
+    }
+}
