@@ -1,3 +1,4 @@
+mod e2e;
 mod git;
 mod llm;
 mod support;

@@ -1,4 +1,5 @@
 //! Helpers shared by the integration tests.
 
+pub mod fixture;
 pub mod llm_server;
 pub mod repo;
