@@ -167,3 +167,7 @@ fn fixes_a_project_without_tests() {
     assert_eq!(summary["verified_by_tests"], false);
     assert!(String::from_utf8_lossy(&out.stderr).contains("NOT verified by tests"));
 }
+
+mod delivery;
+mod failures;
+mod providers;

@@ -1,0 +1,149 @@
+//! Bad input gets a one-line error that says what to do, and the right exit
+//! code; the user's repository is never touched.
+
+use std::path::Path;
+use std::process::Output;
+
+use crate::support::fixture::{swarm_in, FixtureRepo};
+use crate::support::repo::TestRepo;
+
+fn swarm(repo: &TestRepo, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let cwd = repo.tmp().join("cwd");
+    std::fs::create_dir_all(&cwd).unwrap();
+    swarm_in(&cwd, &repo.home, args, env)
+}
+
+/// The error is one line on stderr, starting with `swarm: error:`, and mentions `needle`.
+fn assert_one_line_error(out: &Output, code: i32, needle: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "stderr: {stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one line, got: {stderr}");
+    assert!(lines[0].starts_with("swarm: error: "), "{stderr}");
+    assert!(lines[0].contains(needle), "{needle:?} not in {stderr}");
+    assert!(!stderr.contains("panicked"));
+}
+
+const KEY: (&str, &str) = ("OPENAI_API_KEY", "sk-test");
+
+#[test]
+fn a_missing_folder_is_refused() {
+    let repo = TestRepo::empty();
+    let missing = repo.tmp().join("nope");
+    let out = swarm(&repo, &["--target_dir", missing.to_str().unwrap()], &[KEY]);
+    assert_one_line_error(&out, 1, "no such folder");
+}
+
+#[test]
+fn a_missing_target_flag_is_refused() {
+    let repo = TestRepo::empty();
+    let out = swarm(&repo, &[], &[KEY]);
+    assert_one_line_error(&out, 1, "--target_dir");
+}
+
+#[test]
+fn a_file_instead_of_a_folder_is_refused() {
+    let repo = TestRepo::with_files(&[("a.py", "x = 1\n")]);
+    let out = swarm(&repo, &["--target-dir", repo.root.join("a.py").to_str().unwrap()], &[KEY]);
+    assert_one_line_error(&out, 1, "not a folder");
+}
+
+#[test]
+fn a_folder_without_python_files_is_refused() {
+    let repo = TestRepo::with_files(&[("README.md", "# hi\n"), ("src/main.c", "int main(){}\n")]);
+    let before = repo.snapshot();
+    let out = swarm(&repo, &["--target_dir", repo.root.to_str().unwrap()], &[KEY]);
+    assert_one_line_error(&out, 1, "no committed Python files");
+    assert_eq!(repo.snapshot(), before);
+}
+
+#[test]
+fn a_bare_repository_is_refused() {
+    let repo = TestRepo::empty();
+    repo.git(&["init", "--bare", "--quiet"]);
+    let out = swarm(&repo, &["--target_dir", repo.root.to_str().unwrap()], &[KEY]);
+    assert_one_line_error(&out, 1, "bare repository");
+}
+
+#[test]
+fn a_repository_without_commits_is_refused() {
+    let repo = TestRepo::empty();
+    repo.git(&["init", "--quiet"]);
+    repo.write("a.py", "x = 1\n");
+    let out = swarm(&repo, &["--target_dir", repo.root.to_str().unwrap()], &[KEY]);
+    assert_one_line_error(&out, 1, "no commits");
+    assert!(!repo.root.join(".git/swarm").exists());
+}
+
+#[test]
+fn no_provider_names_the_variables() {
+    let fx = FixtureRepo::new("single_module");
+    let before = fx.repo.snapshot();
+    let out = fx.swarm(&["--target_dir", fx.target.to_str().unwrap()], &[]);
+    assert_one_line_error(&out, 1, "OPENAI_API_KEY");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("GEMINI_API_KEY"), "{stderr}");
+    assert_eq!(fx.repo.snapshot(), before);
+}
+
+#[test]
+fn unknown_flags_and_bad_values_exit_1() {
+    let repo = TestRepo::with_files(&[("a.py", "x = 1\n")]);
+    let out = swarm(&repo, &["--target_dir", ".", "--frobnicate"], &[KEY]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = swarm(&repo, &["--target_dir", repo.root.to_str().unwrap(), "--max-iterations", "0"], &[KEY]);
+    assert_one_line_error(&out, 1, "max_iterations must be at least 1");
+    let out = swarm(&repo, &["--target_dir", repo.root.to_str().unwrap(), "--provider", "nope"], &[KEY]);
+    assert_one_line_error(&out, 1, "unknown provider");
+    let out = swarm(&repo, &["--target_dir", repo.root.to_str().unwrap(), "--provider", "replay"], &[]);
+    assert_one_line_error(&out, 1, "--cassette");
+}
+
+#[test]
+fn a_bad_config_file_is_refused() {
+    let repo = TestRepo::with_files(&[("a.py", "x = 1\n"), (".swarm.toml", "max-iterations = 'many'\n")]);
+    let out = swarm(&repo, &["--target_dir", repo.root.to_str().unwrap()], &[KEY]);
+    assert_one_line_error(&out, 1, ".swarm.toml");
+}
+
+#[test]
+fn config_shows_sources_and_masks_keys() {
+    let repo = TestRepo::with_files(&[
+        ("a.py", "x = 1\n"),
+        ("pyproject.toml", "[tool.swarm]\nmodel = 'from-file'\njobs = 3\n"),
+    ]);
+    let out = swarm(
+        &repo,
+        &["config", "--target_dir", repo.root.to_str().unwrap(), "--max-iterations", "4"],
+        &[("GEMINI_API_KEY", "AIza-secret-value-9876"), ("SWARM_MODEL", "from-env")],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!stdout.contains("AIza-secret-value-9876"), "{stdout}");
+    assert!(stdout.contains("****9876"), "{stdout}");
+    let line = |name: &str| stdout.lines().find(|l| l.starts_with(name)).unwrap_or_default().to_string();
+    assert!(line("provider").contains("gemini") && line("provider").contains("env GEMINI_API_KEY"), "{stdout}");
+    assert!(line("model").contains("from-env") && line("model").contains("env SWARM_MODEL"), "{stdout}");
+    assert!(line("jobs").contains('3') && line("jobs").contains("pyproject.toml"), "{stdout}");
+    assert!(line("max_iterations").contains("flag --max-iterations"), "{stdout}");
+    assert!(line("test_timeout").contains("60") && line("test_timeout").contains("default"), "{stdout}");
+}
+
+#[test]
+fn a_folder_outside_any_repository_gets_one() {
+    let repo = TestRepo::empty();
+    repo.write("calc.py", "def add(a, b):\n    return a + b\n");
+    // The provider points at a closed port: the run fails at the model, after the
+    // repository was initialised.
+    let out = swarm(
+        &repo,
+        &["--target_dir", repo.root.to_str().unwrap(), "--retries", "1", "--llm-timeout", "5"],
+        &[("OPENAI_API_KEY", "sk-test"), ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("initialised one there"), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(Path::new(&repo.root.join(".git")).is_dir());
+    assert_eq!(repo.git(&["log", "--format=%s"]), "swarm: baseline of the files before refactoring");
+    assert_eq!(repo.worktrees().len(), 1);
+}

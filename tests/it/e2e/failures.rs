@@ -1,0 +1,123 @@
+//! Runs that cannot succeed end cleanly, with the right exit code and the
+//! target untouched.
+
+use super::{assert_log_valid, summary_of, FAKE_KEY};
+use crate::support::fixture::{fixture_dir, prompt_of, FixtureRepo};
+use crate::support::llm_server::{LlmServer, Reply};
+
+fn run(fx: &FixtureRepo, server: &LlmServer, extra: &[&str]) -> std::process::Output {
+    let target = fx.target.to_string_lossy().into_owned();
+    let base = format!("{}/v1", server.base_url());
+    let mut args = vec!["--target_dir", target.as_str(), "--json"];
+    args.extend_from_slice(extra);
+    fx.swarm(&args, &[("OPENAI_API_KEY", FAKE_KEY), ("OPENAI_BASE_URL", &base)])
+}
+
+#[test]
+fn a_model_that_keeps_failing_exits_2_and_touches_nothing() {
+    let fx = FixtureRepo::new("single_module");
+    let before = fx.repo.snapshot();
+    let server = LlmServer::start(|_| Reply::status(500, "upstream exploded"));
+    let out = run(&fx, &server, &["--retries", "2"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("500"), "{stderr}");
+    assert_eq!(summary_of(&out.stdout)["stop_reason"], "model_failure");
+    assert_eq!(server.requests().len(), 2, "two attempts, as --retries says");
+    assert_eq!(fx.repo.snapshot(), before);
+    assert_eq!(fx.repo.worktrees().len(), 1);
+    let log = fx.log();
+    let failed: Vec<_> = log.iter().filter(|e| e["status"] == "FAILURE").collect();
+    assert_eq!(failed.len(), 1);
+    assert!(failed[0]["details"]["error"].as_str().unwrap().contains("500"));
+}
+
+#[test]
+fn useless_replies_give_up_with_exit_4_and_feed_back_reasons() {
+    let fx = FixtureRepo::new("single_module");
+    let before = fx.repo.snapshot();
+    let plan = std::fs::read_to_string(fixture_dir("single_module").join("plan.md")).unwrap();
+    // The model writes a plan, then diffs whose context does not exist.
+    let server = LlmServer::start(move |req| {
+        let prompt = prompt_of(req);
+        let text = if prompt.starts_with("Write a refactoring plan") {
+            plan.clone()
+        } else {
+            "```diff\n--- a/stats.py\n+++ b/stats.py\n@@ -1,2 +1,2 @@\n-def nothing_like_this():\n-    pass\n+def fixed():\n+    pass\n```\n".to_string()
+        };
+        Reply::text_for(req, &text)
+    });
+    let out = run(&fx, &server, &["--max-iterations", "2"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    let summary = summary_of(&out.stdout);
+    assert_eq!(summary["status"], "gave_up");
+    assert_eq!(summary["attempts"], 0);
+    assert_eq!(fx.repo.snapshot(), before);
+    // Round 2's prompt carries round 1's rejection reason back to the model.
+    let prompts: Vec<String> = server.requests().iter().map(prompt_of).collect();
+    let later = prompts.iter().rev().find(|p| p.contains("Previous attempt") || p.contains("Earlier attempts"));
+    let later = later.expect("a later prompt remembers the failed attempt");
+    assert!(later.contains("rejected by the Reviewer"), "{later}");
+    assert!(later.contains("nothing_like_this"), "{later}");
+    assert_log_valid(&fx.log());
+    let reviews: Vec<_> = fx.log().into_iter().filter(|e| e["agent"] == "Reviewer").collect();
+    assert!(!reviews.is_empty());
+    assert!(reviews.iter().all(|e| e["status"] == "SUCCESS" && e["details"]["verdict"] == "rejected"));
+}
+
+#[test]
+fn test_edits_are_rejected_unless_allowed() {
+    let fx = FixtureRepo::new("single_module");
+    let plan = std::fs::read_to_string(fixture_dir("single_module").join("plan.md")).unwrap();
+    let server = LlmServer::start(move |req| {
+        let prompt = prompt_of(req);
+        let text = if prompt.starts_with("Write a refactoring plan") {
+            plan.clone()
+        } else {
+            "Delete the failing tests.\n```diff\n--- a/test_stats.py\n+++ b/test_stats.py\n@@ -1 +1 @@\n-\"\"\"Tests for stats.\"\"\"\n+\"\"\"Tests.\"\"\"\n```\n".to_string()
+        };
+        Reply::text_for(req, &text)
+    });
+    let out = run(&fx, &server, &["--max-iterations", "1"]);
+    assert_eq!(out.status.code(), Some(4), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is a test file"), "{stderr}");
+}
+
+#[test]
+fn ctrl_c_cleans_up_and_exits_130() {
+    let fx = FixtureRepo::new("single_module");
+    let before = fx.repo.snapshot();
+    // A model that takes its time, so the run is mid-call when interrupted.
+    let server = LlmServer::start(|req| Reply::text_for(req, "# plan").with_delay(std::time::Duration::from_secs(20)));
+    let target = fx.target.to_string_lossy().into_owned();
+    let base = format!("{}/v1", server.base_url());
+    let cwd = fx.repo.tmp().join("cwd");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_swarm"))
+        .current_dir(&cwd)
+        .args(["--target_dir", &target])
+        .env("HOME", &fx.repo.home)
+        .env("OPENAI_API_KEY", FAKE_KEY)
+        .env("OPENAI_BASE_URL", &base)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the model has been asked (the worktree exists by then).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while server.requests().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(!server.requests().is_empty(), "the run never reached the model");
+    assert_eq!(fx.repo.worktrees().len(), 2, "the run's worktree exists mid-run");
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: sending SIGINT to our own child process.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert_eq!(fx.repo.worktrees().len(), 1);
+    assert_eq!(fx.repo.snapshot(), before);
+}

@@ -1,0 +1,128 @@
+//! The same end-to-end run through every provider's wire format, plus
+//! record → replay and the secret-key audit.
+
+use std::path::Path;
+
+use super::{assert_fixed_and_delivered, summary_of, FAKE_KEY};
+use crate::support::fixture::{good_model, FixtureRepo};
+use crate::support::llm_server::LlmServer;
+
+#[test]
+fn gemini_end_to_end() {
+    let fx = FixtureRepo::new("single_module");
+    let start = fx.repo.head();
+    let server = LlmServer::start(good_model("single_module", &fx.target_rel));
+    let target = fx.target.to_string_lossy().into_owned();
+    let base = server.base_url();
+    let out = fx.swarm(
+        &["--target_dir", &target, "--json", "--model", "gemini-2.5-flash"],
+        &[("GEMINI_API_KEY", FAKE_KEY), ("GEMINI_BASE_URL", &base)],
+    );
+    assert_fixed_and_delivered(&fx, &out, &start);
+    let requests = server.requests();
+    assert!(!requests.is_empty());
+    for r in &requests {
+        assert_eq!(r.path, "/v1beta/models/gemini-2.5-flash:generateContent");
+        assert_eq!(r.header("x-goog-api-key"), Some(FAKE_KEY));
+        assert!(!r.path.contains(FAKE_KEY));
+    }
+    let msg = fx.repo.git(&["log", "-1", "--format=%B", "HEAD"]);
+    assert!(msg.contains("Swarm-Model: gemini-2.5-flash"), "{msg}");
+}
+
+#[test]
+fn anthropic_end_to_end() {
+    let fx = FixtureRepo::new("single_module");
+    let start = fx.repo.head();
+    let server = LlmServer::start(good_model("single_module", &fx.target_rel));
+    let target = fx.target.to_string_lossy().into_owned();
+    let base = server.base_url();
+    let out = fx.swarm(
+        &["--target_dir", &target, "--json", "--provider", "anthropic"],
+        &[("ANTHROPIC_API_KEY", FAKE_KEY), ("ANTHROPIC_BASE_URL", &base)],
+    );
+    assert_fixed_and_delivered(&fx, &out, &start);
+    for r in server.requests() {
+        assert_eq!(r.path, "/v1/messages");
+        assert_eq!(r.header("x-api-key"), Some(FAKE_KEY));
+    }
+}
+
+/// Every file under `dir` (including .git objects, decompressed) as text.
+fn files_containing(dir: &Path, needle: &str, hits: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files_containing(&path, needle, hits);
+        } else if let Ok(bytes) = std::fs::read(&path) {
+            if String::from_utf8_lossy(&bytes).contains(needle) {
+                hits.push(path.display().to_string());
+            }
+        }
+    }
+}
+
+#[test]
+fn recorded_run_replays_offline_to_the_same_trees_and_the_key_leaks_nowhere() {
+    // Record a run against the loopback model.
+    let fx = FixtureRepo::new("package");
+    let start = fx.repo.head();
+    let server = LlmServer::start(good_model("package", &fx.target_rel));
+    let target = fx.target.to_string_lossy().into_owned();
+    let cassette = fx.repo.tmp().join("cassette.json");
+    let base = format!("{}/v1", server.base_url());
+    let out = fx.swarm(
+        &["--target_dir", &target, "--json", "-v", "--record", cassette.to_str().unwrap()],
+        &[("OPENAI_API_KEY", FAKE_KEY), ("OPENAI_BASE_URL", &base)],
+    );
+    assert_fixed_and_delivered(&fx, &out, &start);
+    let recorded = summary_of(&out.stdout);
+
+    // The key appears in no output, no file of the repository (git objects
+    // included: `git grep` over every commit), the log or the cassette.
+    for stream in [&out.stdout, &out.stderr] {
+        assert!(!String::from_utf8_lossy(stream).contains(FAKE_KEY));
+    }
+    let mut hits = Vec::new();
+    files_containing(fx.repo.tmp(), FAKE_KEY, &mut hits);
+    assert!(hits.is_empty(), "the key leaked into {hits:?}");
+    let all_revs = fx.repo.git(&["rev-list", "--all"]);
+    for rev in all_revs.lines() {
+        assert!(!fx.repo.git_ok(&["grep", "-q", FAKE_KEY, rev]), "the key is in commit {rev}");
+        assert!(!fx.repo.git(&["log", "-1", "--format=%B", rev]).contains(FAKE_KEY));
+    }
+
+    // Replay the cassette offline on a fresh copy: same trees, commit by commit.
+    let again = FixtureRepo::new("package");
+    let target2 = again.target.to_string_lossy().into_owned();
+    let start2 = again.repo.head();
+    let out2 = again.swarm(
+        &["--target_dir", &target2, "--json", "--provider", "replay", "--cassette", cassette.to_str().unwrap()],
+        &[],
+    );
+    assert_fixed_and_delivered(&again, &out2, &start2);
+    let replayed = summary_of(&out2.stdout);
+    assert_eq!(recorded["attempts"], replayed["attempts"]);
+    let trees = |fx: &FixtureRepo, summary: &serde_json::Value| -> Vec<String> {
+        summary["commits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| fx.repo.git(&["rev-parse", &format!("{}^{{tree}}", c.as_str().unwrap())]))
+            .collect()
+    };
+    assert_eq!(trees(&fx, &recorded), trees(&again, &replayed));
+
+    // The experiment log replays too.
+    let third = FixtureRepo::new("package");
+    let log = fx.repo.tmp().join("cwd/logs/experiment_data.json");
+    let target3 = third.target.to_string_lossy().into_owned();
+    let start3 = third.repo.head();
+    let out3 = third.swarm(
+        &["--target_dir", &target3, "--json", "--provider", "replay", "--cassette", log.to_str().unwrap()],
+        &[],
+    );
+    assert_fixed_and_delivered(&third, &out3, &start3);
+    assert_eq!(trees(&fx, &recorded), trees(&third, &summary_of(&out3.stdout)));
+}
