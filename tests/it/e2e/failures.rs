@@ -95,7 +95,7 @@ fn ctrl_c_cleans_up_and_exits_130() {
     let base = format!("{}/v1", server.base_url());
     let cwd = fx.repo.tmp().join("cwd");
     std::fs::create_dir_all(&cwd).unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_swarm"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_swarm"))
         .current_dir(&cwd)
         .args(["--target_dir", &target])
         .env("HOME", &fx.repo.home)
