@@ -1,0 +1,3 @@
+mod analysis;
+mod support;
+mod tools;
