@@ -150,6 +150,7 @@ pub struct ProcessBuilder {
     args: Vec<OsString>,
     cwd: Option<PathBuf>,
     env: Vec<(OsString, OsString)>,
+    base_env: Option<Vec<(OsString, OsString)>>,
     timeout: Option<Duration>,
     output_cap: usize,
 }
@@ -173,6 +174,7 @@ impl ProcessBuilder {
             args: Vec::new(),
             cwd: None,
             env: Vec::new(),
+            base_env: None,
             timeout: None,
             output_cap: DEFAULT_OUTPUT_CAP,
         }
@@ -205,6 +207,21 @@ impl ProcessBuilder {
     pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
         self.env
             .push((key.as_ref().to_os_string(), value.as_ref().to_os_string()));
+        self
+    }
+
+    /// Starts from this environment instead of swarm's own (still scrubbed).
+    pub fn base_env<I, K, V>(mut self, vars: I) -> Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<OsStr>,
+        V: AsRef<OsStr>,
+    {
+        self.base_env = Some(
+            vars.into_iter()
+                .map(|(k, v)| (k.as_ref().to_os_string(), v.as_ref().to_os_string()))
+                .collect(),
+        );
         self
     }
 
@@ -244,9 +261,21 @@ impl ProcessBuilder {
         if let Some(dir) = &self.cwd {
             cmd.current_dir(dir);
         }
-        for (name, _) in std::env::vars_os() {
-            if is_scrubbed(&name.to_string_lossy()) {
-                cmd.env_remove(&name);
+        match &self.base_env {
+            Some(vars) => {
+                cmd.env_clear();
+                for (name, value) in vars {
+                    if !is_scrubbed(&name.to_string_lossy()) {
+                        cmd.env(name, value);
+                    }
+                }
+            }
+            None => {
+                for (name, _) in std::env::vars_os() {
+                    if is_scrubbed(&name.to_string_lossy()) {
+                        cmd.env_remove(&name);
+                    }
+                }
             }
         }
         for (key, value) in PYTHON_VARS {
