@@ -1,6 +1,36 @@
 //! Static metrics of Python source with tree-sitter-python: lines of code,
 //! functions, cyclomatic complexity, hotspots, severity, syntax checks and
 //! dangerous calls. Pure functions over text; no I/O.
+//!
+//! Severity of a file (thresholds are the consts below):
+//! - **High**: it has syntax errors, or a function of complexity ≥
+//!   [`HIGH_COMPLEXITY`], or more than [`HIGH_LOC`] lines of code;
+//! - **Medium**: a function of complexity ≥ [`MEDIUM_COMPLEXITY`], more than
+//!   [`MEDIUM_LOC`] lines of code, or any hotspot;
+//! - **Low** otherwise.
+//!
+//! A hotspot is a function of complexity ≥ [`HOTSPOT_COMPLEXITY`] or at least
+//! [`HOTSPOT_LOC`] lines of code. How lines and complexity are counted is
+//! documented in `metrics.rs`.
+
+mod danger;
+mod metrics;
+mod tree;
+
+pub use danger::is_dangerous;
+
+/// A function this complex is a hotspot.
+pub const HOTSPOT_COMPLEXITY: u32 = 10;
+/// A function this long (lines of code) is a hotspot.
+pub const HOTSPOT_LOC: usize = 50;
+/// A function this complex makes its file High severity.
+pub const HIGH_COMPLEXITY: u32 = 15;
+/// A file longer than this (lines of code) is High severity.
+pub const HIGH_LOC: usize = 400;
+/// A function this complex makes its file at least Medium severity.
+pub const MEDIUM_COMPLEXITY: u32 = 8;
+/// A file longer than this (lines of code) is at least Medium severity.
+pub const MEDIUM_LOC: usize = 150;
 
 /// How much a file needs work; bounds the size of a change to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -38,33 +68,97 @@ pub struct FileMetrics {
 
 /// Measures one file.
 pub fn analyze(path: &str, source: &str) -> FileMetrics {
-    let _ = (path, source);
-    unimplemented!()
+    let tree = tree::parse(source);
+    let root = tree.root_node();
+    let code = metrics::code_lines(root, source);
+    let loc = code.iter().filter(|c| **c).count();
+    let functions = metrics::functions(root, source, &code);
+    let hotspots = functions
+        .iter()
+        .filter(|f| f.complexity >= HOTSPOT_COMPLEXITY || f.loc >= HOTSPOT_LOC)
+        .map(|f| f.name.clone())
+        .collect::<Vec<_>>();
+    let mut syntax_errors: Vec<usize> = tree::syntax_error_nodes(root, source)
+        .iter()
+        .map(|n| n.start_position().row + 1)
+        .collect();
+    syntax_errors.sort_unstable();
+    syntax_errors.dedup();
+    let max_complexity = functions.iter().map(|f| f.complexity).max().unwrap_or(0);
+    let severity = severity(
+        !syntax_errors.is_empty(),
+        max_complexity,
+        loc,
+        !hotspots.is_empty(),
+    );
+    FileMetrics {
+        path: path.to_string(),
+        loc,
+        functions,
+        hotspots,
+        syntax_errors,
+        severity,
+    }
+}
+
+/// The severity rule of the module doc.
+pub fn severity(syntax_errors: bool, max_complexity: u32, loc: usize, hotspots: bool) -> Severity {
+    if syntax_errors || max_complexity >= HIGH_COMPLEXITY || loc > HIGH_LOC {
+        Severity::High
+    } else if max_complexity >= MEDIUM_COMPLEXITY || loc > MEDIUM_LOC || hotspots {
+        Severity::Medium
+    } else {
+        Severity::Low
+    }
 }
 
 /// Where a source fails to parse.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SyntaxIssue {
+    /// 1-based line.
     pub line: usize,
+    /// 1-based column, in characters.
     pub column: usize,
 }
 
 /// `Ok` when `source` parses as Python, else the first error's position.
+///
+/// Python 2 `print x` / `exec code` statements count as errors. tree-sitter
+/// is more lenient than CPython in places (it does not check, e.g., `return`
+/// outside a function), so `Ok` means "parses", not "compiles".
 pub fn check_syntax(source: &str) -> Result<(), SyntaxIssue> {
-    let _ = source;
-    unimplemented!()
+    let tree = tree::parse(source);
+    let first = tree::syntax_error_nodes(tree.root_node(), source)
+        .into_iter()
+        .next();
+    match first {
+        None => Ok(()),
+        Some(node) => {
+            let at = node.start_position();
+            let line_start = node.start_byte() - at.column;
+            let column = source
+                .get(line_start..node.start_byte())
+                .map_or(at.column, |prefix| prefix.chars().count());
+            Err(SyntaxIssue {
+                line: at.row + 1,
+                column: column + 1,
+            })
+        }
+    }
 }
 
 /// A call that can run arbitrary code or destroy data (`eval`, `exec`,
 /// `os.system`, `subprocess.*`, `shutil.rmtree`, `pickle.loads`, `__import__`, ...).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DangerousCall {
+    /// The qualified callee, imports resolved: `os.system`, `eval`, `subprocess.run`.
     pub name: String,
+    /// 1-based line of the call.
     pub line: usize,
 }
 
 /// Every dangerous call in `source`.
 pub fn dangerous_calls(source: &str) -> Vec<DangerousCall> {
-    let _ = source;
-    unimplemented!()
+    let tree = tree::parse(source);
+    danger::find(tree.root_node(), source)
 }

@@ -11,13 +11,26 @@ use std::time::Duration;
 
 use crate::cancel::Cancel;
 
+pub mod env;
+pub mod imports;
+pub mod junit;
+pub mod process;
+mod pylint;
+mod pytest;
+
+pub use env::{resolve_env_with, EnvSettings, PYLINT_PIN, PYTEST_PIN};
+pub use process::{Ending, ProcessBuilder, ProcessError, ProcessOutput};
+
 /// Errors that stop a tool from giving any result at all.
 #[derive(Debug, thiserror::Error)]
 pub enum ToolError {
+    /// The interpreter or a tool is not available; the text says how to fix it.
     #[error("{0}")]
     Missing(String),
+    /// A tool ran but gave no usable result (timeout, usage error, no report).
     #[error("{command}: {message}")]
     Failed { command: String, message: String },
+    /// The run was cancelled while the tool ran; its processes were killed.
     #[error("interrupted")]
     Cancelled,
 }
@@ -25,10 +38,16 @@ pub enum ToolError {
 /// Where the Python interpreter came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EnvSource {
+    /// `$VIRTUAL_ENV/bin/python`.
     ActiveVenv,
+    /// `.venv/bin/python` in the target or a parent folder in its repository.
     DotVenv,
+    /// `python3` on `PATH`.
     SystemPython,
+    /// The cached tool environment swarm created.
     Bootstrapped,
+    /// The interpreter named by `SWARM_PYTHON`.
+    Explicit,
 }
 
 /// The interpreter that runs pytest and pylint.
@@ -42,13 +61,15 @@ pub struct PythonEnv {
 
 /// Finds the environment for `target`; bootstraps one when pytest or pylint
 /// is missing and `bootstrap` is true, reporting steps through `progress`.
+///
+/// Reads `SWARM_PYTHON`, `VIRTUAL_ENV`, `SWARM_CACHE_DIR` and `PATH`; see
+/// [`resolve_env_with`] to pass them explicitly.
 pub fn resolve_env(
     target: &Path,
     bootstrap: bool,
     progress: &dyn Fn(&str),
 ) -> Result<PythonEnv, ToolError> {
-    let _ = (target, bootstrap, progress);
-    unimplemented!()
+    resolve_env_with(target, bootstrap, progress, &EnvSettings::from_env())
 }
 
 /// One pylint message.
@@ -85,8 +106,7 @@ pub fn run_pylint(
     timeout: Duration,
     cancel: &Cancel,
 ) -> Result<LintReport, ToolError> {
-    let _ = (env, root, files, timeout, cancel);
-    unimplemented!()
+    pylint::run(env, root, files, timeout, cancel)
 }
 
 /// The outcome of one test.
@@ -133,8 +153,7 @@ pub fn run_pytest(
     timeout: Duration,
     cancel: &Cancel,
 ) -> Result<TestRun, ToolError> {
-    let _ = (env, root, timeout, cancel);
-    unimplemented!()
+    pytest::run(env, root, timeout, cancel)
 }
 
 /// The result of compiling and importing every module (used when there are no tests).
@@ -157,6 +176,5 @@ pub fn check_imports(
     timeout: Duration,
     cancel: &Cancel,
 ) -> Result<ImportCheck, ToolError> {
-    let _ = (env, root, files, timeout, cancel);
-    unimplemented!()
+    imports::check(env, root, files, timeout, cancel)
 }

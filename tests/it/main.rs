@@ -1,5 +1,7 @@
+mod analysis;
 mod cli;
 mod e2e;
 mod git;
 mod llm;
 mod support;
+mod tools;

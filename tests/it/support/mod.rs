@@ -2,4 +2,7 @@
 
 pub mod fixture;
 pub mod llm_server;
+pub mod python;
 pub mod repo;
+
+pub use python::*;

@@ -1,0 +1,467 @@
+//! Finding the Python interpreter that runs pytest and pylint, and
+//! bootstrapping a cached tool virtualenv when they are missing.
+//!
+//! Order: `SWARM_PYTHON` (an interpreter path), an active virtualenv
+//! (`$VIRTUAL_ENV/bin/python`), a `.venv` in the target or one of its parents
+//! up to the repository root, then `python3` on `PATH`. The tool venv lives in
+//! `<cache>/tools/py<major.minor>-pytest<ver>-pylint<ver>/` and is made with
+//! `--system-site-packages`, so the target's installed dependencies still
+//! import.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use super::process::{Ending, ProcessBuilder};
+use super::{EnvSource, PythonEnv, ToolError};
+use crate::cancel::Cancel;
+
+/// The pytest version a bootstrapped tool environment pins.
+pub const PYTEST_PIN: &str = "9.2.0";
+/// The pylint version a bootstrapped tool environment pins.
+pub const PYLINT_PIN: &str = "4.1.4";
+
+/// How long a version probe may take (pylint's first import can be slow).
+const PROBE_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long creating the venv or installing into it may take.
+const BOOTSTRAP_TIMEOUT: Duration = Duration::from_secs(900);
+
+/// The environment variables that steer [`resolve_env`], read once so tests
+/// can pass their own.
+#[derive(Clone, Debug, Default)]
+pub struct EnvSettings {
+    /// `SWARM_PYTHON`: an interpreter path that wins over everything.
+    pub swarm_python: Option<PathBuf>,
+    /// `VIRTUAL_ENV`: the active virtualenv.
+    pub virtual_env: Option<PathBuf>,
+    /// `SWARM_CACHE_DIR`: where tool environments live (else the user cache dir).
+    pub cache_dir: Option<PathBuf>,
+    /// `PATH`, to find `python3`.
+    pub path: Option<OsString>,
+}
+
+impl EnvSettings {
+    /// Reads the settings from this process's environment.
+    pub fn from_env() -> Self {
+        let non_empty = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+        Self {
+            swarm_python: non_empty("SWARM_PYTHON").map(PathBuf::from),
+            virtual_env: non_empty("VIRTUAL_ENV").map(PathBuf::from),
+            cache_dir: non_empty("SWARM_CACHE_DIR").map(PathBuf::from),
+            path: std::env::var_os("PATH"),
+        }
+    }
+
+    /// The folder holding tool environments: `SWARM_CACHE_DIR` or `<user cache>/swarm`.
+    pub fn tools_dir(&self) -> Option<PathBuf> {
+        let base = match &self.cache_dir {
+            Some(dir) => dir.clone(),
+            None => dirs::cache_dir()?.join("swarm"),
+        };
+        Some(base.join("tools"))
+    }
+}
+
+/// [`resolve_env`] with explicit settings instead of the process environment.
+pub fn resolve_env_with(
+    target: &Path,
+    bootstrap: bool,
+    progress: &dyn Fn(&str),
+    settings: &EnvSettings,
+) -> Result<PythonEnv, ToolError> {
+    let (python, source) = find_interpreter(target, settings)?;
+    let probe = probe_tools(&python)?;
+    if let (Some(pytest_version), Some(pylint_version)) = (&probe.pytest, &probe.pylint) {
+        return Ok(PythonEnv {
+            python,
+            source,
+            pytest_version: pytest_version.clone(),
+            pylint_version: pylint_version.clone(),
+        });
+    }
+    let missing = probe.missing().join(" and ");
+    if !bootstrap {
+        return Err(ToolError::Missing(format!(
+            "{missing} not found for {}; run `{} -m pip install pytest pylint`, or drop --no-bootstrap to let swarm make its own tool environment",
+            python.display(),
+            python.display()
+        )));
+    }
+    progress(&format!(
+        "{missing} not found for {}: preparing a tool environment",
+        python.display()
+    ));
+    bootstrap_env(&python, settings, progress)
+}
+
+/// Picks the interpreter by the documented order.
+fn find_interpreter(
+    target: &Path,
+    settings: &EnvSettings,
+) -> Result<(PathBuf, EnvSource), ToolError> {
+    if let Some(python) = &settings.swarm_python {
+        if !python.exists() && python.components().count() > 1 {
+            return Err(ToolError::Missing(format!(
+                "SWARM_PYTHON points to {}, which does not exist",
+                python.display()
+            )));
+        }
+        let python = if python.components().count() > 1 {
+            python.clone()
+        } else {
+            search_path(&python.to_string_lossy(), settings.path.as_ref()).ok_or_else(|| {
+                ToolError::Missing(format!(
+                    "SWARM_PYTHON is {}, which is not on PATH",
+                    python.display()
+                ))
+            })?
+        };
+        return Ok((python, EnvSource::Explicit));
+    }
+    if let Some(venv) = &settings.virtual_env {
+        let python = venv.join("bin").join("python");
+        if python.exists() {
+            return Ok((python, EnvSource::ActiveVenv));
+        }
+    }
+    if let Some(python) = find_dot_venv(target) {
+        return Ok((python, EnvSource::DotVenv));
+    }
+    if let Some(python) = search_path("python3", settings.path.as_ref()) {
+        return Ok((python, EnvSource::SystemPython));
+    }
+    Err(ToolError::Missing(
+        "no Python interpreter found: install python3, activate a virtualenv, or set SWARM_PYTHON"
+            .to_string(),
+    ))
+}
+
+/// `.venv/bin/python` in `target` or a parent, stopping at the repository root.
+fn find_dot_venv(target: &Path) -> Option<PathBuf> {
+    let start = target
+        .canonicalize()
+        .unwrap_or_else(|_| target.to_path_buf());
+    for dir in start.ancestors() {
+        let python = dir.join(".venv").join("bin").join("python");
+        if python.exists() {
+            return Some(python);
+        }
+        if dir.join(".git").exists() {
+            break;
+        }
+    }
+    None
+}
+
+/// The first executable `name` on `path`.
+fn search_path(name: &str, path: Option<&OsString>) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(path?).find_map(|dir| {
+        let candidate = dir.join(name);
+        let meta = std::fs::metadata(&candidate).ok()?;
+        (meta.is_file() && meta.permissions().mode() & 0o111 != 0).then_some(candidate)
+    })
+}
+
+/// Which tools an interpreter can run, and their versions.
+#[derive(Debug)]
+struct ToolProbe {
+    pytest: Option<String>,
+    pylint: Option<String>,
+}
+
+impl ToolProbe {
+    fn missing(&self) -> Vec<&'static str> {
+        let mut names = Vec::new();
+        if self.pytest.is_none() {
+            names.push("pytest");
+        }
+        if self.pylint.is_none() {
+            names.push("pylint");
+        }
+        names
+    }
+}
+
+/// Runs `python -m pytest --version` and `python -m pylint --version`.
+fn probe_tools(python: &Path) -> Result<ToolProbe, ToolError> {
+    Ok(ToolProbe {
+        pytest: module_version(python, "pytest")?,
+        pylint: module_version(python, "pylint")?,
+    })
+}
+
+/// `Some(version)` when `python -m <module> --version` succeeds; `Err` when
+/// the interpreter itself cannot be started.
+fn module_version(python: &Path, module: &str) -> Result<Option<String>, ToolError> {
+    let out = ProcessBuilder::new(python)
+        .args(["-m", module, "--version"])
+        .timeout(PROBE_TIMEOUT)
+        .run(&Cancel::new())
+        .map_err(|e| {
+            ToolError::Missing(format!("cannot run Python at {}: {e}", python.display()))
+        })?;
+    if out.ending != Ending::Exited(0) {
+        return Ok(None);
+    }
+    Ok(parse_version(&out.combined(), module))
+}
+
+/// Finds `<module> X.Y.Z` in a `--version` output.
+pub(crate) fn parse_version(text: &str, module: &str) -> Option<String> {
+    text.lines().find_map(|line| {
+        let mut words = line.split_whitespace();
+        let first = words.next()?;
+        if !first.eq_ignore_ascii_case(module) {
+            return None;
+        }
+        let version = words.next()?.trim_end_matches(',');
+        version
+            .starts_with(|c: char| c.is_ascii_digit())
+            .then(|| version.to_string())
+    })
+}
+
+/// Creates (or reuses) the tool environment for `origin`'s Python version.
+fn bootstrap_env(
+    origin: &Path,
+    settings: &EnvSettings,
+    progress: &dyn Fn(&str),
+) -> Result<PythonEnv, ToolError> {
+    let info = origin_info(origin)?;
+    let tools_dir = settings.tools_dir().ok_or_else(|| {
+        ToolError::Missing(
+            "no cache directory to bootstrap pytest and pylint into; set SWARM_CACHE_DIR or install them: pip install pytest pylint"
+                .to_string(),
+        )
+    })?;
+    let dir = tools_dir.join(tool_env_name(&info));
+    let python = dir.join("bin").join("python");
+
+    if python.exists() {
+        if let Some(env) = ready_env(&python)? {
+            progress(&format!("reusing tool environment {}", dir.display()));
+            return Ok(env);
+        }
+        progress(&format!(
+            "tool environment {} is incomplete, repairing",
+            dir.display()
+        ));
+    } else {
+        std::fs::create_dir_all(&tools_dir).map_err(|e| ToolError::Failed {
+            command: format!("mkdir {}", tools_dir.display()),
+            message: e.to_string(),
+        })?;
+        progress(&format!("creating tool environment {}", dir.display()));
+        let made = ProcessBuilder::new(origin)
+            .args(["-m", "venv", "--system-site-packages"])
+            .arg(&dir)
+            .timeout(BOOTSTRAP_TIMEOUT)
+            .run(&Cancel::new());
+        expect_success(made)?;
+    }
+    if let Some(site) = &info.venv_site {
+        // The origin is itself a virtualenv: its packages are not the base
+        // interpreter's system site, so point the tool env at them.
+        write_origin_pth(&python, site)?;
+    }
+    progress(&format!(
+        "installing pytest=={PYTEST_PIN} pylint=={PYLINT_PIN}"
+    ));
+    let installed = ProcessBuilder::new(&python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "--quiet",
+        ])
+        .arg(format!("pytest=={PYTEST_PIN}"))
+        .arg(format!("pylint=={PYLINT_PIN}"))
+        .timeout(BOOTSTRAP_TIMEOUT)
+        .run(&Cancel::new());
+    expect_success(installed)?;
+    match ready_env(&python)? {
+        Some(env) => {
+            progress("tool environment ready");
+            Ok(env)
+        }
+        None => Err(ToolError::Missing(format!(
+            "the tool environment {} still lacks pytest or pylint; install them yourself: pip install pytest pylint",
+            dir.display()
+        ))),
+    }
+}
+
+/// The tool env at `python` when both tools run in it.
+fn ready_env(python: &Path) -> Result<Option<PythonEnv>, ToolError> {
+    let probe = probe_tools(python)?;
+    Ok(match (probe.pytest, probe.pylint) {
+        (Some(pytest_version), Some(pylint_version)) => Some(PythonEnv {
+            python: python.to_path_buf(),
+            source: EnvSource::Bootstrapped,
+            pytest_version,
+            pylint_version,
+        }),
+        _ => None,
+    })
+}
+
+/// What the bootstrap needs to know about the origin interpreter.
+#[derive(Debug)]
+struct OriginInfo {
+    /// `3.11`.
+    version: String,
+    /// The origin's site-packages folders when it is itself a virtualenv.
+    venv_site: Option<Vec<String>>,
+    /// `sys.prefix`, to tell apart tool envs of different origin venvs.
+    prefix: String,
+}
+
+const ORIGIN_SCRIPT: &str = r#"import json, sys, sysconfig
+paths = sysconfig.get_paths()
+print(json.dumps({
+    "version": "%d.%d" % sys.version_info[:2],
+    "venv": sys.prefix != sys.base_prefix,
+    "prefix": sys.prefix,
+    "site": sorted({paths["purelib"], paths["platlib"]}),
+}))"#;
+
+fn origin_info(origin: &Path) -> Result<OriginInfo, ToolError> {
+    let out = ProcessBuilder::new(origin)
+        .args(["-c", ORIGIN_SCRIPT])
+        .timeout(PROBE_TIMEOUT)
+        .run(&Cancel::new())
+        .map_err(|e| {
+            ToolError::Missing(format!("cannot run Python at {}: {e}", origin.display()))
+        })?;
+    let failed = |message: String| ToolError::Failed {
+        command: out.command.clone(),
+        message,
+    };
+    if out.ending != Ending::Exited(0) {
+        return Err(failed(last_line(&out.combined())));
+    }
+    let value: serde_json::Value = serde_json::from_str(out.stdout.trim())
+        .map_err(|e| failed(format!("unexpected output: {e}")))?;
+    let version = value["version"]
+        .as_str()
+        .ok_or_else(|| failed("no version in output".to_string()))?
+        .to_string();
+    let venv_site = value["venv"].as_bool().unwrap_or(false).then(|| {
+        value["site"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    });
+    let prefix = value["prefix"].as_str().unwrap_or_default().to_string();
+    Ok(OriginInfo {
+        version,
+        venv_site,
+        prefix,
+    })
+}
+
+/// `py3.11-pytest9.2.0-pylint4.1.4`, plus a short hash of the origin's prefix
+/// when the origin is a virtualenv (each such env sees its origin's packages).
+fn tool_env_name(info: &OriginInfo) -> String {
+    let base = format!("py{}-pytest{PYTEST_PIN}-pylint{PYLINT_PIN}", info.version);
+    match &info.venv_site {
+        None => base,
+        Some(_) => {
+            let digest = Sha256::digest(info.prefix.as_bytes());
+            format!("{base}-{}", &hex::encode(digest)[..8])
+        }
+    }
+}
+
+/// Writes a `.pth` file into the tool env's site-packages naming `site`.
+fn write_origin_pth(tool_python: &Path, site: &[String]) -> Result<(), ToolError> {
+    let out = ProcessBuilder::new(tool_python)
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+        ])
+        .timeout(PROBE_TIMEOUT)
+        .run(&Cancel::new());
+    let out = expect_success(out)?;
+    let purelib = PathBuf::from(out.stdout.trim());
+    let pth = purelib.join("_swarm_origin.pth");
+    let mut text = site.join("\n");
+    text.push('\n');
+    std::fs::write(&pth, text).map_err(|e| ToolError::Failed {
+        command: format!("write {}", pth.display()),
+        message: e.to_string(),
+    })
+}
+
+fn expect_success(
+    out: Result<super::process::ProcessOutput, super::process::ProcessError>,
+) -> Result<super::process::ProcessOutput, ToolError> {
+    let out = out.map_err(|e| ToolError::Failed {
+        command: "python".to_string(),
+        message: e.to_string(),
+    })?;
+    match out.ending {
+        Ending::Exited(0) => Ok(out),
+        Ending::TimedOut => Err(ToolError::Failed {
+            command: out.command.clone(),
+            message: format!("did not finish within {}s", out.duration.as_secs()),
+        }),
+        _ => Err(ToolError::Failed {
+            command: out.command.clone(),
+            message: last_line(&out.combined()),
+        }),
+    }
+}
+
+/// The last non-blank line of a text, or a placeholder.
+pub(crate) fn last_line(text: &str) -> String {
+    text.lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("(no output)")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_tool_versions() {
+        assert_eq!(
+            parse_version("pytest 9.2.0\n", "pytest").as_deref(),
+            Some("9.2.0")
+        );
+        let pylint = "pylint 4.1.4\nastroid 4.3.4\nPython 3.11.7 (main)\n";
+        assert_eq!(parse_version(pylint, "pylint").as_deref(), Some("4.1.4"));
+        assert_eq!(
+            parse_version("pylint 2.17.7,\n", "pylint").as_deref(),
+            Some("2.17.7")
+        );
+        assert_eq!(parse_version("No module named pytest", "pytest"), None);
+    }
+
+    #[test]
+    fn tool_env_name_pins_versions() {
+        let system = OriginInfo {
+            version: "3.11".into(),
+            venv_site: None,
+            prefix: "/usr".into(),
+        };
+        assert_eq!(tool_env_name(&system), "py3.11-pytest9.2.0-pylint4.1.4");
+        let venv = OriginInfo {
+            venv_site: Some(vec![]),
+            ..system
+        };
+        assert!(tool_env_name(&venv).starts_with("py3.11-pytest9.2.0-pylint4.1.4-"));
+    }
+}

@@ -1,0 +1,239 @@
+//! Compiling and importing a project's modules, the check that stands in for
+//! tests when a target has none.
+//!
+//! One Python process runs `compile()` on every file and prints JSON; then
+//! every module that compiled and is not a test (`test_*.py`, `*_test.py`,
+//! `conftest.py`, anything under a `tests`/`test` folder), `setup.py` or
+//! `__main__.py` is imported in its own subprocess with a timeout, cwd `root`,
+//! with its import root (the first ancestor folder without `__init__.py`) and
+//! `root` on `sys.path`. A module stuck at import is reported, not waited on.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::env::last_line;
+use super::process::{cap_text, Ending, ProcessBuilder};
+use super::{ImportCheck, PythonEnv, ToolError};
+use crate::cancel::Cancel;
+
+/// How much of the combined report the check keeps for the log.
+pub const IMPORT_OUTPUT_CAP: usize = 16 * 1024;
+
+const COMPILE_SCRIPT: &str = r#"import json, sys
+problems = []
+for path in sys.argv[1:]:
+    try:
+        with open(path, "rb") as handle:
+            source = handle.read()
+        compile(source, path, "exec", dont_inherit=True)
+    except SyntaxError as err:
+        where = " (line %s)" % err.lineno if err.lineno else ""
+        problems.append([path, "%s: %s%s" % (type(err).__name__, err.msg, where)])
+    except Exception as err:
+        problems.append([path, "%s: %s" % (type(err).__name__, err)])
+print(json.dumps(problems))
+"#;
+
+const IMPORT_SCRIPT: &str = r#"import importlib, sys
+sys.path[:0] = [sys.argv[1], sys.argv[2]]
+importlib.import_module(sys.argv[3])
+"#;
+
+pub(super) fn check(
+    env: &PythonEnv,
+    root: &Path,
+    files: &[String],
+    timeout: Duration,
+    cancel: &Cancel,
+) -> Result<ImportCheck, ToolError> {
+    let mut report = ImportCheck::default();
+    let mut log = Vec::new();
+    if files.is_empty() {
+        report.command = format!("{} -c <compile>", env.python.display());
+        return Ok(report);
+    }
+
+    let compile = ProcessBuilder::new(&env.python)
+        .args(["-c", COMPILE_SCRIPT])
+        .args(files)
+        .cwd(root)
+        .timeout(timeout.max(Duration::from_secs(30)));
+    report.command = format!(
+        "{} -c <compile() each file> ({} files); {} -c 'importlib.import_module(name)' per module",
+        env.python.display(),
+        files.len(),
+        env.python.display()
+    );
+    let out = compile.run(cancel).map_err(|e| ToolError::Failed {
+        command: compile.command_line(),
+        message: e.to_string(),
+    })?;
+    match out.ending {
+        Ending::Cancelled => return Err(ToolError::Cancelled),
+        Ending::Exited(0) => {}
+        _ => {
+            return Err(ToolError::Failed {
+                command: out.command.clone(),
+                message: last_line(&out.combined()),
+            })
+        }
+    }
+    let problems: Vec<(String, String)> =
+        serde_json::from_str(out.stdout.trim()).map_err(|e| ToolError::Failed {
+            command: out.command.clone(),
+            message: format!("unexpected output ({e}): {}", last_line(&out.combined())),
+        })?;
+    for (path, problem) in &problems {
+        log.push(format!("compile error: {path}: {problem}"));
+    }
+    report.compile_errors = problems;
+
+    let mut imported = 0;
+    for file in files {
+        if report.compile_errors.iter().any(|(p, _)| p == file) || !is_importable_module(file) {
+            continue;
+        }
+        let Some((import_root, module)) = module_name(root, file) else {
+            continue;
+        };
+        if cancel.is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
+        let out = ProcessBuilder::new(&env.python)
+            .args(["-c", IMPORT_SCRIPT])
+            .arg(&import_root)
+            .arg(root)
+            .arg(&module)
+            .cwd(root)
+            .timeout(timeout)
+            .output_cap(8 * 1024)
+            .run(cancel)
+            .map_err(|e| ToolError::Failed {
+                command: format!("import {module}"),
+                message: e.to_string(),
+            })?;
+        imported += 1;
+        let problem = match out.ending {
+            Ending::Exited(0) => None,
+            Ending::Cancelled => return Err(ToolError::Cancelled),
+            Ending::TimedOut => Some(format!(
+                "did not finish importing within {}s",
+                timeout.as_secs_f64()
+            )),
+            Ending::Exited(code) if out.stderr.trim().is_empty() => {
+                Some(format!("exited with code {code} while importing"))
+            }
+            Ending::Exited(_) => Some(last_line(&out.stderr)),
+            Ending::Signalled(signal) => Some(format!("killed by signal {signal} while importing")),
+        };
+        if let Some(problem) = problem {
+            log.push(format!("import error: {file} ({module}): {problem}"));
+            report.import_errors.push((file.clone(), problem));
+        }
+    }
+    log.push(format!(
+        "{} files compiled, {} with errors; {imported} modules imported, {} with errors",
+        files.len(),
+        report.compile_errors.len(),
+        report.import_errors.len()
+    ));
+    report.output = cap_text(&log.join("\n"), IMPORT_OUTPUT_CAP);
+    Ok(report)
+}
+
+/// Whether a file is a module whose import says something about the code:
+/// not a test, conftest, `setup.py` or `__main__.py`.
+pub fn is_importable_module(path: &str) -> bool {
+    let path = Path::new(path);
+    if path.extension().and_then(|e| e.to_str()) != Some("py") {
+        return false;
+    }
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    if name.starts_with("test_")
+        || name.ends_with("_test.py")
+        || matches!(name, "conftest.py" | "setup.py" | "__main__.py")
+    {
+        return false;
+    }
+    !path
+        .parent()
+        .into_iter()
+        .flat_map(Path::components)
+        .any(|c| matches!(c.as_os_str().to_str(), Some("tests" | "test")))
+}
+
+/// The folder to put on `sys.path` and the dotted module name of `file`
+/// (relative to `root`). Packages are folders with `__init__.py`; the chain
+/// stops at the first folder without one. `None` when the name is not a
+/// valid Python identifier path.
+pub fn module_name(root: &Path, file: &str) -> Option<(PathBuf, String)> {
+    let full = root.join(file);
+    let stem = full.file_stem()?.to_str()?.to_string();
+    let mut parts = Vec::new();
+    if stem != "__init__" {
+        parts.push(stem);
+    }
+    let mut dir = full.parent()?.to_path_buf();
+    let mut package_dir = stem_is_init(&full);
+    loop {
+        let is_package = package_dir || dir.join("__init__.py").exists();
+        package_dir = false;
+        if !is_package {
+            break;
+        }
+        let name = dir.file_name()?.to_str()?.to_string();
+        parts.push(name);
+        dir = dir.parent()?.to_path_buf();
+    }
+    parts.reverse();
+    let valid = !parts.is_empty() && parts.iter().all(|p| is_identifier(p));
+    valid.then(|| (dir, parts.join(".")))
+}
+
+fn stem_is_init(path: &Path) -> bool {
+    path.file_name().and_then(|n| n.to_str()) == Some("__init__.py")
+}
+
+fn is_identifier(word: &str) -> bool {
+    let mut chars = word.chars();
+    chars.next().is_some_and(|c| c == '_' || c.is_alphabetic())
+        && chars.all(|c| c == '_' || c.is_alphanumeric())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_files_are_not_imported() {
+        assert!(is_importable_module("pkg/core.py"));
+        assert!(!is_importable_module("tests/helpers.py"));
+        assert!(!is_importable_module("pkg/test_core.py"));
+        assert!(!is_importable_module("core_test.py"));
+        assert!(!is_importable_module("conftest.py"));
+        assert!(!is_importable_module("setup.py"));
+        assert!(!is_importable_module("README.md"));
+    }
+
+    #[test]
+    fn dotted_names_follow_init_files() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("pkg/sub")).expect("mkdir");
+        std::fs::create_dir_all(root.join("scripts")).expect("mkdir");
+        for f in ["pkg/__init__.py", "pkg/sub/__init__.py"] {
+            std::fs::write(root.join(f), "").expect("write");
+        }
+        let (import_root, name) = module_name(root, "pkg/sub/mod.py").expect("importable");
+        assert_eq!(name, "pkg.sub.mod");
+        assert_eq!(import_root, root);
+        let (_, name) = module_name(root, "pkg/__init__.py").expect("importable");
+        assert_eq!(name, "pkg");
+        let (import_root, name) = module_name(root, "scripts/run.py").expect("importable");
+        assert_eq!(name, "run");
+        assert_eq!(import_root, root.join("scripts"));
+        assert_eq!(module_name(root, "scripts/my-tool.py"), None);
+    }
+}

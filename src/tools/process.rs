@@ -1,0 +1,570 @@
+//! The process runner every tool goes through, in the spirit of cargo's
+//! `ProcessBuilder`: it keeps the command line for messages, runs the child in
+//! its own process group, drains stdout and stderr on threads (no pipe
+//! deadlock) into capped buffers, enforces a timeout, polls the [`Cancel`]
+//! flag, and on either kills the whole process group and reaps it. The child's
+//! environment is scrubbed of secrets and of git's repository-selecting
+//! variables, and made deterministic for Python.
+//!
+//! It owns process lifetime only; it does not interpret any tool's output.
+
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::cancel::Cancel;
+
+/// How many bytes of each stream are kept by default (head and tail halves).
+pub const DEFAULT_OUTPUT_CAP: usize = 64 * 1024;
+
+/// The longest pause between two checks of the child, the timeout and the cancel flag.
+const MAX_POLL: Duration = Duration::from_millis(50);
+
+/// How long to wait for the output readers once the process group is gone.
+/// A daemon that left the group (setsid) may hold a pipe open forever.
+const READER_GRACE: Duration = Duration::from_secs(2);
+
+/// Variables removed from every child's environment, besides every name that
+/// ends in one of [`SCRUBBED_SUFFIXES`].
+pub const SCRUBBED_VARS: &[&str] = &[
+    "GOOGLE_API_KEY",
+    "GEMINI_API_KEY",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_BASE",
+    "OPENAI_ORG_ID",
+    "OPENAI_ORGANIZATION",
+    "ANTHROPIC_BASE_URL",
+    "GEMINI_BASE_URL",
+    "SWARM_API_KEY",
+    // git's repository-selecting family: a hook that runs swarm must not make
+    // a test's own `git` calls act on the user's repository.
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+    // Extra pytest options from the user's shell would change what we parse.
+    "PYTEST_ADDOPTS",
+];
+
+/// Name endings that mark a variable as a secret.
+pub const SCRUBBED_SUFFIXES: &[&str] = &["_API_KEY", "_TOKEN", "_SECRET", "_SECRET_KEY"];
+
+/// Variables set in every child, for reproducible and clean Python runs.
+pub const PYTHON_VARS: &[(&str, &str)] = &[
+    ("PYTHONDONTWRITEBYTECODE", "1"),
+    ("PYTHONUNBUFFERED", "1"),
+    ("PYTHONHASHSEED", "0"),
+];
+
+/// Whether a variable of this name is removed from a child's environment.
+pub fn is_scrubbed(name: &str) -> bool {
+    SCRUBBED_VARS.contains(&name) || SCRUBBED_SUFFIXES.iter().any(|s| name.ends_with(s))
+}
+
+/// Why a process could not be run at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
+    /// The program could not be started (not found, not executable, bad cwd...).
+    #[error("could not start `{command}`: {source}")]
+    Spawn {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Waiting for the child failed.
+    #[error("could not wait for `{command}`: {source}")]
+    Wait {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// How a process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// It exited by itself with this code.
+    Exited(i32),
+    /// It was killed by this signal, not by us.
+    Signalled(i32),
+    /// It ran past the timeout; its process group was killed.
+    TimedOut,
+    /// The run was cancelled; its process group was killed.
+    Cancelled,
+}
+
+/// What a finished process left behind.
+#[derive(Clone, Debug)]
+pub struct ProcessOutput {
+    /// The command line, for messages.
+    pub command: String,
+    pub ending: Ending,
+    /// Captured stdout, capped (head and tail kept).
+    pub stdout: String,
+    /// Captured stderr, capped (head and tail kept).
+    pub stderr: String,
+    pub duration: Duration,
+}
+
+impl ProcessOutput {
+    /// The exit code when the process exited by itself.
+    pub fn exit_code(&self) -> Option<i32> {
+        match self.ending {
+            Ending::Exited(code) => Some(code),
+            _ => None,
+        }
+    }
+
+    /// stdout then stderr, separated by a newline when both have text.
+    pub fn combined(&self) -> String {
+        match (
+            self.stdout.trim_end().is_empty(),
+            self.stderr.trim_end().is_empty(),
+        ) {
+            (_, true) => self.stdout.clone(),
+            (true, false) => self.stderr.clone(),
+            (false, false) => format!("{}\n{}", self.stdout.trim_end(), self.stderr),
+        }
+    }
+}
+
+/// A command to run: program, arguments, working directory, extra
+/// environment, timeout and output cap. `Debug` never shows the environment.
+#[derive(Clone)]
+pub struct ProcessBuilder {
+    program: OsString,
+    args: Vec<OsString>,
+    cwd: Option<PathBuf>,
+    env: Vec<(OsString, OsString)>,
+    base_env: Option<Vec<(OsString, OsString)>>,
+    timeout: Option<Duration>,
+    output_cap: usize,
+}
+
+impl fmt::Debug for ProcessBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProcessBuilder")
+            .field("command", &self.command_line())
+            .field("cwd", &self.cwd)
+            .field("env", &"not shown")
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+impl ProcessBuilder {
+    /// A command running `program` with no arguments, no timeout, default cap.
+    pub fn new(program: impl AsRef<OsStr>) -> Self {
+        Self {
+            program: program.as_ref().to_os_string(),
+            args: Vec::new(),
+            cwd: None,
+            env: Vec::new(),
+            base_env: None,
+            timeout: None,
+            output_cap: DEFAULT_OUTPUT_CAP,
+        }
+    }
+
+    /// Adds one argument.
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+        self.args.push(arg.as_ref().to_os_string());
+        self
+    }
+
+    /// Adds several arguments.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.args
+            .extend(args.into_iter().map(|a| a.as_ref().to_os_string()));
+        self
+    }
+
+    /// Sets the working directory.
+    pub fn cwd(mut self, dir: impl AsRef<Path>) -> Self {
+        self.cwd = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// Sets one environment variable (after scrubbing, so it always applies).
+    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+        self.env
+            .push((key.as_ref().to_os_string(), value.as_ref().to_os_string()));
+        self
+    }
+
+    /// Starts from this environment instead of swarm's own (still scrubbed).
+    pub fn base_env<I, K, V>(mut self, vars: I) -> Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<OsStr>,
+        V: AsRef<OsStr>,
+    {
+        self.base_env = Some(
+            vars.into_iter()
+                .map(|(k, v)| (k.as_ref().to_os_string(), v.as_ref().to_os_string()))
+                .collect(),
+        );
+        self
+    }
+
+    /// Kills the process group after this long.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Keeps at most this many bytes of each stream.
+    pub fn output_cap(mut self, bytes: usize) -> Self {
+        self.output_cap = bytes;
+        self
+    }
+
+    /// The command line, shell-like, for messages and the log.
+    pub fn command_line(&self) -> String {
+        std::iter::once(&self.program)
+            .chain(self.args.iter())
+            .map(|a| shell_word(&a.to_string_lossy()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Runs the command to its end, a timeout, or a cancel.
+    ///
+    /// Only a failure to start or wait is an `Err`; a non-zero exit, a
+    /// timeout or a cancel are described by [`ProcessOutput::ending`].
+    pub fn run(&self, cancel: &Cancel) -> Result<ProcessOutput, ProcessError> {
+        let command = self.command_line();
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        if let Some(dir) = &self.cwd {
+            cmd.current_dir(dir);
+        }
+        match &self.base_env {
+            Some(vars) => {
+                cmd.env_clear();
+                for (name, value) in vars {
+                    if !is_scrubbed(&name.to_string_lossy()) {
+                        cmd.env(name, value);
+                    }
+                }
+            }
+            None => {
+                for (name, _) in std::env::vars_os() {
+                    if is_scrubbed(&name.to_string_lossy()) {
+                        cmd.env_remove(&name);
+                    }
+                }
+            }
+        }
+        for (key, value) in PYTHON_VARS {
+            cmd.env(key, value);
+        }
+        for (key, value) in &self.env {
+            cmd.env(key, value);
+        }
+
+        let started = Instant::now();
+        let mut child = cmd.spawn().map_err(|source| ProcessError::Spawn {
+            command: command.clone(),
+            source,
+        })?;
+        let (tx, rx) = mpsc::channel();
+        let readers = [
+            child
+                .stdout
+                .take()
+                .map(|s| spawn_reader(s, 0, self.output_cap, tx.clone())),
+            child
+                .stderr
+                .take()
+                .map(|s| spawn_reader(s, 1, self.output_cap, tx.clone())),
+        ];
+        drop(tx);
+
+        let ending = match self.wait(&mut child, started, cancel) {
+            Ok(ending) => ending,
+            Err(source) => {
+                kill_group(&child);
+                let _ = child.wait();
+                return Err(ProcessError::Wait { command, source });
+            }
+        };
+        let duration = started.elapsed();
+
+        let mut streams = [String::new(), String::new()];
+        let deadline = Instant::now() + READER_GRACE;
+        let mut pending = readers.iter().filter(|r| r.is_some()).count();
+        while pending > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok((index, text)) => {
+                    streams[index] = text;
+                    pending -= 1;
+                }
+                Err(_) => break,
+            }
+        }
+        // Readers still blocked belong to a pipe held by an escaped daemon:
+        // they are detached and end when it closes.
+        let [stdout, stderr] = streams;
+        Ok(ProcessOutput {
+            command,
+            ending,
+            stdout,
+            stderr,
+            duration,
+        })
+    }
+
+    /// Polls the child until it exits, times out or is cancelled; always
+    /// leaves its process group killed and the child reaped.
+    fn wait(
+        &self,
+        child: &mut Child,
+        started: Instant,
+        cancel: &Cancel,
+    ) -> std::io::Result<Ending> {
+        let mut pause = Duration::from_millis(2);
+        loop {
+            if exited_without_reaping(child)? {
+                // The leader is a zombie: its pid (= the group id) cannot be
+                // reused yet, so killing the group is safe. This also removes
+                // background grandchildren that would hold our pipes open.
+                kill_group(child);
+                let status = child.wait()?;
+                return Ok(ending_of(status));
+            }
+            let forced = if cancel.is_cancelled() {
+                Some(Ending::Cancelled)
+            } else if self.timeout.is_some_and(|t| started.elapsed() >= t) {
+                Some(Ending::TimedOut)
+            } else {
+                None
+            };
+            if let Some(ending) = forced {
+                kill_group(child);
+                child.wait()?;
+                return Ok(ending);
+            }
+            let mut next = pause;
+            if let Some(t) = self.timeout {
+                next = next.min(t.saturating_sub(started.elapsed()));
+            }
+            thread::sleep(next.max(Duration::from_millis(1)));
+            pause = (pause * 2).min(MAX_POLL);
+        }
+    }
+}
+
+/// Whether the child has exited, leaving it unreaped (`waitid` with `WNOWAIT`).
+fn exited_without_reaping(child: &Child) -> std::io::Result<bool> {
+    let pid = libc::id_t::from(child.id());
+    // SAFETY: `siginfo_t` is plain data; zeroed is a valid initial value and
+    // `waitid` only writes into it.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: valid pointer to a live `siginfo_t`; `pid` is our own child.
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 {
+            // SAFETY: reading the pid field of a `siginfo_t` filled by waitid.
+            return Ok(unsafe { info.si_pid() } != 0);
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+/// Sends SIGKILL to the child's whole process group (its pid is the group id).
+fn kill_group(child: &Child) {
+    let Ok(pgid) = libc::pid_t::try_from(child.id()) else {
+        return;
+    };
+    // SAFETY: plain syscall; ESRCH (group already gone) is fine to ignore.
+    unsafe {
+        libc::killpg(pgid, libc::SIGKILL);
+    }
+}
+
+fn ending_of(status: ExitStatus) -> Ending {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => Ending::Exited(code),
+        (None, Some(signal)) => Ending::Signalled(signal),
+        (None, None) => Ending::Signalled(0),
+    }
+}
+
+/// Reads a stream to its end on a thread, keeping a capped copy, and sends
+/// `(index, text)` when done.
+fn spawn_reader<R: Read + Send + 'static>(
+    mut stream: R,
+    index: usize,
+    cap: usize,
+    done: mpsc::Sender<(usize, String)>,
+) -> thread::JoinHandle<()> {
+    thread::spawn(move || {
+        let mut kept = CappedBuffer::new(cap);
+        let mut chunk = [0u8; 8192];
+        loop {
+            match stream.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => kept.push(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+        let _ = done.send((index, kept.render()));
+    })
+}
+
+/// Keeps the first and last `cap / 2` bytes of a stream and counts the rest.
+#[derive(Debug)]
+pub struct CappedBuffer {
+    cap: usize,
+    head: Vec<u8>,
+    tail: std::collections::VecDeque<u8>,
+    cut: usize,
+}
+
+impl CappedBuffer {
+    /// An empty buffer keeping at most `cap` bytes.
+    pub fn new(cap: usize) -> Self {
+        Self {
+            cap,
+            head: Vec::new(),
+            tail: std::collections::VecDeque::new(),
+            cut: 0,
+        }
+    }
+
+    /// Appends bytes, dropping the middle once over the cap.
+    pub fn push(&mut self, mut bytes: &[u8]) {
+        let head_cap = self.cap / 2;
+        let tail_cap = self.cap - head_cap;
+        let room = head_cap.saturating_sub(self.head.len());
+        let take = room.min(bytes.len());
+        self.head.extend_from_slice(&bytes[..take]);
+        bytes = &bytes[take..];
+        if bytes.len() > tail_cap {
+            self.cut += self.tail.len() + bytes.len() - tail_cap;
+            self.tail.clear();
+            bytes = &bytes[bytes.len() - tail_cap..];
+        }
+        self.tail.extend(bytes);
+        let over = self.tail.len().saturating_sub(tail_cap);
+        if over > 0 {
+            self.tail.drain(..over);
+            self.cut += over;
+        }
+    }
+
+    /// The kept text, with a `… N bytes cut …` line where bytes were dropped.
+    pub fn render(&self) -> String {
+        let head = String::from_utf8_lossy(&self.head);
+        let tail: Vec<u8> = self.tail.iter().copied().collect();
+        let tail = String::from_utf8_lossy(&tail);
+        if self.cut == 0 {
+            format!("{head}{tail}")
+        } else {
+            format!("{head}\n… {} bytes cut …\n{tail}", self.cut)
+        }
+    }
+}
+
+/// Caps a text the same way the runner caps a stream.
+pub fn cap_text(text: &str, cap: usize) -> String {
+    let mut buffer = CappedBuffer::new(cap);
+    buffer.push(text.as_bytes());
+    buffer.render()
+}
+
+/// Quotes a word for display when it holds characters a shell would split on.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%^".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capped_buffer_keeps_head_and_tail() {
+        let mut b = CappedBuffer::new(10);
+        b.push(b"abcdefghij");
+        b.push(b"klmnopqrstuvwxyz");
+        assert_eq!(b.render(), "abcde\n… 16 bytes cut …\nvwxyz");
+        let mut small = CappedBuffer::new(10);
+        small.push(b"abc");
+        small.push(b"def");
+        assert_eq!(small.render(), "abcdef");
+    }
+
+    #[test]
+    fn capped_buffer_byte_by_byte_matches_bulk() {
+        let text: Vec<u8> = (0..200u8).map(|i| b'a' + i % 26).collect();
+        let mut bulk = CappedBuffer::new(32);
+        bulk.push(&text);
+        let mut single = CappedBuffer::new(32);
+        for b in &text {
+            single.push(std::slice::from_ref(b));
+        }
+        assert_eq!(bulk.render(), single.render());
+        assert!(bulk.render().contains("… 168 bytes cut …"));
+    }
+
+    #[test]
+    fn scrub_rules() {
+        assert!(is_scrubbed("OPENAI_API_KEY"));
+        assert!(is_scrubbed("MY_SERVICE_TOKEN"));
+        assert!(is_scrubbed("GIT_DIR"));
+        assert!(is_scrubbed("OPENAI_BASE_URL"));
+        assert!(!is_scrubbed("PATH"));
+        assert!(!is_scrubbed("HOME"));
+    }
+
+    #[test]
+    fn command_line_quotes_spaces() {
+        let p = ProcessBuilder::new("python").args(["-c", "print(1)", "a b"]);
+        assert_eq!(p.command_line(), "python -c 'print(1)' 'a b'");
+        assert!(!format!("{p:?}").contains("PATH"));
+    }
+}

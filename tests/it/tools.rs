@@ -1,0 +1,8 @@
+//! The tools module against real processes: the runner with fake scripts,
+//! and real python, pytest and pylint on small projects in temp dirs.
+
+mod imports;
+mod process;
+mod pylint;
+mod pytest;
+mod python_env;

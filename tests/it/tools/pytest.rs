@@ -1,0 +1,241 @@
+//! Real pytest on small projects: outcomes, ids, no tests, collection
+//! errors, timeouts and cancels.
+
+use std::time::{Duration, Instant};
+
+use swarm::cancel::Cancel;
+use swarm::tools::*;
+
+use crate::support::*;
+
+const CALC: &str =
+    "def add(a, b):\n    return a + b\n\n\ndef mean(xs):\n    return sum(xs) / len(xs)\n";
+
+const CALC_TESTS: &str = r#"import pytest
+from calc import add, mean
+
+
+def test_add():
+    assert add(1, 2) == 3
+
+
+def test_mean_empty():
+    assert mean([]) == 0
+
+
+class TestMean:
+    @pytest.mark.parametrize("xs,expected", [([2], 2), ([1, 2], 2)])
+    def test_values(self, xs, expected):
+        assert mean(xs) == expected
+
+
+@pytest.fixture
+def broken():
+    raise RuntimeError("fixture exploded")
+
+
+def test_uses_broken(broken):
+    pass
+
+
+@pytest.mark.skip(reason="not yet")
+def test_later():
+    pass
+"#;
+
+fn outcome_of<'a>(run: &'a swarm::tools::TestRun, id: &str) -> &'a swarm::tools::TestCase {
+    run.cases
+        .iter()
+        .find(|c| c.id == id)
+        .unwrap_or_else(|| panic!("no case {id} in {:#?}", run.cases))
+}
+
+#[test]
+fn pytest_reports_every_outcome_with_node_ids() {
+    let dir = project(&[("calc.py", CALC), ("tests/test_calc.py", CALC_TESTS)]);
+    let before = list_files(dir.path());
+    let run = run_pytest(
+        &system_env(),
+        dir.path(),
+        Duration::from_secs(60),
+        &Cancel::new(),
+    )
+    .expect("pytest runs");
+    assert_eq!(run.exit_code, Some(1));
+    assert!(!run.timed_out && !run.no_tests);
+    let ids: Vec<&str> = run.cases.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "tests/test_calc.py::test_add",
+            "tests/test_calc.py::test_mean_empty",
+            "tests/test_calc.py::TestMean::test_values[xs0-2]",
+            "tests/test_calc.py::TestMean::test_values[xs1-2]",
+            "tests/test_calc.py::test_uses_broken",
+            "tests/test_calc.py::test_later",
+        ]
+    );
+    assert_eq!(
+        outcome_of(&run, "tests/test_calc.py::test_add").outcome,
+        TestOutcome::Passed
+    );
+    let empty = outcome_of(&run, "tests/test_calc.py::test_mean_empty");
+    assert_eq!(empty.outcome, TestOutcome::Failed);
+    assert_eq!(
+        empty.message.as_deref(),
+        Some("ZeroDivisionError: division by zero")
+    );
+    let details = empty.details.as_deref().expect("traceback");
+    assert!(
+        details.contains("calc.py:6: ZeroDivisionError"),
+        "{details}"
+    );
+    assert!(
+        !details.contains(&dir.path().display().to_string()),
+        "paths are relative"
+    );
+    let broken = outcome_of(&run, "tests/test_calc.py::test_uses_broken");
+    assert_eq!(broken.outcome, TestOutcome::Error);
+    assert!(broken
+        .message
+        .as_deref()
+        .unwrap_or("")
+        .contains("fixture exploded"));
+    let later = outcome_of(&run, "tests/test_calc.py::test_later");
+    assert_eq!(later.outcome, TestOutcome::Skipped);
+    assert_eq!(later.message.as_deref(), Some("not yet"));
+    assert!(run.command.contains("-m pytest -q -p no:cacheprovider"));
+    assert!(run.output.contains("failed"), "{}", run.output);
+    // Nothing written into the tested tree: no cache, no bytecode, no report.
+    assert_eq!(list_files(dir.path()), before);
+}
+
+#[test]
+fn pytest_ids_are_stable_across_roots() {
+    let a = project(&[("calc.py", CALC), ("tests/test_calc.py", CALC_TESTS)]);
+    let b = project(&[("calc.py", CALC), ("tests/test_calc.py", CALC_TESTS)]);
+    let run = |root: &std::path::Path| {
+        run_pytest(&system_env(), root, Duration::from_secs(60), &Cancel::new())
+            .expect("pytest runs")
+            .cases
+    };
+    let (first, second) = (run(a.path()), run(b.path()));
+    let strip = |cases: Vec<swarm::tools::TestCase>| {
+        cases
+            .into_iter()
+            .map(|c| (c.id, c.outcome, c.message))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(strip(first), strip(second));
+}
+
+#[test]
+fn pytest_without_tests_is_not_a_crash() {
+    let dir = project(&[("calc.py", CALC)]);
+    let run = run_pytest(
+        &system_env(),
+        dir.path(),
+        Duration::from_secs(60),
+        &Cancel::new(),
+    )
+    .expect("pytest runs");
+    assert_eq!(run.exit_code, Some(5));
+    assert!(run.no_tests);
+    assert!(run.cases.is_empty());
+}
+
+#[test]
+fn a_test_file_with_a_syntax_error_is_an_error_case() {
+    let dir = project(&[
+        ("calc.py", CALC),
+        (
+            "tests/test_calc.py",
+            "from calc import add\n\ndef test_add():\n    assert add(1, 1) == 2\n",
+        ),
+        ("tests/test_broken.py", "def test_x(:\n    pass\n"),
+    ]);
+    let run = run_pytest(
+        &system_env(),
+        dir.path(),
+        Duration::from_secs(60),
+        &Cancel::new(),
+    )
+    .expect("pytest runs");
+    assert_eq!(
+        run.exit_code,
+        Some(2),
+        "collection errors interrupt the session"
+    );
+    let broken = outcome_of(&run, "tests/test_broken.py");
+    assert_eq!(broken.outcome, TestOutcome::Error);
+    assert_eq!(broken.message.as_deref(), Some("collection failure"));
+    let details = broken.details.as_deref().expect("traceback");
+    assert!(details.contains("SyntaxError"), "{details}");
+    assert!(details.contains("tests/test_broken.py"), "{details}");
+}
+
+#[test]
+fn an_infinite_loop_times_out_and_leaves_nothing_running() {
+    let dir = project(&[]);
+    let pid_file = dir.path().join("pytest.pid");
+    let root = dir.path().join("proj");
+    write(
+        &root,
+        "tests/test_loop.py",
+        &format!(
+            "import os\n\ndef test_ok():\n    pass\n\ndef test_forever():\n    open({:?}, 'w').write(str(os.getpid()))\n    while True:\n        pass\n",
+            pid_file.display().to_string()
+        ),
+    );
+    let started = Instant::now();
+    let run = run_pytest(&system_env(), &root, Duration::from_secs(3), &Cancel::new())
+        .expect("a timeout is a value");
+    let elapsed = started.elapsed();
+    assert!(run.timed_out);
+    assert_eq!(run.exit_code, None);
+    assert!(
+        elapsed >= Duration::from_secs(3) && elapsed < Duration::from_secs(6),
+        "{elapsed:?}"
+    );
+    assert!(
+        run.output.contains("did not finish within 3s"),
+        "{}",
+        run.output
+    );
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .expect("the test started")
+        .parse()
+        .expect("a pid");
+    assert!(wait_gone(pid), "pytest {pid} is still running");
+}
+
+#[test]
+fn cancelling_pytest_is_an_error_and_kills_it() {
+    let dir = project(&[(
+        "tests/test_slow.py",
+        "import time\n\ndef test_slow():\n    time.sleep(60)\n",
+    )]);
+    let cancel = Cancel::new();
+    let flag = cancel.clone();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        flag.cancel();
+    });
+    let started = Instant::now();
+    let result = run_pytest(&system_env(), dir.path(), Duration::from_secs(60), &cancel);
+    canceller.join().expect("canceller thread");
+    assert!(matches!(result, Err(ToolError::Cancelled)), "{result:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn pytest_that_cannot_start_is_an_error() {
+    let env = PythonEnv {
+        python: "/nonexistent/python3".into(),
+        ..system_env()
+    };
+    let dir = project(&[]);
+    let err = run_pytest(&env, dir.path(), Duration::from_secs(5), &Cancel::new())
+        .expect_err("no interpreter");
+    assert!(matches!(err, ToolError::Failed { .. }), "{err:?}");
+}
