@@ -163,11 +163,13 @@ fn header_path(rest: &str, side_prefix: &str) -> RawPath {
     if let Some(cut) = path.find("  ") {
         path = &path[..cut];
     }
-    let path = path.trim_matches(|c| c == '`' || c == '"' || c == '\'' || c == '*');
+    let path = path
+        .trim_matches(|c| c == '`' || c == '"' || c == '\'' || c == '*')
+        .replace('\\', "/");
     if path == "/dev/null" || path == "dev/null" {
         return RawPath::DevNull;
     }
-    let path = path.strip_prefix(side_prefix).unwrap_or(path);
+    let path = path.strip_prefix(side_prefix).unwrap_or(&path);
     RawPath::Path(path.to_string())
 }
 

@@ -274,11 +274,18 @@ impl Reindent {
         }
         let own = indent(line);
         let body = &line[own.len()..];
-        let seen = self.pairs.iter().find(|(h, f)| {
-            h == own && f.chars().count() as isize - h.chars().count() as isize == self.delta
-        });
-        if let Some((_, file_indent)) = seen {
+        if let Some(file_indent) = self.mapped(own) {
             return format!("{file_indent}{body}");
+        }
+        let own_width = own.chars().count();
+        let hunk_unit = own.chars().next().unwrap_or(' ');
+        if hunk_unit != self.unit {
+            // Tabs in the file, spaces in the hunk (or the reverse): scale.
+            if let Some(ratio) = self.ratio() {
+                let width = (own_width as f64 / ratio).round() as usize;
+                let fresh: String = std::iter::repeat_n(self.unit, width).collect();
+                return format!("{fresh}{body}");
+            }
         }
         match self.delta {
             0 => line.to_string(),
@@ -291,6 +298,28 @@ impl Reindent {
                 format!("{keep}{body}")
             }
         }
+    }
+
+    /// The file indentation that most matched lines with this hunk
+    /// indentation had, if any line had it.
+    fn mapped(&self, own: &str) -> Option<&str> {
+        let mut counts: Vec<(&str, usize)> = Vec::new();
+        for (_, f) in self.pairs.iter().filter(|(h, _)| h == own) {
+            match counts.iter_mut().find(|(k, _)| *k == f.as_str()) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((f.as_str(), 1)),
+            }
+        }
+        counts.into_iter().max_by_key(|(_, n)| *n).map(|(k, _)| k)
+    }
+
+    /// Hunk indentation characters per file indentation character, from the
+    /// first pair where both are indented.
+    fn ratio(&self) -> Option<f64> {
+        self.pairs.iter().find_map(|(h, f)| {
+            let (hw, fw) = (h.chars().count(), f.chars().count());
+            (hw > 0 && fw > 0).then(|| hw as f64 / fw as f64)
+        })
     }
 }
 
@@ -374,5 +403,7 @@ mod tests {
         assert_eq!(re.apply("w"), "    w");
         let re = Reindent::learn(&["   a", "    b", "    c"], &["    a", "    b", "    c"]);
         assert_eq!(re.apply("    d"), "    d");
+        let re = Reindent::learn(&["def f():", "    x"], &["def f():", "\tx"]);
+        assert_eq!(re.apply("        y"), "\t\ty");
     }
 }
