@@ -1,5 +1,24 @@
 //! Turns model replies into file changes and applies them — exactly once, or
 //! not at all. Pure functions over text; no I/O, no git.
+//!
+//! - [`parse_reply`] finds unified diffs (fenced or bare, git-style or plain,
+//!   with wrong or missing hunk numbers) and whole-file answers.
+//! - [`apply`] locates every hunk by its text (exact, then ignoring trailing
+//!   whitespace, then ignoring indentation, then with edge context trimmed),
+//!   requires exactly one match, and changes all files or none.
+//! - [`changed_lines`] and [`unified_diff`] measure and show a change.
+
+mod apply;
+mod diff;
+mod fence;
+mod locate;
+mod numbers;
+mod parse;
+mod paths;
+mod report;
+mod stats;
+mod text;
+mod whole;
 
 /// What one reply proposes for one file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -8,6 +27,7 @@ pub struct FileEdit {
     /// is not validated here: it may contain `..` or be absolute; the
     /// Reviewer decides.
     pub path: String,
+    /// What happens to the file.
     pub op: EditOp,
 }
 
@@ -24,10 +44,56 @@ pub enum EditOp {
     Replace(String),
 }
 
-/// One hunk of a unified diff.
+/// One hunk of a unified diff, as the model wrote it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hunk {
-    _private: (),
+    /// The `@@ … @@` line, if there was one.
+    pub(crate) header: Option<String>,
+    /// The header's old start line, kept only when the header's counts fit
+    /// the body (then it may break ties between equal matches).
+    pub(crate) old_start: Option<usize>,
+    pub(crate) lines: Vec<HunkLine>,
+    /// `\ No newline at end of file` after an old-side / new-side line.
+    pub(crate) old_no_eol: bool,
+    pub(crate) new_no_eol: bool,
+}
+
+/// One body line of a hunk, without its marker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum HunkLine {
+    Context(String),
+    Remove(String),
+    Add(String),
+}
+
+impl Hunk {
+    /// Number of `-` lines.
+    pub fn removed(&self) -> usize {
+        self.lines
+            .iter()
+            .filter(|l| matches!(l, HunkLine::Remove(_)))
+            .count()
+    }
+
+    /// Number of `+` lines.
+    pub fn added(&self) -> usize {
+        self.lines
+            .iter()
+            .filter(|l| matches!(l, HunkLine::Add(_)))
+            .count()
+    }
+
+    /// The `@@ … @@` header line as written, if any.
+    pub fn header(&self) -> Option<&str> {
+        self.header.as_deref()
+    }
+
+    /// True when the hunk adds or removes at least one line.
+    pub(crate) fn changes_something(&self) -> bool {
+        self.lines
+            .iter()
+            .any(|l| !matches!(l, HunkLine::Context(_)))
+    }
 }
 
 /// What the prompt asked about, to resolve paths in the reply.
@@ -42,46 +108,54 @@ pub struct ReplyContext {
 /// Why a reply could not be used; `Display` is the reason sent back to the model.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PatchError {
+    /// Nothing in the reply reads as a change.
     #[error("the reply contains no unified diff and no whole-file block")]
     NoChange,
+    /// The reply has a change, but it cannot be read.
     #[error("{0}")]
     Parse(String),
+    /// The change cannot be applied; nothing was changed.
     #[error("{0}")]
     Apply(String),
 }
 
 /// Extracts every file change in `reply`.
+///
+/// Paths are target-relative (`a/`/`b/` and `ctx.target_prefix/` stripped;
+/// a bare file name resolves to the one requested file with that name), one
+/// edit per path. Never panics, whatever the input.
 pub fn parse_reply(reply: &str, ctx: &ReplyContext) -> Result<Vec<FileEdit>, PatchError> {
-    let _ = (reply, ctx);
-    unimplemented!()
+    parse::parse(reply, ctx)
 }
 
 /// A file before and after applying a reply.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileOutcome {
+    /// Target-relative path.
     pub path: String,
+    /// The bytes before (`None`: the file did not exist).
     pub before: Option<Vec<u8>>,
+    /// The bytes after (`None`: the file is deleted).
     pub after: Option<Vec<u8>>,
 }
 
 /// Applies all edits or none. `read` gives a file's current bytes by
-/// target-relative path (`None`: it does not exist).
+/// target-relative path (`None`: it does not exist). Returns one outcome
+/// per path, in the order of first appearance; on failure, the error lists
+/// every failing hunk of every file.
 pub fn apply(
     edits: &[FileEdit],
     read: &dyn Fn(&str) -> Option<Vec<u8>>,
 ) -> Result<Vec<FileOutcome>, PatchError> {
-    let _ = (edits, read);
-    unimplemented!()
+    apply::apply_all(edits, read)
 }
 
 /// Lines added plus lines removed between two texts.
 pub fn changed_lines(before: &str, after: &str) -> usize {
-    let _ = (before, after);
-    unimplemented!()
+    stats::changed_lines(before, after)
 }
 
 /// A unified diff of one file (`a/path`, `b/path` headers), for prompts and logs.
 pub fn unified_diff(path: &str, before: &str, after: &str) -> String {
-    let _ = (path, before, after);
-    unimplemented!()
+    stats::unified_diff(path, before, after)
 }

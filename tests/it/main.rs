@@ -1,7 +1,12 @@
+//! The one integration-test binary; one module per area.
+
 mod analysis;
 mod cli;
 mod e2e;
 mod git;
 mod llm;
+mod patch_corpus;
+mod patch_props;
+mod patch_support;
 mod support;
 mod tools;

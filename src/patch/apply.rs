@@ -1,0 +1,209 @@
+//! Applies edits all together or not at all: every hunk of every file is
+//! located first; only when all succeed are the new contents computed.
+//! Keeps line endings, BOM, final newline, tabs and non-ASCII text.
+
+use super::locate::{self, FileView, Level, Located, Placement, Reindent};
+use super::report;
+use super::text::{self, Document, Line};
+use super::{EditOp, FileEdit, FileOutcome, Hunk, HunkLine, PatchError};
+
+/// A file as it evolves while the edits of one reply are applied.
+struct Slot {
+    path: String,
+    before: Option<Vec<u8>>,
+    after: Option<Vec<u8>>,
+}
+
+/// See [`super::apply`].
+pub(crate) fn apply_all(
+    edits: &[FileEdit],
+    read: &dyn Fn(&str) -> Option<Vec<u8>>,
+) -> Result<Vec<FileOutcome>, PatchError> {
+    let mut slots: Vec<Slot> = Vec::new();
+    let mut failures: Vec<String> = Vec::new();
+    for edit in edits {
+        let index = match slots.iter().position(|s| s.path == edit.path) {
+            Some(i) => i,
+            None => {
+                let before = read(&edit.path);
+                slots.push(Slot {
+                    path: edit.path.clone(),
+                    after: before.clone(),
+                    before,
+                });
+                slots.len() - 1
+            }
+        };
+        let slot = &mut slots[index];
+        match apply_one(&edit.path, &edit.op, slot.after.as_deref()) {
+            Ok(after) => slot.after = after,
+            Err(mut reasons) => failures.append(&mut reasons),
+        }
+    }
+    if !failures.is_empty() {
+        let count = failures.len();
+        let mut message = format!(
+            "the patch was not applied (no file was changed); {count} problem{} to fix:",
+            if count == 1 { "" } else { "s" }
+        );
+        for failure in failures {
+            message.push_str("\n- ");
+            message.push_str(&failure);
+        }
+        return Err(PatchError::Apply(message));
+    }
+    Ok(slots
+        .into_iter()
+        .map(|s| FileOutcome {
+            path: s.path,
+            before: s.before,
+            after: s.after,
+        })
+        .collect())
+}
+
+/// The new bytes of one file (`None`: deleted), or the reasons it failed.
+fn apply_one(
+    path: &str,
+    op: &EditOp,
+    current: Option<&[u8]>,
+) -> Result<Option<Vec<u8>>, Vec<String>> {
+    match (op, current) {
+        (EditOp::Delete, None) => Err(vec![format!(
+            "`{path}` cannot be deleted: it does not exist"
+        )]),
+        (EditOp::Delete, Some(_)) => Ok(None),
+        (EditOp::Create(text) | EditOp::Replace(text), None) => Ok(Some(text.as_bytes().to_vec())),
+        (EditOp::Create(text), Some(bytes)) => {
+            let same =
+                Document::decode(bytes).is_some_and(|d| d.to_text().replace("\r\n", "\n") == *text);
+            if bytes.is_empty() || same {
+                Ok(Some(match Document::decode(bytes) {
+                    Some(doc) if !bytes.is_empty() => text::restyle(text, &doc).encode(),
+                    _ => text.as_bytes().to_vec(),
+                }))
+            } else {
+                Err(vec![format!(
+                    "`{path}` already exists, so it cannot be created (`--- /dev/null`); send a \
+                     diff against its current text instead"
+                )])
+            }
+        }
+        (EditOp::Replace(text), Some(bytes)) => {
+            let doc = decode(path, bytes)?;
+            Ok(Some(text::restyle(text, &doc).encode()))
+        }
+        (EditOp::Patch(hunks), None) => {
+            if hunks.iter().all(|h| locate::old_side(&h.lines).is_empty()) {
+                let doc = patch_document(path, &Document::from_text(false, ""), hunks)?;
+                Ok(Some(doc.encode()))
+            } else {
+                Err(vec![format!(
+                    "`{path}` does not exist, so its diff cannot be applied; to create a new \
+                     file, use `--- /dev/null` and `+++ b/{path}` with only `+` lines"
+                )])
+            }
+        }
+        (EditOp::Patch(hunks), Some(bytes)) => {
+            let doc = decode(path, bytes)?;
+            Ok(Some(patch_document(path, &doc, hunks)?.encode()))
+        }
+    }
+}
+
+/// Decodes a file or explains why it cannot be patched.
+fn decode(path: &str, bytes: &[u8]) -> Result<Document, Vec<String>> {
+    Document::decode(bytes).ok_or_else(|| {
+        vec![format!(
+            "`{path}` is not valid UTF-8 text, so it cannot be patched"
+        )]
+    })
+}
+
+/// Applies all hunks to one document, or returns every failing hunk.
+pub(crate) fn patch_document(
+    path: &str,
+    doc: &Document,
+    hunks: &[Hunk],
+) -> Result<Document, Vec<String>> {
+    let texts = doc.texts();
+    let view = FileView::new(&texts);
+    let mut placed: Vec<(usize, Placement)> = Vec::new();
+    let mut failures = Vec::new();
+    for (k, hunk) in hunks.iter().enumerate() {
+        let label = report::hunk_label(k, hunks.len(), hunk);
+        match locate::locate(&view, hunk) {
+            Located::Found(p) => placed.push((k, p)),
+            Located::Ambiguous(lines) => failures.push(report::ambiguous(path, &label, &lines)),
+            Located::NotFound => failures.push(report::not_found(path, &label, hunk, &texts)),
+            Located::NoAnchor => failures.push(report::no_anchor(path, &label)),
+        }
+    }
+    placed.sort_by_key(|(_, p)| p.start);
+    for pair in placed.windows(2) {
+        let ((ka, a), (kb, b)) = (&pair[0], &pair[1]);
+        if a.start + a.len > b.start || a.len == 0 && b.start == a.start {
+            failures.push(report::overlap(
+                path,
+                (*ka, a.start + 1, a.start + a.len),
+                (*kb, b.start + 1, b.start + b.len),
+            ));
+        }
+    }
+    if !failures.is_empty() {
+        return Err(failures);
+    }
+    let mut lines: Vec<Line> = Vec::with_capacity(doc.lines.len() + 16);
+    let mut cursor = 0;
+    let mut final_newline = doc.final_newline;
+    for (k, p) in &placed {
+        let hunk = &hunks[*k];
+        lines.extend_from_slice(&doc.lines[cursor..p.start]);
+        lines.extend(replacement(doc, hunk, p));
+        cursor = p.start + p.len;
+        if cursor == doc.lines.len() && hunk.old_no_eol != hunk.new_no_eol {
+            final_newline = !hunk.new_no_eol;
+        }
+    }
+    lines.extend_from_slice(&doc.lines[cursor..]);
+    let mut out = Document {
+        bom: doc.bom,
+        lines,
+        eol: doc.eol,
+        final_newline,
+    };
+    out.settle_endings(final_newline);
+    Ok(out)
+}
+
+/// The lines that replace the region a hunk covers: the file's own context
+/// lines (byte for byte) and the added lines (re-indented if needed).
+fn replacement(doc: &Document, hunk: &Hunk, p: &Placement) -> Vec<Line> {
+    let kept = &hunk.lines[p.lead..hunk.lines.len() - p.tail];
+    let reindent = (p.level == Level::Indentation).then(|| {
+        let file: Vec<&str> = doc.lines[p.start..p.start + p.len]
+            .iter()
+            .map(|l| l.text.as_str())
+            .collect();
+        Reindent::learn(&locate::old_side(kept), &file)
+    });
+    let mut out = Vec::with_capacity(kept.len());
+    let mut at = p.start;
+    for line in kept {
+        match line {
+            HunkLine::Context(_) => {
+                out.push(doc.lines[at].clone());
+                at += 1;
+            }
+            HunkLine::Remove(_) => at += 1,
+            HunkLine::Add(t) => out.push(Line {
+                text: match &reindent {
+                    Some(r) => r.apply(t),
+                    None => t.clone(),
+                },
+                eol: "",
+            }),
+        }
+    }
+    out
+}

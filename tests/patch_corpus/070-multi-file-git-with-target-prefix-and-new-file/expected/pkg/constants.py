@@ -1,0 +1,1 @@
+EMPTY_AVERAGE = 0.0

@@ -1,0 +1,7 @@
+class A:
+    def f(self):
+        return 1
+
+
+def f(self):
+    return 1
