@@ -36,6 +36,13 @@ pub(super) fn run(
     timeout: Duration,
     cancel: &Cancel,
 ) -> Result<LintReport, ToolError> {
+    if files.is_empty() {
+        // pylint without files is a usage error; nothing to lint is no message.
+        return Ok(LintReport {
+            command: command(env, root, files, Format::Json2, timeout).command_line(),
+            ..LintReport::default()
+        });
+    }
     let mut format = if major_version(&env.pylint_version).is_some_and(|m| m < 3) {
         Format::Json
     } else {

@@ -159,6 +159,8 @@ fn syntax_errors_are_found_with_lines() {
         "Python 2 print is not Python 3"
     );
     assert!(check_syntax("print('hello')\nx = print\n").is_ok());
+    // Valid Python 3 (a tuple expression), though a TypeError at run time.
+    assert!(check_syntax("import sys\nprint >> sys.stderr, 'x'\n").is_ok());
     assert!(check_syntax("é = 'ü'\nif é:\n    pass\n").is_ok());
     // Columns count characters, not bytes: 'é' is two bytes.
     assert_eq!(

@@ -130,3 +130,18 @@ fn old_pylint_falls_back_to_json_and_the_rating_line() {
         assert!(report.command.contains("--output-format=json "));
     }
 }
+
+#[test]
+fn pylint_without_files_reports_nothing() {
+    let dir = project(&[]);
+    let report = run_pylint(
+        &system_env(),
+        dir.path(),
+        &[],
+        Duration::from_secs(10),
+        &Cancel::new(),
+    )
+    .expect("nothing to lint is not an error");
+    assert!(report.messages.is_empty());
+    assert_eq!(report.score, None);
+}
