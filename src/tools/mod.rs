@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::cancel::Cancel;
 
+mod capture;
 pub mod env;
 pub mod imports;
 pub mod junit;

@@ -243,3 +243,24 @@ def run(cmd, blob):
     assert_eq!(calls, expected);
     assert!(dangerous_calls("def f(x):\n    return x\n").is_empty());
 }
+
+proptest::proptest! {
+    /// Any text, valid or not, is measured without panicking, and every
+    /// reported line exists.
+    #[test]
+    fn any_text_is_measured(source in "(def |class |if |    |\t|:|\\(|\\)|\\[|'|\"|#|é|\\n|[a-z0-9=+ ]){0,120}") {
+        let lines = source.lines().count().max(1);
+        let metrics = analyze("p.py", &source);
+        for line in &metrics.syntax_errors {
+            proptest::prop_assert!(*line >= 1 && *line <= lines + 1, "{line} of {lines}");
+        }
+        for f in &metrics.functions {
+            proptest::prop_assert!(f.line <= f.end_line && f.complexity >= 1);
+        }
+        match check_syntax(&source) {
+            Ok(()) => proptest::prop_assert!(metrics.syntax_errors.is_empty()),
+            Err(issue) => proptest::prop_assert_eq!(Some(&issue.line), metrics.syntax_errors.first()),
+        }
+        let _ = dangerous_calls(&source);
+    }
+}
