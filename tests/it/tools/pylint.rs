@@ -145,3 +145,28 @@ fn pylint_without_files_reports_nothing() {
     assert!(report.messages.is_empty());
     assert_eq!(report.score, None);
 }
+
+#[test]
+fn a_large_report_is_parsed_whole() {
+    // 400 `eval-used` warnings: a JSON report far beyond the default capture cap.
+    let source: String = (0..400).map(|i| format!("X{i} = eval('{i}')\n")).collect();
+    let dir = project(&[("many.py", &source)]);
+    let report = run_pylint(
+        &system_env(),
+        dir.path(),
+        &["many.py".to_string()],
+        Duration::from_secs(120),
+        &Cancel::new(),
+    )
+    .expect("pylint runs");
+    let evals = report
+        .messages
+        .iter()
+        .filter(|m| m.symbol == "eval-used")
+        .count();
+    assert_eq!(evals, 400);
+    assert!(
+        report.output.contains("bytes cut"),
+        "the log copy is capped"
+    );
+}
