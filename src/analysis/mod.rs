@@ -46,23 +46,30 @@ pub enum Severity {
 pub struct FunctionMetrics {
     /// `name` or `Class.name`.
     pub name: String,
+    /// 1-based line of `def` (decorators excluded).
     pub line: usize,
+    /// 1-based last line of the body.
     pub end_line: usize,
+    /// Cyclomatic complexity (rule in `metrics.rs`).
     pub complexity: u32,
+    /// Non-blank, non-comment lines from `def` to the end of the body.
     pub loc: usize,
 }
 
 /// Metrics of one file.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct FileMetrics {
+    /// The path given to [`analyze`].
     pub path: String,
     /// Non-blank, non-comment lines.
     pub loc: usize,
+    /// Every function and method, in source order.
     pub functions: Vec<FunctionMetrics>,
     /// Names of functions whose complexity or length makes them hotspots.
     pub hotspots: Vec<String>,
     /// 1-based lines with syntax errors; empty when the file parses.
     pub syntax_errors: Vec<usize>,
+    /// See the module doc.
     pub severity: Severity,
 }
 

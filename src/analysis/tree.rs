@@ -35,8 +35,22 @@ pub(crate) fn walk<'t>(root: Node<'t>, mut visit: impl FnMut(Node<'t>) -> bool) 
     }
 }
 
-/// Kinds that tree-sitter-python accepts for Python 2 but Python 3 rejects.
-const PYTHON2_ONLY: &[&str] = &["print_statement", "exec_statement"];
+/// Whether a node is a Python 2 `print x` or `exec code` statement, which
+/// tree-sitter-python accepts and Python 3 rejects. `print >> f, x` stays
+/// valid Python 3 (a tuple expression), so a chevron print is not one.
+fn is_python2_statement(node: Node<'_>) -> bool {
+    match node.kind() {
+        "exec_statement" => true,
+        "print_statement" => {
+            let mut cursor = node.walk();
+            let chevron = node
+                .named_children(&mut cursor)
+                .any(|c| c.kind() == "chevron");
+            !chevron
+        }
+        _ => false,
+    }
+}
 
 /// The outermost nodes where the source fails to parse as Python 3, in
 /// source order: `ERROR` and `MISSING` nodes, Python 2 `print`/`exec`
@@ -46,7 +60,7 @@ const PYTHON2_ONLY: &[&str] = &["print_statement", "exec_statement"];
 pub(crate) fn syntax_error_nodes<'t>(root: Node<'t>, source: &str) -> Vec<Node<'t>> {
     let mut found = Vec::new();
     walk(root, |node| {
-        if node.is_error() || node.is_missing() || PYTHON2_ONLY.contains(&node.kind()) {
+        if node.is_error() || node.is_missing() || is_python2_statement(node) {
             found.push(node);
             return false;
         }

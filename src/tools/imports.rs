@@ -46,6 +46,8 @@ pub(super) fn check(
     timeout: Duration,
     cancel: &Cancel,
 ) -> Result<ImportCheck, ToolError> {
+    // Paths handed to the child go on its sys.path, relative to its own cwd.
+    let root = &std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
     let mut report = ImportCheck::default();
     let mut log = Vec::new();
     if files.is_empty() {

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::cancel::Cancel;
 
+mod capture;
 pub mod env;
 pub mod imports;
 pub mod junit;
@@ -53,9 +54,12 @@ pub enum EnvSource {
 /// The interpreter that runs pytest and pylint.
 #[derive(Clone, Debug)]
 pub struct PythonEnv {
+    /// The interpreter; tools run as `python -m pytest` / `python -m pylint`.
     pub python: PathBuf,
     pub source: EnvSource,
+    /// `9.2.0`, from `python -m pytest --version`.
     pub pytest_version: String,
+    /// `4.1.4`, from `python -m pylint --version`; below 3 selects the json fallback.
     pub pylint_version: String,
 }
 
@@ -77,12 +81,17 @@ pub fn resolve_env(
 pub struct LintMessage {
     /// Path relative to the folder pylint ran in.
     pub path: String,
+    /// 1-based line (0 when pylint gave none).
     pub line: u32,
+    /// 0-based column, as pylint reports it.
     pub column: u32,
     /// `error`, `warning`, `convention`, `refactor`, `fatal`, `info`.
     pub kind: String,
+    /// `unused-import`.
     pub symbol: String,
+    /// `W0611`.
     pub message_id: String,
+    /// The human-readable text.
     pub message: String,
 }
 
@@ -91,6 +100,7 @@ pub struct LintMessage {
 pub struct LintReport {
     /// The global score out of 10; `None` when pylint gave none.
     pub score: Option<f64>,
+    /// Every message, in pylint's order.
     pub messages: Vec<LintMessage>,
     /// The command line, for the log.
     pub command: String,
@@ -114,8 +124,11 @@ pub fn run_pylint(
 #[serde(rename_all = "lowercase")]
 pub enum TestOutcome {
     Passed,
+    /// An assertion or exception in the test body.
     Failed,
+    /// An error in setup/teardown, or a collection error (syntax, import).
     Error,
+    /// Skipped or xfailed.
     Skipped,
 }
 
@@ -134,15 +147,18 @@ pub struct TestCase {
 /// A pytest run.
 #[derive(Clone, Debug, Default)]
 pub struct TestRun {
+    /// Every case in the junit report, in run order, ids unique.
     pub cases: Vec<TestCase>,
     /// pytest's exit code; `None` when killed.
     pub exit_code: Option<i32>,
     pub timed_out: bool,
     /// pytest collected no tests (exit code 5).
     pub no_tests: bool,
+    /// The command line, for the log.
     pub command: String,
     /// Trimmed combined output (capped).
     pub output: String,
+    /// Wall time of the pytest process.
     pub duration: Duration,
 }
 
@@ -164,7 +180,9 @@ pub struct ImportCheck {
     /// (path relative to root, problem) for every module that fails to import
     /// or does not finish importing within the timeout.
     pub import_errors: Vec<(String, String)>,
+    /// A summary of the commands run, for the log.
     pub command: String,
+    /// One line per problem plus a count line, for the log.
     pub output: String,
 }
 

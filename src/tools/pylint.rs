@@ -19,6 +19,9 @@ use crate::cancel::Cancel;
 /// How much of pylint's output the report keeps for the log.
 pub const LINT_OUTPUT_CAP: usize = 16 * 1024;
 
+/// How much JSON pylint may print: the report must be parsed whole.
+const REPORT_CAP: usize = 64 * 1024 * 1024;
+
 /// pylint's exit-code bit for a usage error.
 const USAGE_ERROR: i32 = 32;
 
@@ -36,6 +39,13 @@ pub(super) fn run(
     timeout: Duration,
     cancel: &Cancel,
 ) -> Result<LintReport, ToolError> {
+    if files.is_empty() {
+        // pylint without files is a usage error; nothing to lint is no message.
+        return Ok(LintReport {
+            command: command(env, root, files, Format::Json2, timeout).command_line(),
+            ..LintReport::default()
+        });
+    }
     let mut format = if major_version(&env.pylint_version).is_some_and(|m| m < 3) {
         Format::Json
     } else {
@@ -97,6 +107,7 @@ fn command(
         .args(files)
         .cwd(root)
         .timeout(timeout)
+        .output_cap(REPORT_CAP)
 }
 
 fn major_version(version: &str) -> Option<u32> {

@@ -24,6 +24,7 @@ pub(super) fn run(
     timeout: Duration,
     cancel: &Cancel,
 ) -> Result<TestRun, ToolError> {
+    let root = &std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
     let report_dir = report_dir(root)?;
     let junit = report_dir.path().join("junit.xml");
     let builder = ProcessBuilder::new(&env.python)

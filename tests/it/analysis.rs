@@ -159,6 +159,8 @@ fn syntax_errors_are_found_with_lines() {
         "Python 2 print is not Python 3"
     );
     assert!(check_syntax("print('hello')\nx = print\n").is_ok());
+    // Valid Python 3 (a tuple expression), though a TypeError at run time.
+    assert!(check_syntax("import sys\nprint >> sys.stderr, 'x'\n").is_ok());
     assert!(check_syntax("é = 'ü'\nif é:\n    pass\n").is_ok());
     // Columns count characters, not bytes: 'é' is two bytes.
     assert_eq!(
@@ -240,4 +242,25 @@ def run(cmd, blob):
         expected.iter().map(|(n, l)| (n.to_string(), *l)).collect();
     assert_eq!(calls, expected);
     assert!(dangerous_calls("def f(x):\n    return x\n").is_empty());
+}
+
+proptest::proptest! {
+    /// Any text, valid or not, is measured without panicking, and every
+    /// reported line exists.
+    #[test]
+    fn any_text_is_measured(source in "(def |class |if |    |\t|:|\\(|\\)|\\[|'|\"|#|é|\\n|[a-z0-9=+ ]){0,120}") {
+        let lines = source.lines().count().max(1);
+        let metrics = analyze("p.py", &source);
+        for line in &metrics.syntax_errors {
+            proptest::prop_assert!(*line >= 1 && *line <= lines + 1, "{line} of {lines}");
+        }
+        for f in &metrics.functions {
+            proptest::prop_assert!(f.line <= f.end_line && f.complexity >= 1);
+        }
+        match check_syntax(&source) {
+            Ok(()) => proptest::prop_assert!(metrics.syntax_errors.is_empty()),
+            Err(issue) => proptest::prop_assert_eq!(Some(&issue.line), metrics.syntax_errors.first()),
+        }
+        let _ = dangerous_calls(&source);
+    }
 }

@@ -47,7 +47,7 @@ fn import_check_reports_compile_errors_failures_and_hangs() {
     )
     .expect("the check runs");
     assert!(
-        started.elapsed() < Duration::from_secs(10),
+        started.elapsed() < Duration::from_secs(20),
         "{:?}",
         started.elapsed()
     );
@@ -84,6 +84,4 @@ fn import_check_reports_compile_errors_failures_and_hangs() {
     assert!(!list_files(dir.path())
         .iter()
         .any(|f| f.contains("__pycache__")));
-    // Keep `is_alive` exercised on a live process for the helper's sake.
-    assert!(is_alive(std::process::id() as i32));
 }

@@ -130,3 +130,43 @@ fn old_pylint_falls_back_to_json_and_the_rating_line() {
         assert!(report.command.contains("--output-format=json "));
     }
 }
+
+#[test]
+fn pylint_without_files_reports_nothing() {
+    let dir = project(&[]);
+    let report = run_pylint(
+        &system_env(),
+        dir.path(),
+        &[],
+        Duration::from_secs(10),
+        &Cancel::new(),
+    )
+    .expect("nothing to lint is not an error");
+    assert!(report.messages.is_empty());
+    assert_eq!(report.score, None);
+}
+
+#[test]
+fn a_large_report_is_parsed_whole() {
+    // 400 `eval-used` warnings: a JSON report far beyond the default capture cap.
+    let source: String = (0..400).map(|i| format!("X{i} = eval('{i}')\n")).collect();
+    let dir = project(&[("many.py", &source)]);
+    let report = run_pylint(
+        &system_env(),
+        dir.path(),
+        &["many.py".to_string()],
+        Duration::from_secs(120),
+        &Cancel::new(),
+    )
+    .expect("pylint runs");
+    let evals = report
+        .messages
+        .iter()
+        .filter(|m| m.symbol == "eval-used")
+        .count();
+    assert_eq!(evals, 400);
+    assert!(
+        report.output.contains("bytes cut"),
+        "the log copy is capped"
+    );
+}

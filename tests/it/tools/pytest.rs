@@ -239,3 +239,30 @@ fn pytest_that_cannot_start_is_an_error() {
         .expect_err("no interpreter");
     assert!(matches!(err, ToolError::Failed { .. }), "{err:?}");
 }
+
+#[test]
+fn a_relative_root_works_like_an_absolute_one() {
+    // Integration tests run in the package root; a folder under the target
+    // dir is reachable by a relative path that means nothing inside itself.
+    let dir = tempfile::Builder::new()
+        .prefix("swarm-it-rel-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("temp dir");
+    write(dir.path(), "calc.py", CALC);
+    write(dir.path(), "tests/test_calc.py", CALC_TESTS);
+    let cwd = std::env::current_dir().expect("cwd");
+    let relative = dir
+        .path()
+        .strip_prefix(&cwd)
+        .expect("under the package root");
+    assert!(relative.is_relative());
+    let run = run_pytest(
+        &system_env(),
+        relative,
+        Duration::from_secs(60),
+        &Cancel::new(),
+    )
+    .expect("pytest runs");
+    assert_eq!(run.cases.len(), 6, "{}", run.output);
+    assert_eq!(run.cases[0].id, "tests/test_calc.py::test_add");
+}
