@@ -351,3 +351,86 @@ proptest! {
         let _ = parse_reply(&reply, &ctx());
     }
 }
+
+/// The corpus replies and files, loaded once.
+fn corpus() -> &'static [super::patch_support::Case] {
+    static CASES: std::sync::OnceLock<Vec<super::patch_support::Case>> = std::sync::OnceLock::new();
+    CASES.get_or_init(super::patch_support::load_cases)
+}
+
+/// A random change to a reply: delete, duplicate or splice in a fragment.
+#[derive(Clone, Debug)]
+enum Mutation {
+    Delete(usize, usize),
+    Duplicate(usize, usize),
+    Insert(usize, String),
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        (any::<usize>(), 0..40usize).prop_map(|(a, n)| Mutation::Delete(a, n)),
+        (any::<usize>(), 0..80usize).prop_map(|(a, n)| Mutation::Duplicate(a, n)),
+        (
+            any::<usize>(),
+            prop_oneof![
+                Just("\n".to_string()),
+                Just("\n```\n".to_string()),
+                Just("\n@@ @@\n".to_string()),
+                Just("\n--- a/x.py\n+++ b/x.py\n".to_string()),
+                Just("\\ No newline at end of file\n".to_string()),
+                Just("\r\n".to_string()),
+                Just("\u{feff}".to_string()),
+                "\\PC{0,8}",
+            ]
+        )
+            .prop_map(|(a, s)| Mutation::Insert(a, s)),
+    ]
+}
+
+/// Applies mutations at char boundaries.
+fn mutate(text: &str, mutations: &[Mutation]) -> String {
+    let mut chars: Vec<char> = text.chars().collect();
+    for m in mutations {
+        let len = chars.len();
+        match m {
+            Mutation::Delete(at, n) if len > 0 => {
+                let at = at % len;
+                let end = (at + n).min(len);
+                chars.drain(at..end);
+            }
+            Mutation::Duplicate(at, n) if len > 0 => {
+                let at = at % len;
+                let end = (at + n).min(len);
+                let piece: Vec<char> = chars[at..end].to_vec();
+                chars.splice(at..at, piece);
+            }
+            Mutation::Insert(at, s) => {
+                let at = if len == 0 { 0 } else { at % (len + 1) };
+                chars.splice(at..at, s.chars());
+            }
+            _ => {}
+        }
+    }
+    chars.into_iter().collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+    /// Corpus replies with random deletions, duplications and insertions
+    /// never make the parser or the applier panic (the mutation-fuzzing
+    /// twin of `fuzz/fuzz_targets/parse_reply.rs`).
+    #[test]
+    fn mutated_corpus_replies_never_panic(
+        index in any::<usize>(),
+        mutations in prop::collection::vec(mutation(), 1..8),
+    ) {
+        let cases = corpus();
+        let case = &cases[index % cases.len()];
+        let reply = mutate(&case.reply, &mutations);
+        if let Ok(edits) = parse_reply(&reply, &case.ctx) {
+            let read = |p: &str| case.files.get(p).cloned();
+            let _ = apply(&edits, &read);
+        }
+    }
+}
