@@ -185,7 +185,7 @@ fn replacement(doc: &Document, hunk: &Hunk, p: &Placement) -> Vec<Line> {
             .iter()
             .map(|l| l.text.as_str())
             .collect();
-        Reindent::learn(&locate::old_side(kept), &file)
+        Reindent::learn(kept, &file)
     });
     let mut out = Vec::with_capacity(kept.len());
     let mut at = p.start;

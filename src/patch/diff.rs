@@ -228,7 +228,7 @@ fn parse_hunk(lines: &[&str], start: usize, header: Option<&str>, origin: Origin
         if origin == Origin::Bare {
             let satisfied = counts.is_some_and(|(o, n)| old_seen >= o && new_seen >= n);
             let blank = line.trim().is_empty();
-            if (blank && (satisfied || counts.is_none() && next_is_prose(lines, j)))
+            if (blank && (satisfied || next_is_prose(lines, j)))
                 || (!blank && !is_body_line(line) && (counts.is_none() || satisfied))
             {
                 break;
@@ -288,18 +288,22 @@ fn parse_hunk(lines: &[&str], start: usize, header: Option<&str>, origin: Origin
     (hunk, j)
 }
 
-/// In prose, true when the next non-blank line after `j` is not diff body.
+/// In prose, true when the paragraph after the blank line `j` is not diff
+/// body: it has no line with a diff marker other than markdown bullets.
 fn next_is_prose(lines: &[&str], j: usize) -> bool {
-    let Some(next) = lines[j + 1..].iter().find(|l| !l.trim().is_empty()) else {
-        return true;
-    };
-    if !is_body_line(next) {
-        return true;
-    }
-    // A markdown bullet (`- Fixed the bug`) after a blank line is prose.
-    next.strip_prefix("- ")
+    let mut paragraph = lines[j + 1..]
+        .iter()
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| !l.trim().is_empty());
+    !paragraph.any(|line| is_body_line(line) && !is_bullet(line))
+}
+
+/// A markdown bullet such as `- Fixed the bug` or `- `x` is now checked`.
+fn is_bullet(line: &str) -> bool {
+    line.strip_prefix("- ")
+        .or_else(|| line.strip_prefix("+ "))
         .and_then(|rest| rest.chars().next())
-        .is_some_and(char::is_uppercase)
+        .is_some_and(|c| c.is_uppercase() || matches!(c, '`' | '*' | '['))
 }
 
 #[cfg(test)]

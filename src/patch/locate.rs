@@ -2,7 +2,8 @@
 //! the header's numbers, which only break ties. Tries, in order: exact
 //! text, then ignoring trailing whitespace, then ignoring indentation, then
 //! with context lines trimmed from the edges. The first level that matches
-//! anywhere decides; it must match in exactly one place.
+//! anywhere decides; it must match in exactly one place (an exact match
+//! must also be the only match up to trailing whitespace).
 
 use super::{Hunk, HunkLine};
 
@@ -130,8 +131,8 @@ pub(crate) fn locate(view: &FileView<'_>, hunk: &Hunk) -> Located {
             Located::NoAnchor
         };
     }
-    for level in [Level::Exact, Level::TrailingWhitespace, Level::Indentation] {
-        let found: Vec<Placement> = find_all(view, &full_old, level)
+    let whole = |level: Level| -> Vec<Placement> {
+        find_all(view, &full_old, level)
             .into_iter()
             .map(|start| Placement {
                 start,
@@ -140,10 +141,21 @@ pub(crate) fn locate(view: &FileView<'_>, hunk: &Hunk) -> Located {
                 tail: 0,
                 level,
             })
-            .collect();
-        if !found.is_empty() {
-            return decide(found, hunk);
-        }
+            .collect()
+    };
+    let exact = whole(Level::Exact);
+    let trailing = whole(Level::TrailingWhitespace);
+    // Trailing whitespace is invisible to the model: an exact match only
+    // counts when no other place matches up to trailing whitespace.
+    if !exact.is_empty() && exact.len() == trailing.len() {
+        return decide(exact, hunk);
+    }
+    if !trailing.is_empty() {
+        return decide(trailing, hunk);
+    }
+    let indented = whole(Level::Indentation);
+    if !indented.is_empty() {
+        return decide(indented, hunk);
     }
     let (ctx_lead, ctx_tail) = context_edges(&hunk.lines);
     let max_trim = ((ctx_lead + ctx_tail) / 2).max(1);
@@ -227,44 +239,61 @@ pub(crate) struct Reindent {
     unit: char,
 }
 
+/// The most common value; ties go to the one closest to zero.
+fn most_common(mut values: Vec<isize>) -> isize {
+    values.sort_unstable();
+    let mut best = (0isize, 0usize);
+    let mut i = 0;
+    while i < values.len() {
+        let run = values[i..].iter().take_while(|&&d| d == values[i]).count();
+        if run > best.1 || run == best.1 && values[i].abs() < best.0.abs() {
+            best = (values[i], run);
+        }
+        i += run;
+    }
+    best.0
+}
+
 /// Leading whitespace of a line.
 fn indent(line: &str) -> &str {
     &line[..line.len() - line.trim_start().len()]
 }
 
 impl Reindent {
-    /// Learns the mapping from matched old-side lines.
-    pub(crate) fn learn(hunk_old: &[&str], file_old: &[&str]) -> Reindent {
-        let pairs: Vec<(String, String)> = hunk_old
-            .iter()
-            .zip(file_old)
-            .filter(|(h, _)| !h.trim().is_empty())
-            .map(|(h, f)| (indent(h).to_string(), indent(f).to_string()))
-            .collect();
-        let mut deltas: Vec<isize> = pairs
-            .iter()
-            .map(|(h, f)| f.chars().count() as isize - h.chars().count() as isize)
-            .collect();
-        deltas.sort_unstable();
-        // The most common shift; ties go to the smallest change.
-        let mut best = (0isize, 0usize);
-        let mut i = 0;
-        while i < deltas.len() {
-            let run = deltas[i..].iter().take_while(|&&d| d == deltas[i]).count();
-            if run > best.1 || run == best.1 && deltas[i].abs() < best.0.abs() {
-                best = (deltas[i], run);
+    /// Learns the mapping from a hunk's kept lines and the file lines its
+    /// old side matched. The shift is the most common one among removed
+    /// lines (their `-` marker is explicit), else among context lines, where
+    /// a one-column shift is a lost or doubled marker space, not a shift.
+    pub(crate) fn learn(kept: &[HunkLine], file_old: &[&str]) -> Reindent {
+        let mut pairs = Vec::new();
+        let mut removed_deltas = Vec::new();
+        let mut context_deltas = Vec::new();
+        let old = kept.iter().filter(|l| !matches!(l, HunkLine::Add(_)));
+        for (line, file) in old.zip(file_old) {
+            let (HunkLine::Context(text) | HunkLine::Remove(text) | HunkLine::Add(text)) = line;
+            if text.trim().is_empty() {
+                continue;
             }
-            i += run;
+            let (h, f) = (indent(text), indent(file));
+            let delta = f.chars().count() as isize - h.chars().count() as isize;
+            match line {
+                HunkLine::Remove(_) => removed_deltas.push(delta),
+                _ => context_deltas.push(delta),
+            }
+            pairs.push((h.to_string(), f.to_string()));
         }
+        let delta = if removed_deltas.is_empty() {
+            Some(most_common(context_deltas))
+                .filter(|d| d.abs() > 1)
+                .unwrap_or(0)
+        } else {
+            most_common(removed_deltas)
+        };
         let unit = pairs
             .iter()
             .find_map(|(_, f)| f.chars().next())
             .unwrap_or(' ');
-        Reindent {
-            pairs,
-            delta: best.0,
-            unit,
-        }
+        Reindent { pairs, delta, unit }
     }
 
     /// The added line re-indented to fit the file.
@@ -361,6 +390,16 @@ mod tests {
     }
 
     #[test]
+    fn exact_match_is_ambiguous_when_another_differs_only_in_trailing_space() {
+        let file = ["a", "b  ", "c", "b", "c"];
+        let view = FileView::new(&file);
+        assert_eq!(
+            locate(&view, &hunk(vec![c("b"), r("c")])),
+            Located::Ambiguous(vec![2, 4])
+        );
+    }
+
+    #[test]
     fn reports_every_candidate_of_an_ambiguous_hunk() {
         let file = ["x", "y", "x", "y", "x", "y"];
         let view = FileView::new(&file);
@@ -396,14 +435,19 @@ mod tests {
     #[test]
     fn reindent_follows_the_common_shift() {
         let re = Reindent::learn(
-            &["x = 1", "if x:", "    y"],
+            &[c("x = 1"), c("if x:"), r("    y")],
             &["    x = 1", "    if x:", "        y"],
         );
         assert_eq!(re.apply("    z = 2"), "        z = 2");
         assert_eq!(re.apply("w"), "    w");
-        let re = Reindent::learn(&["   a", "    b", "    c"], &["    a", "    b", "    c"]);
+        let re = Reindent::learn(
+            &[c("   a"), c("    b"), c("    c")],
+            &["    a", "    b", "    c"],
+        );
         assert_eq!(re.apply("    d"), "    d");
-        let re = Reindent::learn(&["def f():", "    x"], &["def f():", "\tx"]);
+        let re = Reindent::learn(&[c("   a"), c("       b")], &["    a", "        b"]);
+        assert_eq!(re.apply("        e"), "        e");
+        let re = Reindent::learn(&[c("def f():"), r("    x")], &["def f():", "\tx"]);
         assert_eq!(re.apply("        y"), "\t\ty");
     }
 }
