@@ -390,10 +390,11 @@ fn deliver(
             FastForward::Skipped { reason, command } => Delivery::Left { reason, command },
         }
     };
+    let improved = green && &best_tip != start;
     let exit = match stop {
         StopReason::Interrupted => ExitKind::Interrupted,
+        StopReason::ModelFailure if !improved => ExitKind::Llm,
         _ if green => ExitKind::Success,
-        StopReason::ModelFailure => ExitKind::Llm,
         _ => ExitKind::GaveUp,
     };
     let count = |s: &Snapshot| {

@@ -190,14 +190,19 @@ pub(crate) async fn run_round(
     let mut set: JoinSet<ProposalResult> = JoinSet::new();
     for (index, file) in files.iter().enumerate() {
         let job = job_for(state, config, root, file);
-        let (model, permits) = (Arc::clone(model), Arc::clone(&permits));
+        let model = Arc::clone(model);
         let ctx = Arc::new(ReplyContext {
             requested: vec![file.clone()],
             ..(*ctx).clone()
         });
+        // Taking the permit before spawning starts the calls in file order,
+        // so a recorded run replays in the same order.
+        let permit = cancellable(cancel, Arc::clone(&permits).acquire_owned())
+            .await?
+            .map_err(|e| SwarmError::internal(format!("the Fixer's job queue closed: {e}")))?;
         set.spawn(async move {
-            let _permit = permits.acquire_owned().await;
             let (calls, result) = fixer::propose(model.as_ref(), &job.input(), &ctx).await;
+            drop(permit);
             (index, calls, result)
         });
     }
@@ -277,7 +282,9 @@ fn attempt(
     let file = proposal.file.clone();
     let summary = proposal.summary();
     let review = {
+        let base = ws.best().0.clone();
         let ctx = ReviewContext {
+            base: &base,
             root,
             target_rel: &state.target_rel,
             severities: &state.severities,

@@ -53,7 +53,7 @@ pub fn plan_request(input: &PlanInput<'_>) -> ChatRequest {
     if !input.failing.is_empty() {
         p.push_str("\n## Failing tests\n");
         for case in input.failing.iter().take(20) {
-            let _ = writeln!(p, "- `{}`: {}", case.id, one_line(case.message.as_deref()));
+            let _ = writeln!(p, "- `{}`: {}", case.id, stable(&one_line(case.message.as_deref())));
         }
     }
     p.push_str("\n## Files\n");
@@ -146,9 +146,10 @@ pub fn fix_request(input: &FixInput<'_>) -> ChatRequest {
     if !input.failing.is_empty() {
         p.push_str("\n## Failing tests\n");
         for case in input.failing.iter().take(8) {
-            let _ = writeln!(p, "### {}\n{}", case.id, one_line(case.message.as_deref()));
+            let message = one_line(case.message.as_deref());
+            let _ = writeln!(p, "### {}\n{}", case.id, stable(&message));
             if let Some(details) = &case.details {
-                let _ = writeln!(p, "```\n{}\n```", tail_lines(details, 25));
+                let _ = writeln!(p, "```\n{}\n```", stable(&tail_lines(details, 25)));
             }
         }
     }
@@ -255,6 +256,14 @@ fn user(content: String) -> ChatMessage {
     }
 }
 
+/// Text with run-specific noise removed (object addresses such as
+/// `<Item object at 0x7f…>`), so the same failure gives the same prompt.
+pub fn stable(text: &str) -> String {
+    static ADDRESS: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = ADDRESS.get_or_init(|| regex::Regex::new(r"\bat 0x[0-9a-fA-F]+").expect("static regex"));
+    re.replace_all(text, "at 0x…").into_owned()
+}
+
 /// First line of an optional message, or `(no message)`.
 pub fn one_line(message: Option<&str>) -> String {
     let line = message
@@ -311,6 +320,14 @@ mod tests {
             history,
             max_changed_lines: 40,
         }
+    }
+
+    #[test]
+    fn addresses_are_stable() {
+        assert_eq!(
+            stable("where 10 = <m.Item object at 0x7f4461c4de10>.quantity"),
+            "where 10 = <m.Item object at 0x…>.quantity"
+        );
     }
 
     #[test]

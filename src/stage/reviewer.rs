@@ -55,6 +55,9 @@ pub struct ReviewContext<'a> {
     pub allow_test_edits: bool,
     /// Hashes of every change tried so far in the run.
     pub seen: &'a HashSet<String>,
+    /// The commit the change applies to: the same change on a new best
+    /// state is a new attempt.
+    pub base: &'a str,
 }
 
 /// An accepted change, ready for the Executor.
@@ -101,6 +104,8 @@ fn check(proposal: &Proposal, ctx: &ReviewContext<'_>) -> Result<Change, String>
     let mut diff = String::new();
     let mut total = 0;
     let mut hasher = Sha256::new();
+    hasher.update(ctx.base.as_bytes());
+    hasher.update([0]);
     let mut meaningful = false;
     for outcome in &outcomes {
         let before = outcome.before.as_deref().map(String::from_utf8_lossy);
@@ -174,7 +179,7 @@ fn check(proposal: &Proposal, ctx: &ReviewContext<'_>) -> Result<Change, String>
     let hash = hex::encode(hasher.finalize());
     if ctx.seen.contains(&hash) {
         return Err(
-            "this exact change was already tried earlier in the run; take a different approach"
+            "this exact change was already tried on this state of the code; take a different approach"
                 .into(),
         );
     }

@@ -60,7 +60,7 @@ fn useless_replies_give_up_with_exit_4_and_feed_back_reasons() {
     let later = later.expect("a later prompt remembers the failed attempt");
     assert!(later.contains("rejected by the Reviewer"), "{later}");
     assert!(later.contains("nothing_like_this"), "{later}");
-    assert_log_valid(&fx.log());
+    assert_log_valid(&fx.log(), &["Auditor", "Fixer", "Reviewer", "System"]);
     let reviews: Vec<_> = fx.log().into_iter().filter(|e| e["agent"] == "Reviewer").collect();
     assert!(!reviews.is_empty());
     assert!(reviews.iter().all(|e| e["status"] == "SUCCESS" && e["details"]["verdict"] == "rejected"));

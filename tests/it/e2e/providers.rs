@@ -103,6 +103,14 @@ fn recorded_run_replays_offline_to_the_same_trees_and_the_key_leaks_nowhere() {
     );
     assert_fixed_and_delivered(&again, &out2, &start2);
     let replayed = summary_of(&out2.stdout);
+    // Every replayed request matched its recording by hash: prompts are deterministic.
+    let hashes = |log: Vec<serde_json::Value>| -> Vec<String> {
+        log.iter()
+            .filter(|e| e["details"]["kind"] == "llm_call")
+            .map(|e| e["details"]["request_hash"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(hashes(fx.log()), hashes(again.log()));
     assert_eq!(recorded["attempts"], replayed["attempts"]);
     let trees = |fx: &FixtureRepo, summary: &serde_json::Value| -> Vec<String> {
         summary["commits"]
