@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::RunArgs;
 use crate::config::{self, Environment, FileConfig, Source, Sourced};
 use crate::error::SwarmError;
-use crate::llm::{ProviderConfig, ProviderKind};
+use crate::llm::{Price, PriceTable, ProviderConfig, ProviderKind};
 use crate::orchestrator::RunConfig;
 use crate::stage::judge::Limits;
 use crate::stage::reviewer::SizeLimits;
@@ -256,8 +256,10 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
     } else {
         None
     };
-    if let Some(prices) = &file.prices {
-        for (m, p) in prices {
+    let mut prices = PriceTable::new();
+    if let Some(table) = &file.prices {
+        for (m, p) in table {
+            prices = prices.with_override(m.clone(), Price::new(p.input, p.output));
             row(
                 &format!("price {m}"),
                 format!("{} / {} USD per Mtok", p.input, p.output),
@@ -292,6 +294,7 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
         max_tokens_total: max_tokens.value,
         max_cost: max_cost.value,
         secrets,
+        prices,
     };
     Ok(Resolved {
         run,

@@ -365,6 +365,14 @@ fn temperature_json(temperature: f32) -> serde_json::Value {
     serde_json::json!(rounded)
 }
 
+/// Wraps `model` so every call is also recorded in the cassette at `path`.
+pub fn record_to(
+    model: Arc<dyn ChatModel>,
+    path: &std::path::Path,
+) -> Result<Arc<dyn ChatModel>, LlmError> {
+    Ok(Arc::new(Recorder::new(model, path)?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -447,12 +455,4 @@ mod tests {
         let err = build(&config).expect_err("blank key");
         assert!(err.to_string().contains("ANTHROPIC_API_KEY"), "{err}");
     }
-}
-
-/// Wraps `model` so every call is also recorded in the cassette at `path`.
-pub fn record_to(
-    model: Arc<dyn ChatModel>,
-    path: &std::path::Path,
-) -> Result<Arc<dyn ChatModel>, LlmError> {
-    Ok(Arc::new(Recorder::new(model, path)?))
 }

@@ -14,7 +14,7 @@ use crate::analysis::Severity;
 use crate::cancel::Cancel;
 use crate::error::{ExitKind, SwarmError};
 use crate::git::{FastForward, Repo, RunWorkspace};
-use crate::llm::{ChatModel, Usage};
+use crate::llm::{ChatModel, PriceTable, Usage};
 use crate::log::{Event, EventSink, ExperimentLog};
 use crate::stage::judge::{self, Limits, Snapshot};
 use crate::stage::planner::Plan;
@@ -43,6 +43,8 @@ pub struct RunConfig {
     pub max_cost: Option<f64>,
     /// Secrets to mask in the log (API keys).
     pub secrets: Vec<String>,
+    /// Prices per model (built-in, with config overrides).
+    pub prices: PriceTable,
 }
 
 /// What the run knows while it loops.
@@ -68,13 +70,13 @@ pub(crate) struct RunState {
 }
 
 impl RunState {
-    pub(crate) fn add_usage(&mut self, usage: &Usage) {
+    pub(crate) fn add_usage(&mut self, usage: &Usage, prices: &PriceTable) {
         self.spend.input += usage.input_tokens;
         self.spend.output += usage.output_tokens;
         self.spend.total = self.spend.input + self.spend.output;
         self.spend.calls += 1;
-        if let Some(price) = crate::llm::price_for(&self.model_id) {
-            *self.spend.cost_usd.get_or_insert(0.0) += price.cost(usage);
+        if let Some(cost) = prices.cost(&self.model_id, usage) {
+            *self.spend.cost_usd.get_or_insert(0.0) += cost;
         }
     }
 
@@ -208,7 +210,11 @@ async fn drive(
     target_rel: &str,
     files: Vec<String>,
 ) -> Result<(RunState, StopReason), SwarmError> {
-    let root = ws.path().join(target_rel);
+    let root = if target_rel.is_empty() {
+        ws.path().to_path_buf()
+    } else {
+        ws.path().join(target_rel)
+    };
     rec.system_start(config, &files)?;
     let metrics = auditor::measure_files(&root, &files);
     rec.metrics(&metrics)?;
@@ -299,7 +305,7 @@ async fn drive(
             return Ok((state, StopReason::ModelFailure));
         }
     };
-    state.add_usage(&reply.usage);
+    state.add_usage(&reply.usage, &config.prices);
     let source_files: Vec<String> = texts.keys().cloned().collect();
     state.plan = Plan::parse(&reply.text, &source_files);
     state.pending_plan = state.plan.items.keys().map(|f| (f.clone(), 0)).collect();

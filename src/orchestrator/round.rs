@@ -226,7 +226,7 @@ pub(crate) async fn run_round(
             let file = result.as_ref().ok().map(|p| p.file.as_str());
             rec.model_call(Agent::Fixer, action, call, file, Some(iteration))?;
             if let Ok(reply) = &call.reply {
-                state.add_usage(&reply.usage);
+                state.add_usage(&reply.usage, &config.prices);
             }
         }
         let proposal = match result {

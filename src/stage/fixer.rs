@@ -212,7 +212,138 @@ fn imported_modules(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::{ChatRequest, ChatResponse, ProviderKind, Usage};
     use crate::tools::TestOutcome;
+    use std::sync::Mutex;
+
+    /// Answers with canned replies in order and keeps the requests.
+    struct Scripted {
+        replies: Mutex<Vec<(String, Finish)>>,
+        seen: Mutex<Vec<ChatRequest>>,
+    }
+
+    impl Scripted {
+        fn new(replies: &[(&str, Finish)]) -> Self {
+            Self {
+                replies: Mutex::new(
+                    replies
+                        .iter()
+                        .rev()
+                        .map(|(t, f)| (t.to_string(), f.clone()))
+                        .collect(),
+                ),
+                seen: Mutex::new(Vec::new()),
+            }
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl ChatModel for Scripted {
+        fn kind(&self) -> ProviderKind {
+            ProviderKind::Replay
+        }
+        fn model(&self) -> &str {
+            "scripted"
+        }
+        async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+            self.seen.lock().unwrap().push(request.clone());
+            let (text, finish) = self
+                .replies
+                .lock()
+                .unwrap()
+                .pop()
+                .expect("a scripted reply");
+            Ok(ChatResponse {
+                text,
+                finish,
+                usage: Usage::default(),
+                attempts: 1,
+            })
+        }
+    }
+
+    const GOOD: &str =
+        "Fix it.\n```diff\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n```\n";
+
+    fn input() -> FixInput<'static> {
+        FixInput {
+            path: "a.py",
+            text: "x = 1\n",
+            plan_items: None,
+            lint: vec![],
+            failing: vec![],
+            problems: vec![],
+            history: &[],
+            max_changed_lines: 40,
+        }
+    }
+
+    fn ctx() -> ReplyContext {
+        ReplyContext {
+            target_prefix: String::new(),
+            requested: vec!["a.py".into()],
+        }
+    }
+
+    async fn propose_with(replies: &[(&str, Finish)]) -> (Scripted, Vec<ModelCall>, Proposal) {
+        let model = Scripted::new(replies);
+        let (calls, proposal) = propose(&model, &input(), &ctx()).await;
+        (model, calls, proposal.expect("the model answered"))
+    }
+
+    #[tokio::test]
+    async fn a_truncated_reply_is_never_applied_and_is_asked_again_smaller() {
+        let (model, calls, p) =
+            propose_with(&[(&GOOD[..60], Finish::Length), (GOOD, Finish::Stop)]).await;
+        assert_eq!(calls.len(), 2);
+        assert!(p.edits.is_ok());
+        let seen = model.seen.lock().unwrap();
+        let follow = &seen[1].messages;
+        assert_eq!(follow.len(), 3);
+        assert!(
+            follow[2].content.contains("cut off"),
+            "{}",
+            follow[2].content
+        );
+    }
+
+    #[tokio::test]
+    async fn refusals_and_empty_replies_are_asked_again_once_with_the_reason() {
+        let (model, _, p) = propose_with(&[
+            ("I'm sorry, but I cannot help with that.", Finish::Stop),
+            (GOOD, Finish::Stop),
+        ])
+        .await;
+        assert!(p.edits.is_ok());
+        assert!(model.seen.lock().unwrap()[1].messages[2]
+            .content
+            .contains("declined"));
+
+        let (_, calls, p) = propose_with(&[("   ", Finish::Stop), ("", Finish::Stop)]).await;
+        assert_eq!(calls.len(), 2, "asked again exactly once");
+        let reason = p.edits.unwrap_err();
+        assert!(reason.contains("empty"), "{reason}");
+    }
+
+    #[tokio::test]
+    async fn a_second_truncation_is_a_failed_attempt() {
+        let (_, calls, p) =
+            propose_with(&[(&GOOD[..60], Finish::Length), (&GOOD[..50], Finish::Length)]).await;
+        assert_eq!(calls.len(), 2);
+        assert!(p.edits.unwrap_err().contains("cut off"));
+    }
+
+    #[tokio::test]
+    async fn a_reply_without_a_diff_names_what_was_wrong() {
+        let (model, _, p) = propose_with(&[
+            ("The code looks fine to me.", Finish::Stop),
+            (GOOD, Finish::Stop),
+        ])
+        .await;
+        assert!(p.edits.is_ok());
+        let seen = model.seen.lock().unwrap();
+        assert!(seen[1].messages[2].content.contains("could not be used"));
+    }
 
     #[test]
     fn traceback_files_come_first_then_imports() {

@@ -243,10 +243,18 @@ pub fn measure(
             .collect();
         let check =
             tools::check_imports(env, root, &sources, limits.tests.min(limits.lint), cancel)?;
-        let mut problems = check.compile_errors.clone();
+        // Problems name files relative to the target, so prompts are the
+        // same in every worktree.
+        let root_prefix = format!("{}/", root.display().to_string().trim_end_matches('/'));
+        let relative = |text: &str| text.replace(&root_prefix, "");
+        let mut problems: Vec<(String, String)> = check
+            .compile_errors
+            .iter()
+            .map(|(p, m)| (p.clone(), relative(m)))
+            .collect();
         for (path, problem) in &check.import_errors {
             if !problems.iter().any(|(p, _)| p == path) {
-                problems.push((path.clone(), problem.clone()));
+                problems.push((path.clone(), relative(problem)));
             }
         }
         return Ok(Measurement {

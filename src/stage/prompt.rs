@@ -53,7 +53,12 @@ pub fn plan_request(input: &PlanInput<'_>) -> ChatRequest {
     if !input.failing.is_empty() {
         p.push_str("\n## Failing tests\n");
         for case in input.failing.iter().take(20) {
-            let _ = writeln!(p, "- `{}`: {}", case.id, stable(&one_line(case.message.as_deref())));
+            let _ = writeln!(
+                p,
+                "- `{}`: {}",
+                case.id,
+                stable(&one_line(case.message.as_deref()))
+            );
         }
     }
     p.push_str("\n## Files\n");
@@ -260,7 +265,8 @@ fn user(content: String) -> ChatMessage {
 /// `<Item object at 0x7f…>`), so the same failure gives the same prompt.
 pub fn stable(text: &str) -> String {
     static ADDRESS: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let re = ADDRESS.get_or_init(|| regex::Regex::new(r"\bat 0x[0-9a-fA-F]+").expect("static regex"));
+    let re =
+        ADDRESS.get_or_init(|| regex::Regex::new(r"\bat 0x[0-9a-fA-F]+").expect("static regex"));
     re.replace_all(text, "at 0x…").into_owned()
 }
 

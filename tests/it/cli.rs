@@ -44,7 +44,11 @@ fn a_missing_target_flag_is_refused() {
 #[test]
 fn a_file_instead_of_a_folder_is_refused() {
     let repo = TestRepo::with_files(&[("a.py", "x = 1\n")]);
-    let out = swarm(&repo, &["--target-dir", repo.root.join("a.py").to_str().unwrap()], &[KEY]);
+    let out = swarm(
+        &repo,
+        &["--target-dir", repo.root.join("a.py").to_str().unwrap()],
+        &[KEY],
+    );
     assert_one_line_error(&out, 1, "not a folder");
 }
 
@@ -52,7 +56,11 @@ fn a_file_instead_of_a_folder_is_refused() {
 fn a_folder_without_python_files_is_refused() {
     let repo = TestRepo::with_files(&[("README.md", "# hi\n"), ("src/main.c", "int main(){}\n")]);
     let before = repo.snapshot();
-    let out = swarm(&repo, &["--target_dir", repo.root.to_str().unwrap()], &[KEY]);
+    let out = swarm(
+        &repo,
+        &["--target_dir", repo.root.to_str().unwrap()],
+        &[KEY],
+    );
     assert_one_line_error(&out, 1, "no committed Python files");
     assert_eq!(repo.snapshot(), before);
 }
@@ -61,7 +69,11 @@ fn a_folder_without_python_files_is_refused() {
 fn a_bare_repository_is_refused() {
     let repo = TestRepo::empty();
     repo.git(&["init", "--bare", "--quiet"]);
-    let out = swarm(&repo, &["--target_dir", repo.root.to_str().unwrap()], &[KEY]);
+    let out = swarm(
+        &repo,
+        &["--target_dir", repo.root.to_str().unwrap()],
+        &[KEY],
+    );
     assert_one_line_error(&out, 1, "bare repository");
 }
 
@@ -70,7 +82,11 @@ fn a_repository_without_commits_is_refused() {
     let repo = TestRepo::empty();
     repo.git(&["init", "--quiet"]);
     repo.write("a.py", "x = 1\n");
-    let out = swarm(&repo, &["--target_dir", repo.root.to_str().unwrap()], &[KEY]);
+    let out = swarm(
+        &repo,
+        &["--target_dir", repo.root.to_str().unwrap()],
+        &[KEY],
+    );
     assert_one_line_error(&out, 1, "no commits");
     assert!(!repo.root.join(".git/swarm").exists());
 }
@@ -91,18 +107,52 @@ fn unknown_flags_and_bad_values_exit_1() {
     let repo = TestRepo::with_files(&[("a.py", "x = 1\n")]);
     let out = swarm(&repo, &["--target_dir", ".", "--frobnicate"], &[KEY]);
     assert_eq!(out.status.code(), Some(1));
-    let out = swarm(&repo, &["--target_dir", repo.root.to_str().unwrap(), "--max-iterations", "0"], &[KEY]);
+    let out = swarm(
+        &repo,
+        &[
+            "--target_dir",
+            repo.root.to_str().unwrap(),
+            "--max-iterations",
+            "0",
+        ],
+        &[KEY],
+    );
     assert_one_line_error(&out, 1, "max_iterations must be at least 1");
-    let out = swarm(&repo, &["--target_dir", repo.root.to_str().unwrap(), "--provider", "nope"], &[KEY]);
+    let out = swarm(
+        &repo,
+        &[
+            "--target_dir",
+            repo.root.to_str().unwrap(),
+            "--provider",
+            "nope",
+        ],
+        &[KEY],
+    );
     assert_one_line_error(&out, 1, "unknown provider");
-    let out = swarm(&repo, &["--target_dir", repo.root.to_str().unwrap(), "--provider", "replay"], &[]);
+    let out = swarm(
+        &repo,
+        &[
+            "--target_dir",
+            repo.root.to_str().unwrap(),
+            "--provider",
+            "replay",
+        ],
+        &[],
+    );
     assert_one_line_error(&out, 1, "--cassette");
 }
 
 #[test]
 fn a_bad_config_file_is_refused() {
-    let repo = TestRepo::with_files(&[("a.py", "x = 1\n"), (".swarm.toml", "max-iterations = 'many'\n")]);
-    let out = swarm(&repo, &["--target_dir", repo.root.to_str().unwrap()], &[KEY]);
+    let repo = TestRepo::with_files(&[
+        ("a.py", "x = 1\n"),
+        (".swarm.toml", "max-iterations = 'many'\n"),
+    ]);
+    let out = swarm(
+        &repo,
+        &["--target_dir", repo.root.to_str().unwrap()],
+        &[KEY],
+    );
     assert_one_line_error(&out, 1, ".swarm.toml");
 }
 
@@ -110,23 +160,61 @@ fn a_bad_config_file_is_refused() {
 fn config_shows_sources_and_masks_keys() {
     let repo = TestRepo::with_files(&[
         ("a.py", "x = 1\n"),
-        ("pyproject.toml", "[tool.swarm]\nmodel = 'from-file'\njobs = 3\n"),
+        (
+            "pyproject.toml",
+            "[tool.swarm]\nmodel = 'from-file'\njobs = 3\n",
+        ),
     ]);
     let out = swarm(
         &repo,
-        &["config", "--target_dir", repo.root.to_str().unwrap(), "--max-iterations", "4"],
-        &[("GEMINI_API_KEY", "AIza-secret-value-9876"), ("SWARM_MODEL", "from-env")],
+        &[
+            "config",
+            "--target_dir",
+            repo.root.to_str().unwrap(),
+            "--max-iterations",
+            "4",
+        ],
+        &[
+            ("GEMINI_API_KEY", "AIza-secret-value-9876"),
+            ("SWARM_MODEL", "from-env"),
+        ],
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!stdout.contains("AIza-secret-value-9876"), "{stdout}");
     assert!(stdout.contains("****9876"), "{stdout}");
-    let line = |name: &str| stdout.lines().find(|l| l.starts_with(name)).unwrap_or_default().to_string();
-    assert!(line("provider").contains("gemini") && line("provider").contains("env GEMINI_API_KEY"), "{stdout}");
-    assert!(line("model").contains("from-env") && line("model").contains("env SWARM_MODEL"), "{stdout}");
-    assert!(line("jobs").contains('3') && line("jobs").contains("pyproject.toml"), "{stdout}");
-    assert!(line("max_iterations").contains("flag --max-iterations"), "{stdout}");
-    assert!(line("test_timeout").contains("60") && line("test_timeout").contains("default"), "{stdout}");
+    let line = |name: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        line("provider").contains("gemini") && line("provider").contains("env GEMINI_API_KEY"),
+        "{stdout}"
+    );
+    assert!(
+        line("model").contains("from-env") && line("model").contains("env SWARM_MODEL"),
+        "{stdout}"
+    );
+    assert!(
+        line("jobs").contains('3') && line("jobs").contains("pyproject.toml"),
+        "{stdout}"
+    );
+    assert!(
+        line("max_iterations").contains("flag --max-iterations"),
+        "{stdout}"
+    );
+    assert!(
+        line("test_timeout").contains("60") && line("test_timeout").contains("default"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -137,13 +225,26 @@ fn a_folder_outside_any_repository_gets_one() {
     // repository was initialised.
     let out = swarm(
         &repo,
-        &["--target_dir", repo.root.to_str().unwrap(), "--retries", "1", "--llm-timeout", "5"],
-        &[("OPENAI_API_KEY", "sk-test"), ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")],
+        &[
+            "--target_dir",
+            repo.root.to_str().unwrap(),
+            "--retries",
+            "1",
+            "--llm-timeout",
+            "5",
+        ],
+        &[
+            ("OPENAI_API_KEY", "sk-test"),
+            ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+        ],
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("initialised one there"), "{stderr}");
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(Path::new(&repo.root.join(".git")).is_dir());
-    assert_eq!(repo.git(&["log", "--format=%s"]), "swarm: baseline of the files before refactoring");
+    assert_eq!(
+        repo.git(&["log", "--format=%s"]),
+        "swarm: baseline of the files before refactoring"
+    );
     assert_eq!(repo.worktrees().len(), 1);
 }

@@ -16,7 +16,8 @@ pub const FAKE_KEY: &str = "sk-swarm-e2e-FAKEKEY-7c1d9e";
 pub fn summary_of(stdout: &[u8]) -> Value {
     let text = String::from_utf8_lossy(stdout);
     let last = text.lines().last().unwrap_or_default();
-    serde_json::from_str(last).unwrap_or_else(|e| panic!("last stdout line is not JSON ({e}): {text}"))
+    serde_json::from_str(last)
+        .unwrap_or_else(|e| panic!("last stdout line is not JSON ({e}): {text}"))
 }
 
 fn run_openai(fx: &FixtureRepo, server: &LlmServer, extra: &[&str]) -> std::process::Output {
@@ -24,7 +25,10 @@ fn run_openai(fx: &FixtureRepo, server: &LlmServer, extra: &[&str]) -> std::proc
     let target = fx.target.to_string_lossy().into_owned();
     let mut args = vec!["--target_dir", &target, "--json", "--max-iterations", "6"];
     args.extend_from_slice(extra);
-    fx.swarm(&args, &[("OPENAI_API_KEY", FAKE_KEY), ("OPENAI_BASE_URL", &base)])
+    fx.swarm(
+        &args,
+        &[("OPENAI_API_KEY", FAKE_KEY), ("OPENAI_BASE_URL", &base)],
+    )
 }
 
 /// Everything a user checks after a successful run.
@@ -43,20 +47,39 @@ pub fn assert_fixed_and_delivered(fx: &FixtureRepo, out: &std::process::Output, 
     assert_ne!(head, start_head, "HEAD did not move");
     assert_eq!(head, fx.repo.git(&["rev-parse", &branch]));
     assert_eq!(fx.repo.git(&["rev-parse", "--abbrev-ref", "HEAD"]), "main");
-    assert!(fx.repo.git(&["status", "--porcelain"]).is_empty(), "working tree not clean");
+    assert!(
+        fx.repo.git(&["status", "--porcelain"]).is_empty(),
+        "working tree not clean"
+    );
     for (path, fixed) in fx.fixed_files() {
-        assert_eq!(fx.repo.read(&path), fixed, "{path} is not the fixed version");
+        assert_eq!(
+            fx.repo.read(&path),
+            fixed,
+            "{path} is not the fixed version"
+        );
     }
     // The undo handle exists.
     assert_eq!(
-        fx.repo.git(&["rev-parse", &format!("refs/swarm/{run_id}/pre-ff")]),
+        fx.repo
+            .git(&["rev-parse", &format!("refs/swarm/{run_id}/pre-ff")]),
         start_head
     );
 
     // One commit per attempt on its own branch, with the trailers.
-    let attempts = fx.repo.git(&["for-each-ref", "--format=%(refname:short)", &format!("refs/heads/swarm/{run_id}/")]);
-    let attempt_branches: Vec<&str> = attempts.lines().filter(|l| l.contains("/attempt-")).collect();
-    assert_eq!(attempt_branches.len() as u64, summary["attempts"].as_u64().unwrap(), "{attempts}");
+    let attempts = fx.repo.git(&[
+        "for-each-ref",
+        "--format=%(refname:short)",
+        &format!("refs/heads/swarm/{run_id}/"),
+    ]);
+    let attempt_branches: Vec<&str> = attempts
+        .lines()
+        .filter(|l| l.contains("/attempt-"))
+        .collect();
+    assert_eq!(
+        attempt_branches.len() as u64,
+        summary["attempts"].as_u64().unwrap(),
+        "{attempts}"
+    );
     assert!(!attempt_branches.is_empty());
     for b in &attempt_branches {
         let msg = fx.repo.git(&["log", "-1", "--format=%B", b]);
@@ -83,9 +106,20 @@ pub fn assert_fixed_and_delivered(fx: &FixtureRepo, out: &std::process::Output, 
     let remaining: Vec<_> = std::fs::read_dir(&leftovers)
         .map(|d| d.flatten().map(|e| e.file_name()).collect())
         .unwrap_or_default();
-    assert!(remaining.iter().all(|n| n.to_string_lossy().ends_with(".owner")) && remaining.is_empty(), "{remaining:?}");
+    assert!(
+        remaining
+            .iter()
+            .all(|n| n.to_string_lossy().ends_with(".owner"))
+            && remaining.is_empty(),
+        "{remaining:?}"
+    );
 
-    assert_log_valid(&fx.log(), &["Auditor", "Fixer", "Reviewer", "Judge", "Executor", "System"]);
+    assert_log_valid(
+        &fx.log(),
+        &[
+            "Auditor", "Fixer", "Reviewer", "Judge", "Executor", "System",
+        ],
+    );
 }
 
 /// The experiment log format of ARCHITECTURE.md.
@@ -94,21 +128,33 @@ pub fn assert_log_valid(log: &[Value], agents_expected: &[&str]) {
     let mut agents = BTreeSet::new();
     let mut llm_calls = 0;
     for entry in log {
-        for key in ["id", "timestamp", "agent", "model", "action", "details", "status"] {
+        for key in [
+            "id",
+            "timestamp",
+            "agent",
+            "model",
+            "action",
+            "details",
+            "status",
+        ] {
             assert!(entry.get(key).is_some(), "entry lacks {key}: {entry}");
         }
         assert!(uuid::Uuid::parse_str(entry["id"].as_str().unwrap()).is_ok());
         assert!(chrono::DateTime::parse_from_rfc3339(entry["timestamp"].as_str().unwrap()).is_ok());
         let agent = entry["agent"].as_str().unwrap();
         assert!(["Auditor", "Fixer", "Reviewer", "Judge", "Executor", "System"].contains(&agent));
-        assert!(["CODE_ANALYSIS", "CODE_GEN", "DEBUG", "FIX"].contains(&entry["action"].as_str().unwrap()));
+        assert!(["CODE_ANALYSIS", "CODE_GEN", "DEBUG", "FIX"]
+            .contains(&entry["action"].as_str().unwrap()));
         assert!(["SUCCESS", "FAILURE", "INFO"].contains(&entry["status"].as_str().unwrap()));
         assert!(entry["details"]["input_prompt"].is_string(), "{entry}");
         assert!(entry["details"]["output_response"].is_string(), "{entry}");
         if entry["details"]["kind"] == "llm_call" {
             llm_calls += 1;
             assert_eq!(entry["status"], "SUCCESS", "{entry}");
-            assert!(!entry["details"]["output_response"].as_str().unwrap().is_empty());
+            assert!(!entry["details"]["output_response"]
+                .as_str()
+                .unwrap()
+                .is_empty());
         }
         agents.insert(agent.to_string());
     }
@@ -131,7 +177,10 @@ fn fixture_run(name: &str) -> (FixtureRepo, LlmServer, String) {
     assert!(after > before, "pylint {before} -> {after}");
     for request in server.requests() {
         assert_eq!(request.path, "/v1/chat/completions");
-        assert_eq!(request.header("authorization"), Some(format!("Bearer {FAKE_KEY}").as_str()));
+        assert_eq!(
+            request.header("authorization"),
+            Some(format!("Bearer {FAKE_KEY}").as_str())
+        );
     }
     (fx, server, start)
 }
@@ -151,9 +200,15 @@ fn fixes_a_target_folder_inside_a_larger_repository() {
     let (fx, server, start) = fixture_run("monorepo_target");
     // Files outside the target are never read into a prompt or changed.
     let changed = fx.repo.git(&["diff", "--name-only", &start, "HEAD"]);
-    assert!(changed.lines().all(|p| p.starts_with("services/billing/")), "{changed}");
+    assert!(
+        changed.lines().all(|p| p.starts_with("services/billing/")),
+        "{changed}"
+    );
     for request in server.requests() {
-        assert!(!request.body_text().contains("release_notes"), "a prompt showed a file outside the target");
+        assert!(
+            !request.body_text().contains("release_notes"),
+            "a prompt showed a file outside the target"
+        );
     }
 }
 

@@ -2,6 +2,7 @@
 
 mod analysis;
 mod cli;
+mod demo;
 mod e2e;
 mod git;
 mod llm;

@@ -9,7 +9,10 @@ fn run(fx: &FixtureRepo, server: &LlmServer, extra: &[&str]) -> std::process::Ou
     let base = format!("{}/v1", server.base_url());
     let mut args = vec!["--target_dir", target.as_str(), "--json"];
     args.extend_from_slice(extra);
-    fx.swarm(&args, &[("OPENAI_API_KEY", FAKE_KEY), ("OPENAI_BASE_URL", &base)])
+    fx.swarm(
+        &args,
+        &[("OPENAI_API_KEY", FAKE_KEY), ("OPENAI_BASE_URL", &base)],
+    )
 }
 
 #[test]
@@ -43,12 +46,21 @@ fn a_dirty_touched_file_leaves_the_branch_for_the_user() {
     let summary = summary_of(&out.stdout);
     assert_eq!(summary["delivery"]["state"], "left", "{summary}");
     let command = summary["delivery"]["command"].as_str().unwrap();
-    assert_eq!(command, format!("git merge --ff-only {}", summary["branch"].as_str().unwrap()));
+    assert_eq!(
+        command,
+        format!(
+            "git merge --ff-only {}",
+            summary["branch"].as_str().unwrap()
+        )
+    );
     assert!(stderr.contains(command), "{stderr}");
     // Nothing of the user's was touched.
     assert_eq!(fx.repo.head(), start);
     assert_eq!(fx.repo.read("stats.py"), mine);
-    assert_eq!(std::fs::read(fx.repo.root.join(".git/index")).unwrap(), index_before);
+    assert_eq!(
+        std::fs::read(fx.repo.root.join(".git/index")).unwrap(),
+        index_before
+    );
 }
 
 #[test]
@@ -57,7 +69,12 @@ fn dry_run_does_everything_but_the_fast_forward() {
     let before = fx.repo.snapshot();
     let server = LlmServer::start(good_model("single_module", ""));
     let out = run(&fx, &server, &["--dry-run"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let summary = summary_of(&out.stdout);
     assert_eq!(summary["dry_run"], true);
     assert_eq!(summary["delivery"]["state"], "left");

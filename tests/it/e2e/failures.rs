@@ -10,7 +10,10 @@ fn run(fx: &FixtureRepo, server: &LlmServer, extra: &[&str]) -> std::process::Ou
     let base = format!("{}/v1", server.base_url());
     let mut args = vec!["--target_dir", target.as_str(), "--json"];
     args.extend_from_slice(extra);
-    fx.swarm(&args, &[("OPENAI_API_KEY", FAKE_KEY), ("OPENAI_BASE_URL", &base)])
+    fx.swarm(
+        &args,
+        &[("OPENAI_API_KEY", FAKE_KEY), ("OPENAI_BASE_URL", &base)],
+    )
 }
 
 #[test]
@@ -23,13 +26,20 @@ fn a_model_that_keeps_failing_exits_2_and_touches_nothing() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("500"), "{stderr}");
     assert_eq!(summary_of(&out.stdout)["stop_reason"], "model_failure");
-    assert_eq!(server.requests().len(), 2, "two attempts, as --retries says");
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "two attempts, as --retries says"
+    );
     assert_eq!(fx.repo.snapshot(), before);
     assert_eq!(fx.repo.worktrees().len(), 1);
     let log = fx.log();
     let failed: Vec<_> = log.iter().filter(|e| e["status"] == "FAILURE").collect();
     assert_eq!(failed.len(), 1);
-    assert!(failed[0]["details"]["error"].as_str().unwrap().contains("500"));
+    assert!(failed[0]["details"]["error"]
+        .as_str()
+        .unwrap()
+        .contains("500"));
 }
 
 #[test]
@@ -56,14 +66,23 @@ fn useless_replies_give_up_with_exit_4_and_feed_back_reasons() {
     assert_eq!(fx.repo.snapshot(), before);
     // Round 2's prompt carries round 1's rejection reason back to the model.
     let prompts: Vec<String> = server.requests().iter().map(prompt_of).collect();
-    let later = prompts.iter().rev().find(|p| p.contains("Previous attempt") || p.contains("Earlier attempts"));
+    let later = prompts
+        .iter()
+        .rev()
+        .find(|p| p.contains("Previous attempt") || p.contains("Earlier attempts"));
     let later = later.expect("a later prompt remembers the failed attempt");
     assert!(later.contains("rejected by the Reviewer"), "{later}");
     assert!(later.contains("nothing_like_this"), "{later}");
     assert_log_valid(&fx.log(), &["Auditor", "Fixer", "Reviewer", "System"]);
-    let reviews: Vec<_> = fx.log().into_iter().filter(|e| e["agent"] == "Reviewer").collect();
+    let reviews: Vec<_> = fx
+        .log()
+        .into_iter()
+        .filter(|e| e["agent"] == "Reviewer")
+        .collect();
     assert!(!reviews.is_empty());
-    assert!(reviews.iter().all(|e| e["status"] == "SUCCESS" && e["details"]["verdict"] == "rejected"));
+    assert!(reviews
+        .iter()
+        .all(|e| e["status"] == "SUCCESS" && e["details"]["verdict"] == "rejected"));
 }
 
 #[test]
@@ -80,7 +99,12 @@ fn test_edits_are_rejected_unless_allowed() {
         Reply::text_for(req, &text)
     });
     let out = run(&fx, &server, &["--max-iterations", "1"]);
-    assert_eq!(out.status.code(), Some(4), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("is a test file"), "{stderr}");
 }
@@ -90,7 +114,9 @@ fn ctrl_c_cleans_up_and_exits_130() {
     let fx = FixtureRepo::new("single_module");
     let before = fx.repo.snapshot();
     // A model that takes its time, so the run is mid-call when interrupted.
-    let server = LlmServer::start(|req| Reply::text_for(req, "# plan").with_delay(std::time::Duration::from_secs(20)));
+    let server = LlmServer::start(|req| {
+        Reply::text_for(req, "# plan").with_delay(std::time::Duration::from_secs(20))
+    });
     let target = fx.target.to_string_lossy().into_owned();
     let base = format!("{}/v1", server.base_url());
     let cwd = fx.repo.tmp().join("cwd");
@@ -109,8 +135,15 @@ fn ctrl_c_cleans_up_and_exits_130() {
     while server.requests().is_empty() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
-    assert!(!server.requests().is_empty(), "the run never reached the model");
-    assert_eq!(fx.repo.worktrees().len(), 2, "the run's worktree exists mid-run");
+    assert!(
+        !server.requests().is_empty(),
+        "the run never reached the model"
+    );
+    assert_eq!(
+        fx.repo.worktrees().len(),
+        2,
+        "the run's worktree exists mid-run"
+    );
     let pid = i32::try_from(child.id()).unwrap();
     // SAFETY: sending SIGINT to our own child process.
     unsafe { libc::kill(pid, libc::SIGINT) };
@@ -120,4 +153,55 @@ fn ctrl_c_cleans_up_and_exits_130() {
     assert!(stderr.contains("interrupted"), "{stderr}");
     assert_eq!(fx.repo.worktrees().len(), 1);
     assert_eq!(fx.repo.snapshot(), before);
+}
+
+#[test]
+fn a_token_budget_stops_the_run_cleanly_with_exit_4() {
+    let fx = FixtureRepo::new("single_module");
+    let before = fx.repo.snapshot();
+    let server = LlmServer::start(crate::support::fixture::good_model("single_module", ""));
+    // The loopback server reports 12 + 34 tokens per call: the plan alone spends the budget.
+    let out = run(&fx, &server, &["--max-tokens-total", "40"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    let summary = summary_of(&out.stdout);
+    assert_eq!(summary["stop_reason"], "budget");
+    assert_eq!(summary["tokens"]["total"], 46);
+    assert_eq!(server.requests().len(), 1);
+    assert_eq!(fx.repo.snapshot(), before);
+    assert!(stderr.contains("budget"), "{stderr}");
+}
+
+#[test]
+fn jobs_bound_concurrent_model_calls() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let max_in_flight = |jobs: &str| {
+        let fx = FixtureRepo::new("package");
+        let good = crate::support::fixture::good_model("package", "");
+        let (now, max) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (n, m) = (Arc::clone(&now), Arc::clone(&max));
+        let server = LlmServer::start(move |req| {
+            let current = n.fetch_add(1, Ordering::SeqCst) + 1;
+            m.fetch_max(current, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(400));
+            n.fetch_sub(1, Ordering::SeqCst);
+            good(req)
+        });
+        let out = run(&fx, &server, &["--jobs", jobs]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        max.load(Ordering::SeqCst)
+    };
+    assert_eq!(max_in_flight("1"), 1);
+    let parallel = max_in_flight("3");
+    assert!(
+        parallel >= 2,
+        "with --jobs 3 at most {parallel} call(s) ran at once"
+    );
+    assert!(parallel <= 3);
 }

@@ -15,7 +15,13 @@ fn gemini_end_to_end() {
     let target = fx.target.to_string_lossy().into_owned();
     let base = server.base_url();
     let out = fx.swarm(
-        &["--target_dir", &target, "--json", "--model", "gemini-2.5-flash"],
+        &[
+            "--target_dir",
+            &target,
+            "--json",
+            "--model",
+            "gemini-2.5-flash",
+        ],
         &[("GEMINI_API_KEY", FAKE_KEY), ("GEMINI_BASE_URL", &base)],
     );
     assert_fixed_and_delivered(&fx, &out, &start);
@@ -39,7 +45,10 @@ fn anthropic_end_to_end() {
     let base = server.base_url();
     let out = fx.swarm(
         &["--target_dir", &target, "--json", "--provider", "anthropic"],
-        &[("ANTHROPIC_API_KEY", FAKE_KEY), ("ANTHROPIC_BASE_URL", &base)],
+        &[
+            ("ANTHROPIC_API_KEY", FAKE_KEY),
+            ("ANTHROPIC_BASE_URL", &base),
+        ],
     );
     assert_fixed_and_delivered(&fx, &out, &start);
     for r in server.requests() {
@@ -50,7 +59,9 @@ fn anthropic_end_to_end() {
 
 /// Every file under `dir` (including .git objects, decompressed) as text.
 fn files_containing(dir: &Path, needle: &str, hits: &mut Vec<String>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {
@@ -73,7 +84,14 @@ fn recorded_run_replays_offline_to_the_same_trees_and_the_key_leaks_nowhere() {
     let cassette = fx.repo.tmp().join("cassette.json");
     let base = format!("{}/v1", server.base_url());
     let out = fx.swarm(
-        &["--target_dir", &target, "--json", "-v", "--record", cassette.to_str().unwrap()],
+        &[
+            "--target_dir",
+            &target,
+            "--json",
+            "-v",
+            "--record",
+            cassette.to_str().unwrap(),
+        ],
         &[("OPENAI_API_KEY", FAKE_KEY), ("OPENAI_BASE_URL", &base)],
     );
     assert_fixed_and_delivered(&fx, &out, &start);
@@ -89,8 +107,14 @@ fn recorded_run_replays_offline_to_the_same_trees_and_the_key_leaks_nowhere() {
     assert!(hits.is_empty(), "the key leaked into {hits:?}");
     let all_revs = fx.repo.git(&["rev-list", "--all"]);
     for rev in all_revs.lines() {
-        assert!(!fx.repo.git_ok(&["grep", "-q", FAKE_KEY, rev]), "the key is in commit {rev}");
-        assert!(!fx.repo.git(&["log", "-1", "--format=%B", rev]).contains(FAKE_KEY));
+        assert!(
+            !fx.repo.git_ok(&["grep", "-q", FAKE_KEY, rev]),
+            "the key is in commit {rev}"
+        );
+        assert!(!fx
+            .repo
+            .git(&["log", "-1", "--format=%B", rev])
+            .contains(FAKE_KEY));
     }
 
     // Replay the cassette offline on a fresh copy: same trees, commit by commit.
@@ -98,7 +122,15 @@ fn recorded_run_replays_offline_to_the_same_trees_and_the_key_leaks_nowhere() {
     let target2 = again.target.to_string_lossy().into_owned();
     let start2 = again.repo.head();
     let out2 = again.swarm(
-        &["--target_dir", &target2, "--json", "--provider", "replay", "--cassette", cassette.to_str().unwrap()],
+        &[
+            "--target_dir",
+            &target2,
+            "--json",
+            "--provider",
+            "replay",
+            "--cassette",
+            cassette.to_str().unwrap(),
+        ],
         &[],
     );
     assert_fixed_and_delivered(&again, &out2, &start2);
@@ -117,7 +149,10 @@ fn recorded_run_replays_offline_to_the_same_trees_and_the_key_leaks_nowhere() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|c| fx.repo.git(&["rev-parse", &format!("{}^{{tree}}", c.as_str().unwrap())]))
+            .map(|c| {
+                fx.repo
+                    .git(&["rev-parse", &format!("{}^{{tree}}", c.as_str().unwrap())])
+            })
             .collect()
     };
     assert_eq!(trees(&fx, &recorded), trees(&again, &replayed));
@@ -128,9 +163,20 @@ fn recorded_run_replays_offline_to_the_same_trees_and_the_key_leaks_nowhere() {
     let target3 = third.target.to_string_lossy().into_owned();
     let start3 = third.repo.head();
     let out3 = third.swarm(
-        &["--target_dir", &target3, "--json", "--provider", "replay", "--cassette", log.to_str().unwrap()],
+        &[
+            "--target_dir",
+            &target3,
+            "--json",
+            "--provider",
+            "replay",
+            "--cassette",
+            log.to_str().unwrap(),
+        ],
         &[],
     );
     assert_fixed_and_delivered(&third, &out3, &start3);
-    assert_eq!(trees(&fx, &recorded), trees(&third, &summary_of(&out3.stdout)));
+    assert_eq!(
+        trees(&fx, &recorded),
+        trees(&third, &summary_of(&out3.stdout))
+    );
 }

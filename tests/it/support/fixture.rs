@@ -32,14 +32,19 @@ const PROVIDER_ENV: &[&str] = &[
 
 /// `fixtures/<name>` in the source tree.
 pub fn fixture_dir(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(name)
 }
 
 /// The fixture's target folder relative to its project (`.` for the root).
 pub fn fixture_target(name: &str) -> String {
     let meta = fs::read_to_string(fixture_dir(name).join("fixture.toml")).expect("fixture.toml");
     let table: toml::Table = toml::from_str(&meta).expect("fixture.toml parses");
-    table["target"].as_str().expect("target is a string").to_string()
+    table["target"]
+        .as_str()
+        .expect("target is a string")
+        .to_string()
 }
 
 /// Copies a folder tree.
@@ -88,7 +93,11 @@ impl FixtureRepo {
     /// Every `fixed/` file with its path relative to the repository root.
     pub fn fixed_files(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();
-        collect(&fixture_dir(&self.name).join("fixed"), Path::new(""), &mut out);
+        collect(
+            &fixture_dir(&self.name).join("fixed"),
+            Path::new(""),
+            &mut out,
+        );
         out
     }
 
@@ -189,7 +198,10 @@ pub fn good_model_reply(name: &str, target_rel: &str, prompt: &str) -> String {
     let Some(start) = prompt.rfind(&marker).map(|i| i + marker.len()) else {
         return "The prompt does not show the file.".into();
     };
-    let end = prompt[start..].find("\n```\n").map(|i| start + i).unwrap_or(prompt.len());
+    let end = prompt[start..]
+        .find("\n```\n")
+        .map(|i| start + i)
+        .unwrap_or(prompt.len());
     let current = format!("{}\n", &prompt[start..end]);
     let fixed_path = if target_rel.is_empty() {
         fixture_dir(name).join("fixed").join(&file)
@@ -212,7 +224,15 @@ pub fn good_model_reply(name: &str, target_rel: &str, prompt: &str) -> String {
 
 /// A handler for [`super::llm_server::LlmServer::start`] that plays a good
 /// model for fixture `name` in whatever wire format the request uses.
-pub fn good_model(name: &str, target_rel: &str) -> impl Fn(&RecordedRequest) -> Reply + Send + Sync + 'static {
+pub fn good_model(
+    name: &str,
+    target_rel: &str,
+) -> impl Fn(&RecordedRequest) -> Reply + Send + Sync + 'static {
     let (name, target_rel) = (name.to_string(), target_rel.to_string());
-    move |request| Reply::text_for(request, &good_model_reply(&name, &target_rel, &prompt_of(request)))
+    move |request| {
+        Reply::text_for(
+            request,
+            &good_model_reply(&name, &target_rel, &prompt_of(request)),
+        )
+    }
 }
