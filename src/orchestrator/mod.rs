@@ -47,6 +47,19 @@ pub struct RunConfig {
     pub prices: PriceTable,
 }
 
+/// What every stage call of a run shares: settings, the model, where to
+/// report, the interrupt flag, the Python tools, and the target folder in
+/// the worktree.
+#[derive(Clone, Copy)]
+pub(crate) struct RunContext<'a> {
+    pub config: &'a RunConfig,
+    pub model: &'a Arc<dyn ChatModel>,
+    pub events: &'a dyn EventSink,
+    pub cancel: &'a Cancel,
+    pub env: &'a PythonEnv,
+    pub root: &'a std::path::Path,
+}
+
 /// What the run knows while it loops.
 pub(crate) struct RunState {
     pub run_id: String,
@@ -178,48 +191,47 @@ pub async fn run(
         model: model.model().to_string(),
     });
     let mut rec = Recorder::new(&mut log, model.model(), &run_id);
-    let result = drive(
+    let root = if info.target_rel.is_empty() {
+        ws.path().to_path_buf()
+    } else {
+        ws.path().join(&info.target_rel)
+    };
+    let cx = RunContext {
         config,
-        model,
+        model: &model,
         events,
         cancel,
-        &env,
-        &mut ws,
-        &mut rec,
-        &run_id,
-        &info.target_rel,
-        files,
-    )
-    .await;
+        env: &env,
+        root: &root,
+    };
+    let result = drive(&cx, &mut ws, &mut rec, &run_id, &info.target_rel, files).await;
     let removal = ws.remove();
     let (state, stop) = result?;
     removal?;
     deliver(config, &repo, &info.head, &state, stop, &mut rec)
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn drive(
-    config: &RunConfig,
-    model: Arc<dyn ChatModel>,
-    events: &dyn EventSink,
-    cancel: &Cancel,
-    env: &PythonEnv,
+    cx: &RunContext<'_>,
     ws: &mut RunWorkspace,
     rec: &mut Recorder<'_>,
     run_id: &str,
     target_rel: &str,
     files: Vec<String>,
 ) -> Result<(RunState, StopReason), SwarmError> {
-    let root = if target_rel.is_empty() {
-        ws.path().to_path_buf()
-    } else {
-        ws.path().join(target_rel)
-    };
+    let RunContext {
+        config,
+        model,
+        events,
+        cancel,
+        env,
+        root,
+    } = *cx;
     rec.system_start(config, &files)?;
-    let metrics = auditor::measure_files(&root, &files);
+    let metrics = auditor::measure_files(root, &files);
     rec.metrics(&metrics)?;
     let baseline =
-        tokio::task::block_in_place(|| judge::measure(env, &root, &files, config.limits, cancel))?;
+        tokio::task::block_in_place(|| judge::measure(env, root, &files, config.limits, cancel))?;
     rec.measurement(crate::log::Agent::Auditor, &baseline, None)?;
     let snapshot = baseline.snapshot;
     events.emit(Event::Audited {
@@ -329,10 +341,7 @@ async fn drive(
             break StopReason::IterationLimit;
         }
         iteration += 1;
-        let outcome = round::run_round(
-            config, &model, events, cancel, env, ws, rec, &mut state, &root, iteration,
-        )
-        .await?;
+        let outcome = round::run_round(cx, ws, rec, &mut state, iteration).await?;
         if let Some(stop) = outcome.stop {
             break stop;
         }

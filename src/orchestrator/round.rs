@@ -11,12 +11,12 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::record::Recorder;
-use super::{RunConfig, RunState, StopReason};
+use super::{RunConfig, RunContext, RunState, StopReason};
 use crate::cancel::Cancel;
 use crate::error::SwarmError;
 use crate::git::RunWorkspace;
-use crate::llm::{ChatModel, LlmError};
-use crate::log::{Action, Agent, Event, EventSink};
+use crate::llm::LlmError;
+use crate::log::{Action, Agent, Event};
 use crate::patch::ReplyContext;
 use crate::stage::executor::{self, AttemptRecord};
 use crate::stage::fixer::{self, Proposal};
@@ -24,7 +24,7 @@ use crate::stage::judge;
 use crate::stage::prompt::{FixInput, PastAttempt};
 use crate::stage::reviewer::{self, Review, ReviewContext};
 use crate::stage::{auditor, is_test_path, ModelCall};
-use crate::tools::{LintMessage, PythonEnv, TestCase};
+use crate::tools::{LintMessage, TestCase};
 
 /// At most this many files are worked on in one round.
 const MAX_FILES_PER_ROUND: usize = 6;
@@ -158,19 +158,21 @@ fn job_for(state: &RunState, config: &RunConfig, root: &Path, file: &str) -> Fix
 type ProposalResult = (usize, Vec<ModelCall>, Result<Proposal, LlmError>);
 
 /// Runs one round.
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run_round(
-    config: &RunConfig,
-    model: &Arc<dyn ChatModel>,
-    events: &dyn EventSink,
-    cancel: &Cancel,
-    env: &PythonEnv,
+    cx: &RunContext<'_>,
     ws: &mut RunWorkspace,
     rec: &mut Recorder<'_>,
     state: &mut RunState,
-    root: &Path,
     iteration: u32,
 ) -> Result<RoundOutcome, SwarmError> {
+    let RunContext {
+        config,
+        model,
+        events,
+        cancel,
+        root,
+        ..
+    } = *cx;
     let files = choose_files(state, root);
     events.emit(Event::Iteration {
         number: iteration,
@@ -245,9 +247,7 @@ pub(crate) async fn run_round(
         if let Some(tries) = state.pending_plan.get_mut(&proposal.file) {
             *tries += 1;
         }
-        if attempt(
-            config, events, cancel, env, ws, rec, state, root, iteration, &proposal,
-        )? {
+        if attempt(cx, ws, rec, state, iteration, &proposal)? {
             accepted += 1;
             state.pending_plan.remove(&proposal.file);
         }
@@ -266,19 +266,22 @@ pub(crate) async fn run_round(
 
 /// Reviews, applies, judges and commits one proposal. `Ok(true)` when the
 /// run branch moved to it.
-#[allow(clippy::too_many_arguments)]
 fn attempt(
-    config: &RunConfig,
-    events: &dyn EventSink,
-    cancel: &Cancel,
-    env: &PythonEnv,
+    cx: &RunContext<'_>,
     ws: &mut RunWorkspace,
     rec: &mut Recorder<'_>,
     state: &mut RunState,
-    root: &Path,
     iteration: u32,
     proposal: &Proposal,
 ) -> Result<bool, SwarmError> {
+    let RunContext {
+        config,
+        events,
+        cancel,
+        env,
+        root,
+        ..
+    } = *cx;
     let file = proposal.file.clone();
     let summary = proposal.summary();
     let review = {

@@ -20,10 +20,11 @@ pub fn summary_of(stdout: &[u8]) -> Value {
         .unwrap_or_else(|e| panic!("last stdout line is not JSON ({e}): {text}"))
 }
 
-fn run_openai(fx: &FixtureRepo, server: &LlmServer, extra: &[&str]) -> std::process::Output {
+/// Runs swarm on the fixture with `--json`, as an OpenAI-compatible client of `server`.
+pub fn run_openai(fx: &FixtureRepo, server: &LlmServer, extra: &[&str]) -> std::process::Output {
     let base = format!("{}/v1", server.base_url());
     let target = fx.target.to_string_lossy().into_owned();
-    let mut args = vec!["--target_dir", &target, "--json", "--max-iterations", "6"];
+    let mut args = vec!["--target_dir", &target, "--json"];
     args.extend_from_slice(extra);
     fx.swarm(
         &args,

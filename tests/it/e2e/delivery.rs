@@ -1,19 +1,8 @@
 //! The final step: the user's uncommitted work is sacred.
 
-use super::{summary_of, FAKE_KEY};
+use super::{run_openai, summary_of};
 use crate::support::fixture::{good_model, FixtureRepo};
 use crate::support::llm_server::LlmServer;
-
-fn run(fx: &FixtureRepo, server: &LlmServer, extra: &[&str]) -> std::process::Output {
-    let target = fx.target.to_string_lossy().into_owned();
-    let base = format!("{}/v1", server.base_url());
-    let mut args = vec!["--target_dir", target.as_str(), "--json"];
-    args.extend_from_slice(extra);
-    fx.swarm(
-        &args,
-        &[("OPENAI_API_KEY", FAKE_KEY), ("OPENAI_BASE_URL", &base)],
-    )
-}
 
 #[test]
 fn uncommitted_work_in_other_files_survives_the_fast_forward() {
@@ -23,7 +12,7 @@ fn uncommitted_work_in_other_files_survives_the_fast_forward() {
     let test_text = fx.repo.read("test_stats.py") + "\n# my uncommitted comment\n";
     fx.repo.write("test_stats.py", &test_text);
     let server = LlmServer::start(good_model("single_module", ""));
-    let out = run(&fx, &server, &[]);
+    let out = run_openai(&fx, &server, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("uncommitted changes"), "{stderr}");
@@ -40,7 +29,7 @@ fn a_dirty_touched_file_leaves_the_branch_for_the_user() {
     fx.repo.write("stats.py", &mine);
     let index_before = std::fs::read(fx.repo.root.join(".git/index")).unwrap();
     let server = LlmServer::start(good_model("single_module", ""));
-    let out = run(&fx, &server, &[]);
+    let out = run_openai(&fx, &server, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let summary = summary_of(&out.stdout);
@@ -68,7 +57,7 @@ fn dry_run_does_everything_but_the_fast_forward() {
     let fx = FixtureRepo::new("single_module");
     let before = fx.repo.snapshot();
     let server = LlmServer::start(good_model("single_module", ""));
-    let out = run(&fx, &server, &["--dry-run"]);
+    let out = run_openai(&fx, &server, &["--dry-run"]);
     assert_eq!(
         out.status.code(),
         Some(0),

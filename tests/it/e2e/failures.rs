@@ -1,27 +1,16 @@
 //! Runs that cannot succeed end cleanly, with the right exit code and the
 //! target untouched.
 
-use super::{assert_log_valid, summary_of, FAKE_KEY};
+use super::{assert_log_valid, run_openai, summary_of, FAKE_KEY};
 use crate::support::fixture::{fixture_dir, prompt_of, FixtureRepo};
 use crate::support::llm_server::{LlmServer, Reply};
-
-fn run(fx: &FixtureRepo, server: &LlmServer, extra: &[&str]) -> std::process::Output {
-    let target = fx.target.to_string_lossy().into_owned();
-    let base = format!("{}/v1", server.base_url());
-    let mut args = vec!["--target_dir", target.as_str(), "--json"];
-    args.extend_from_slice(extra);
-    fx.swarm(
-        &args,
-        &[("OPENAI_API_KEY", FAKE_KEY), ("OPENAI_BASE_URL", &base)],
-    )
-}
 
 #[test]
 fn a_model_that_keeps_failing_exits_2_and_touches_nothing() {
     let fx = FixtureRepo::new("single_module");
     let before = fx.repo.snapshot();
     let server = LlmServer::start(|_| Reply::status(500, "upstream exploded"));
-    let out = run(&fx, &server, &["--retries", "2"]);
+    let out = run_openai(&fx, &server, &["--retries", "2"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("500"), "{stderr}");
@@ -57,7 +46,7 @@ fn useless_replies_give_up_with_exit_4_and_feed_back_reasons() {
         };
         Reply::text_for(req, &text)
     });
-    let out = run(&fx, &server, &["--max-iterations", "2"]);
+    let out = run_openai(&fx, &server, &["--max-iterations", "2"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     let summary = summary_of(&out.stdout);
@@ -98,7 +87,7 @@ fn test_edits_are_rejected_unless_allowed() {
         };
         Reply::text_for(req, &text)
     });
-    let out = run(&fx, &server, &["--max-iterations", "1"]);
+    let out = run_openai(&fx, &server, &["--max-iterations", "1"]);
     assert_eq!(
         out.status.code(),
         Some(4),
@@ -161,7 +150,7 @@ fn a_token_budget_stops_the_run_cleanly_with_exit_4() {
     let before = fx.repo.snapshot();
     let server = LlmServer::start(crate::support::fixture::good_model("single_module", ""));
     // The loopback server reports 12 + 34 tokens per call: the plan alone spends the budget.
-    let out = run(&fx, &server, &["--max-tokens-total", "40"]);
+    let out = run_openai(&fx, &server, &["--max-tokens-total", "40"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     let summary = summary_of(&out.stdout);
@@ -188,7 +177,7 @@ fn jobs_bound_concurrent_model_calls() {
             n.fetch_sub(1, Ordering::SeqCst);
             good(req)
         });
-        let out = run(&fx, &server, &["--jobs", jobs]);
+        let out = run_openai(&fx, &server, &["--jobs", jobs]);
         assert_eq!(
             out.status.code(),
             Some(0),
@@ -204,4 +193,48 @@ fn jobs_bound_concurrent_model_calls() {
         "with --jobs 3 at most {parallel} call(s) ran at once"
     );
     assert!(parallel <= 3);
+}
+
+#[test]
+fn provider_faults_mid_run_are_retried_and_a_truncated_diff_is_never_applied() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let fx = FixtureRepo::new("single_module");
+    let start = fx.repo.head();
+    let good = crate::support::fixture::good_model("single_module", "");
+    let count = AtomicUsize::new(0);
+    let server = LlmServer::start(move |req| match count.fetch_add(1, Ordering::SeqCst) {
+        0 => Reply::status(429, "slow down").with_header("Retry-After", "1"),
+        2 => Reply::html(503, "Service Unavailable"),
+        3 => {
+            // The good diff, cut off halfway, flagged as truncated.
+            let full =
+                crate::support::fixture::good_model_reply("single_module", "", &prompt_of(req));
+            Reply::openai_truncated(&full[..full.len() / 2])
+        }
+        _ => good(req),
+    });
+    let out = run_openai(&fx, &server, &["--retries", "3"]);
+    super::assert_fixed_and_delivered(&fx, &out, &start);
+    let log = fx.log();
+    let calls: Vec<_> = log
+        .iter()
+        .filter(|e| e["details"]["kind"] == "llm_call")
+        .collect();
+    assert_eq!(calls[1]["details"]["finish"], "length", "{}", calls[1]);
+    assert!(calls[2]["details"]["input_prompt"]
+        .as_str()
+        .unwrap()
+        .contains("cut off"));
+    // Only whole diffs were committed: every attempt's stats.py parses as Python.
+    let summary = summary_of(&out.stdout);
+    for commit in summary["commits"].as_array().unwrap() {
+        let text = fx
+            .repo
+            .git(&["show", &format!("{}:stats.py", commit.as_str().unwrap())]);
+        assert!(swarm::analysis::check_syntax(&text).is_ok());
+    }
+    assert_eq!(
+        server.requests().len() as u64,
+        summary["tokens"]["calls"].as_u64().unwrap() + 2
+    );
 }

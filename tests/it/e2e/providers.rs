@@ -3,6 +3,8 @@
 
 use std::path::Path;
 
+use serde_json::Value;
+
 use super::{assert_fixed_and_delivered, summary_of, FAKE_KEY};
 use crate::support::fixture::{good_model, FixtureRepo};
 use crate::support::llm_server::LlmServer;
@@ -117,66 +119,57 @@ fn recorded_run_replays_offline_to_the_same_trees_and_the_key_leaks_nowhere() {
             .contains(FAKE_KEY));
     }
 
-    // Replay the cassette offline on a fresh copy: same trees, commit by commit.
-    let again = FixtureRepo::new("package");
-    let target2 = again.target.to_string_lossy().into_owned();
-    let start2 = again.repo.head();
-    let out2 = again.swarm(
-        &[
-            "--target_dir",
-            &target2,
-            "--json",
-            "--provider",
-            "replay",
-            "--cassette",
-            cassette.to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert_fixed_and_delivered(&again, &out2, &start2);
-    let replayed = summary_of(&out2.stdout);
-    // Every replayed request matched its recording by hash: prompts are deterministic.
-    let hashes = |log: Vec<serde_json::Value>| -> Vec<String> {
-        log.iter()
-            .filter(|e| e["details"]["kind"] == "llm_call")
-            .map(|e| e["details"]["request_hash"].as_str().unwrap().to_string())
-            .collect()
-    };
-    assert_eq!(hashes(fx.log()), hashes(again.log()));
+    // Replay the cassette offline on a fresh copy: same trees, commit by commit,
+    // and every request matched its recording by hash (prompts are deterministic).
+    let (again, replayed) = replay_on_fresh_copy("package", &cassette);
+    assert_eq!(hashes(&fx.log()), hashes(&again.log()));
     assert_eq!(recorded["attempts"], replayed["attempts"]);
-    let trees = |fx: &FixtureRepo, summary: &serde_json::Value| -> Vec<String> {
-        summary["commits"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| {
-                fx.repo
-                    .git(&["rev-parse", &format!("{}^{{tree}}", c.as_str().unwrap())])
-            })
-            .collect()
-    };
     assert_eq!(trees(&fx, &recorded), trees(&again, &replayed));
 
     // The experiment log replays too.
-    let third = FixtureRepo::new("package");
     let log = fx.repo.tmp().join("cwd/logs/experiment_data.json");
-    let target3 = third.target.to_string_lossy().into_owned();
-    let start3 = third.repo.head();
-    let out3 = third.swarm(
-        &[
-            "--target_dir",
-            &target3,
-            "--json",
-            "--provider",
-            "replay",
-            "--cassette",
-            log.to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert_fixed_and_delivered(&third, &out3, &start3);
-    assert_eq!(
-        trees(&fx, &recorded),
-        trees(&third, &summary_of(&out3.stdout))
-    );
+    let (third, from_log) = replay_on_fresh_copy("package", &log);
+    assert_eq!(trees(&fx, &recorded), trees(&third, &from_log));
+}
+
+/// Runs `--provider replay --cassette FILE` on a fresh copy of a fixture and
+/// checks it is fixed and delivered; returns the copy and the summary.
+fn replay_on_fresh_copy(name: &str, cassette: &Path) -> (FixtureRepo, Value) {
+    let fx = FixtureRepo::new(name);
+    let target = fx.target.to_string_lossy().into_owned();
+    let start = fx.repo.head();
+    let args = [
+        "--target_dir",
+        &target,
+        "--json",
+        "--provider",
+        "replay",
+        "--cassette",
+        cassette.to_str().unwrap(),
+    ];
+    let out = fx.swarm(&args, &[]);
+    assert_fixed_and_delivered(&fx, &out, &start);
+    let summary = summary_of(&out.stdout);
+    (fx, summary)
+}
+
+/// The request hashes of a log's model calls, in order.
+fn hashes(log: &[Value]) -> Vec<String> {
+    log.iter()
+        .filter(|e| e["details"]["kind"] == "llm_call")
+        .map(|e| e["details"]["request_hash"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The tree of every commit a run made.
+fn trees(fx: &FixtureRepo, summary: &Value) -> Vec<String> {
+    summary["commits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            fx.repo
+                .git(&["rev-parse", &format!("{}^{{tree}}", c.as_str().unwrap())])
+        })
+        .collect()
 }
