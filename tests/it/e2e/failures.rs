@@ -238,3 +238,27 @@ fn provider_faults_mid_run_are_retried_and_a_truncated_diff_is_never_applied() {
         summary["tokens"]["calls"].as_u64().unwrap() + 2
     );
 }
+
+#[test]
+fn a_cost_budget_uses_config_prices_and_stops_cleanly() {
+    let fx = FixtureRepo::new("single_module");
+    // 12 input + 34 output tokens at 100,000 USD per million each: 4.60 USD per call.
+    fx.repo.write(
+        ".swarm.toml",
+        "[prices.\"gpt-4o-mini\"]\ninput = 100000.0\noutput = 100000.0\n",
+    );
+    let start = fx.repo.head();
+    let server = LlmServer::start(crate::support::fixture::good_model("single_module", ""));
+    let out = run_openai(&fx, &server, &["--max-cost", "1"]);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary = summary_of(&out.stdout);
+    assert_eq!(summary["stop_reason"], "budget");
+    let cost = summary["tokens"]["cost_usd"].as_f64().unwrap();
+    assert!((cost - 4.6).abs() < 1e-9, "{cost}");
+    assert_eq!(fx.repo.head(), start);
+}
