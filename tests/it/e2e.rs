@@ -227,4 +227,5 @@ fn fixes_a_project_without_tests() {
 
 mod delivery;
 mod failures;
+mod hooks;
 mod providers;
