@@ -284,6 +284,20 @@ fn attempt(
     } = *cx;
     let file = proposal.file.clone();
     let summary = proposal.summary();
+    if let Err(reason) = &proposal.edits {
+        // Nothing to review: the model gave no usable change even when asked again.
+        events.emit(Event::NoProposal {
+            file: file.clone(),
+            reason: reason.clone(),
+        });
+        state.history.entry(file).or_default().push(PastAttempt {
+            label: format!("reply in round {iteration}"),
+            summary,
+            outcome: format!("no usable change: {reason}"),
+            diff: None,
+        });
+        return Ok(false);
+    }
     let review = {
         let base = ws.best().0.clone();
         let ctx = ReviewContext {

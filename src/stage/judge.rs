@@ -9,6 +9,11 @@ use std::time::Duration;
 use crate::cancel::Cancel;
 use crate::tools::{self, ImportCheck, LintReport, PythonEnv, TestCase, TestOutcome, TestRun};
 
+/// The longest one module may take to import (capped further by the test
+/// timeout): importing should be instant, so a module still busy after this
+/// is looping at import time.
+pub const IMPORT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Timeouts for the tools.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
@@ -232,8 +237,19 @@ pub fn measure(
     limits: Limits,
     cancel: &Cancel,
 ) -> Result<Measurement, tools::ToolError> {
-    let run = tools::run_pytest(env, root, limits.tests, cancel)?;
-    let lint = tools::run_pylint(env, root, files, limits.lint, cancel)?;
+    // pytest and pylint are independent: run them side by side.
+    let (run, lint) = std::thread::scope(|scope| {
+        let lint = scope.spawn(|| tools::run_pylint(env, root, files, limits.lint, cancel));
+        let run = tools::run_pytest(env, root, limits.tests, cancel);
+        let lint = lint.join().unwrap_or_else(|_| {
+            Err(tools::ToolError::Failed {
+                command: "pylint".into(),
+                message: "the thread running pylint panicked".into(),
+            })
+        });
+        (run, lint)
+    });
+    let (run, lint) = (run?, lint?);
     let pylint = lint.score;
     if run.no_tests {
         let sources: Vec<String> = files
@@ -241,8 +257,13 @@ pub fn measure(
             .filter(|f| !super::is_test_path(f))
             .cloned()
             .collect();
-        let check =
-            tools::check_imports(env, root, &sources, limits.tests.min(limits.lint), cancel)?;
+        let check = tools::check_imports(
+            env,
+            root,
+            &sources,
+            limits.tests.min(IMPORT_TIMEOUT),
+            cancel,
+        )?;
         // Problems name files relative to the target, so prompts are the
         // same in every worktree.
         let root_prefix = format!("{}/", root.display().to_string().trim_end_matches('/'));
