@@ -24,7 +24,12 @@ pub struct AttemptRecord<'a> {
 pub fn commit_message(r: &AttemptRecord<'_>) -> String {
     let subject = format!("swarm: {} ({})", r.summary, r.file);
     let tests = match (&r.result.tests, &r.baseline.tests) {
-        (Some(now), Some(base)) => format!("{} (baseline {})", now.describe(), base.describe()),
+        (Some(now), Some(base)) => format!(
+            "{} (baseline {}/{})",
+            now.describe(),
+            base.passed.len(),
+            base.total
+        ),
         (Some(now), None) => now.describe(),
         _ => format!("no tests; {}", r.result.describe()),
     };
@@ -66,4 +71,61 @@ pub fn settle(
         ws.reset_to(&best)?;
     }
     Ok(commit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stage::judge::TestState;
+    use crate::tools::LintReport;
+
+    fn snap(passed: usize, total: usize, pylint: f64) -> Snapshot {
+        Snapshot {
+            tests: Some(TestState {
+                passed: (0..passed).map(|i| format!("t{i}")).collect(),
+                failing: vec![],
+                total,
+                timed_out: false,
+            }),
+            checks: None,
+            pylint: Some(pylint),
+            lint: LintReport::default(),
+        }
+    }
+
+    #[test]
+    fn the_message_carries_every_trailer() {
+        let (baseline, result) = (snap(3, 6, 4.2), snap(5, 6, 7.854));
+        let message = commit_message(&AttemptRecord {
+            run_id: "20261122-101500-7f3a",
+            iteration: 2,
+            attempt: 4,
+            model: "gemini-2.5-flash",
+            summary: "fix average() on empty input",
+            file: "ledger/report.py",
+            verdict: Verdict::Improved,
+            baseline: &baseline,
+            result: &result,
+            changed_lines: 12,
+        });
+        assert!(message.starts_with("swarm: fix average() on empty input (ledger/report.py)\n\n"));
+        for trailer in [
+            "Swarm-Run: 20261122-101500-7f3a\n",
+            "Swarm-Iteration: 2\n",
+            "Swarm-Attempt: 4\n",
+            "Swarm-Model: gemini-2.5-flash\n",
+            "Swarm-Verdict: improved\n",
+            "Swarm-Tests: 5/6 passed (baseline 3/6)\n",
+            "Swarm-Pylint: 4.20 -> 7.85\n",
+            "Swarm-Changed-Lines: 12\n",
+        ] {
+            assert!(
+                message.contains(trailer),
+                "{trailer:?} missing in\n{message}"
+            );
+        }
+        // Trailers form the last paragraph, as git interpret-trailers expects.
+        let last = message.trim_end().rsplit("\n\n").next().unwrap();
+        assert!(last.lines().all(|l| l.starts_with("Swarm-")), "{last}");
+    }
 }

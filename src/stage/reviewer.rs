@@ -256,3 +256,173 @@ fn severity_name(severity: Severity) -> &'static str {
 fn squeeze(text: &str) -> String {
     text.chars().filter(|c| !c.is_whitespace()).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::patch::ReplyContext;
+
+    const STATS: &str = "def mean(xs):\n    return sum(xs) / len(xs)\n";
+
+    struct Fixture {
+        dir: tempfile::TempDir,
+        severities: BTreeMap<String, Severity>,
+        seen: HashSet<String>,
+    }
+
+    impl Fixture {
+        fn new() -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(dir.path().join("stats.py"), STATS).unwrap();
+            std::fs::create_dir(dir.path().join("tests")).unwrap();
+            std::fs::write(
+                dir.path().join("tests/test_stats.py"),
+                "def test_x():\n    assert True\n",
+            )
+            .unwrap();
+            let severities = [("stats.py".to_string(), Severity::Low)]
+                .into_iter()
+                .collect();
+            Self {
+                dir,
+                severities,
+                seen: HashSet::new(),
+            }
+        }
+
+        fn review(&self, reply: &str, allow_tests: bool) -> Review {
+            let ctx = ReplyContext {
+                target_prefix: "svc".into(),
+                requested: vec!["stats.py".into()],
+            };
+            let proposal = Proposal {
+                file: "stats.py".into(),
+                reply: reply.into(),
+                edits: patch::parse_reply(reply, &ctx).map_err(|e| e.to_string()),
+                debugging: true,
+            };
+            review(
+                &proposal,
+                &ReviewContext {
+                    root: self.dir.path(),
+                    target_rel: "svc",
+                    severities: &self.severities,
+                    limits: SizeLimits::default(),
+                    allow_test_edits: allow_tests,
+                    seen: &self.seen,
+                    base: "abc",
+                },
+            )
+        }
+    }
+
+    fn diff(path: &str, before: &str, after: &str) -> String {
+        format!("```diff\n{}```\n", patch::unified_diff(path, before, after))
+    }
+
+    fn rejected(review: Review) -> String {
+        match review {
+            Review::Rejected(reason) => reason,
+            Review::Accepted(c) => panic!("accepted {:?}", c.files),
+        }
+    }
+
+    const FIXED: &str = "def mean(xs):\n    \"\"\"The mean; 0.0 for no values.\"\"\"\n    return sum(xs) / len(xs) if xs else 0.0\n";
+
+    #[test]
+    fn accepts_a_good_change_with_repo_relative_writes() {
+        let fx = Fixture::new();
+        let Review::Accepted(change) = fx.review(&diff("stats.py", STATS, FIXED), false) else {
+            panic!("rejected")
+        };
+        assert_eq!(change.files, vec!["stats.py"]);
+        assert_eq!(change.writes[0].path, "svc/stats.py");
+        assert_eq!(change.writes[0].content.as_deref(), Some(FIXED.as_bytes()));
+        assert_eq!(change.changed_lines, 3);
+        assert!(change.diff.contains("+    \"\"\"The mean"));
+    }
+
+    #[test]
+    fn paths_must_stay_inside_the_target() {
+        let fx = Fixture::new();
+        let escape =
+            "```diff\n--- a/../outside.py\n+++ b/../outside.py\n@@ -0,0 +1 @@\n+x = 1\n```\n";
+        assert!(rejected(fx.review(escape, false)).contains("leaves the project folder"));
+        let absolute = "```diff\n--- /etc/passwd\n+++ /etc/passwd\n@@ -0,0 +1 @@\n+x = 1\n```\n";
+        assert!(rejected(fx.review(absolute, false)).contains("absolute path"));
+        let git = "```diff\n--- a/.git/config\n+++ b/.git/config\n@@ -0,0 +1 @@\n+x = 1\n```\n";
+        assert!(rejected(fx.review(git, false)).contains(".git"));
+    }
+
+    #[test]
+    fn symlinks_leading_out_are_refused() {
+        let fx = Fixture::new();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("x.py"), "a = 1\n").unwrap();
+        std::os::unix::fs::symlink(outside.path(), fx.dir.path().join("link")).unwrap();
+        let reply = diff("link/x.py", "a = 1\n", "a = 2\n");
+        assert!(rejected(fx.review(&reply, false)).contains("symlink"));
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("x.py")).unwrap(),
+            "a = 1\n"
+        );
+    }
+
+    #[test]
+    fn tests_are_left_alone_unless_allowed() {
+        let fx = Fixture::new();
+        let before = "def test_x():\n    assert True\n";
+        let reply = diff(
+            "tests/test_stats.py",
+            before,
+            "def test_x():\n    assert 1\n",
+        );
+        assert!(rejected(fx.review(&reply, false)).contains("is a test file"));
+        assert!(matches!(fx.review(&reply, true), Review::Accepted(_)));
+    }
+
+    #[test]
+    fn size_syntax_danger_whitespace_and_repeats() {
+        let mut fx = Fixture::new();
+        let big: String = (0..50).map(|i| format!("X{i} = {i}\n")).collect();
+        let reason = rejected(fx.review(&diff("stats.py", STATS, &format!("{STATS}{big}")), false));
+        assert!(
+            reason.contains("50 changed lines")
+                && reason.contains("low-severity")
+                && reason.contains("40"),
+            "{reason}"
+        );
+
+        let broken = "def mean(xs)\n    return sum(xs) / len(xs)\n";
+        assert!(
+            rejected(fx.review(&diff("stats.py", STATS, broken), false)).contains("does not parse")
+        );
+
+        let evil =
+            "import os\n\ndef mean(xs):\n    os.system('rm -rf /')\n    return sum(xs) / len(xs)\n";
+        assert!(rejected(fx.review(&diff("stats.py", STATS, evil), false)).contains("os.system"));
+
+        let spaced = "def mean(xs):\n    return sum(xs)  /  len(xs)\n";
+        assert!(rejected(fx.review(&diff("stats.py", STATS, spaced), false)).contains("whitespace"));
+
+        let good = diff("stats.py", STATS, FIXED);
+        let Review::Accepted(change) = fx.review(&good, false) else {
+            panic!()
+        };
+        fx.seen.insert(change.hash);
+        assert!(rejected(fx.review(&good, false)).contains("already tried"));
+    }
+
+    #[test]
+    fn unusable_replies_and_bad_hunks_carry_their_reason() {
+        let fx = Fixture::new();
+        assert!(rejected(fx.review("Looks fine to me.", false)).contains("no unified diff"));
+        let wrong = "```diff\n--- a/stats.py\n+++ b/stats.py\n@@ -1,2 +1,2 @@\n-def median(xs):\n-    pass\n+def median(xs):\n+    return 1\n```\n";
+        let reason = rejected(fx.review(wrong, false));
+        assert!(reason.contains("stats.py"), "{reason}");
+        assert_eq!(
+            std::fs::read_to_string(fx.dir.path().join("stats.py")).unwrap(),
+            STATS
+        );
+    }
+}

@@ -96,7 +96,14 @@ pub fn assert_fixed_and_delivered(fx: &FixtureRepo, out: &std::process::Output, 
         ] {
             assert!(msg.contains(trailer), "{b} lacks {trailer}:\n{msg}");
         }
-        assert!(msg.contains(&format!("Swarm-Run: {run_id}")));
+        // git itself reads them as trailers.
+        let trailer_run = fx.repo.git(&[
+            "log",
+            "-1",
+            "--format=%(trailers:key=Swarm-Run,valueonly)",
+            b,
+        ]);
+        assert_eq!(trailer_run.trim(), run_id);
         let parents = fx.repo.git(&["log", "-1", "--format=%P", b]);
         assert_eq!(parents.split_whitespace().count(), 1);
     }
