@@ -45,7 +45,7 @@ enum Command {
 #[derive(Debug, Clone, Default, Args)]
 pub struct RunArgs {
     /// The folder to refactor: a git repository or a folder inside one.
-    #[arg(long = "target-dir", alias = "target_dir", value_name = "DIR")]
+    #[arg(long = "target-dir", visible_alias = "target_dir", value_name = "DIR")]
     pub target_dir: Option<PathBuf>,
     /// openai | gemini | anthropic | replay (default: the provider whose key is set).
     #[arg(long)]
