@@ -115,11 +115,18 @@ fn choose_files(state: &RunState, root: &Path) -> Vec<String> {
 }
 
 fn job_for(state: &RunState, config: &RunConfig, root: &Path, file: &str) -> FixJob {
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).ok();
     let failing: Vec<TestCase> = state
         .best
         .tests
         .as_ref()
-        .map(|t| t.failing.iter().take(8).cloned().collect())
+        .map(|t| {
+            fixer::failures_for(&t.failing, file, &read)
+                .into_iter()
+                .take(8)
+                .cloned()
+                .collect()
+        })
         .unwrap_or_default();
     let problems = state
         .best

@@ -138,54 +138,85 @@ pub fn implicated_files(
 ) -> Vec<String> {
     let sources: Vec<&String> = files.iter().filter(|f| !is_test_path(f)).collect();
     let mut order: Vec<String> = Vec::new();
-    let push = |f: &str, order: &mut Vec<String>| {
+    let mut push = |f: &str| {
         if !order.iter().any(|o| o == f) {
             order.push(f.to_string());
         }
     };
-    let path_re = Regex::new(r#"([A-Za-z0-9_./\\-]+\.py)"#).expect("static regex");
     for case in failing {
-        let text = format!(
-            "{}\n{}",
-            case.message.as_deref().unwrap_or_default(),
-            case.details.as_deref().unwrap_or_default()
-        );
-        for m in path_re.captures_iter(&text) {
-            let p = m[1].replace('\\', "/");
-            if let Some(src) = sources
-                .iter()
-                .find(|s| p == s.as_str() || p.ends_with(&format!("/{s}")))
-            {
-                push(src, &mut order);
+        for src in &sources {
+            if traceback_mentions(case, src) {
+                push(src);
             }
         }
     }
-    let test_files: BTreeSet<String> = failing
-        .iter()
-        .filter_map(|c| c.id.split("::").next())
-        .filter(|f| f.ends_with(".py"))
-        .map(str::to_string)
-        .collect();
-    for test_file in &test_files {
+    let test_files: BTreeSet<&str> = failing.iter().filter_map(test_module).collect();
+    for test_file in test_files {
         let Some(text) = read(test_file) else {
             continue;
         };
-        for module in imported_modules(&text) {
-            let as_path = module.replace('.', "/");
-            for src in &sources {
-                let stem = src.trim_end_matches(".py").trim_end_matches("/__init__");
-                if stem == as_path || stem.ends_with(&format!("/{as_path}")) {
-                    push(src, &mut order);
-                }
+        for src in &sources {
+            if imports(&text, src) {
+                push(src);
             }
         }
     }
     for f in others {
         if sources.contains(&f) {
-            push(f, &mut order);
+            push(f);
         }
     }
     order
+}
+
+/// The failing tests that concern `file`: its path is in their traceback, or
+/// their test module imports it. All of them when none does, so the model
+/// always sees what fails.
+pub fn failures_for<'a>(
+    failing: &'a [TestCase],
+    file: &str,
+    read: &dyn Fn(&str) -> Option<String>,
+) -> Vec<&'a TestCase> {
+    let relevant: Vec<&TestCase> = failing
+        .iter()
+        .filter(|case| {
+            traceback_mentions(case, file)
+                || test_module(case)
+                    .and_then(read)
+                    .is_some_and(|text| imports(&text, file))
+        })
+        .collect();
+    if relevant.is_empty() {
+        failing.iter().collect()
+    } else {
+        relevant
+    }
+}
+
+/// The test module of a case (`tests/test_x.py` of `tests/test_x.py::test_y`).
+fn test_module(case: &TestCase) -> Option<&str> {
+    case.id.split("::").next().filter(|f| f.ends_with(".py"))
+}
+
+/// Whether a case's message or traceback names `file` (target-relative).
+fn traceback_mentions(case: &TestCase, file: &str) -> bool {
+    static PATH: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    let re = PATH.get_or_init(|| Regex::new(r"([A-Za-z0-9_./\\-]+\.py)").expect("static regex"));
+    [case.message.as_deref(), case.details.as_deref()]
+        .into_iter()
+        .flatten()
+        .flat_map(|text| re.captures_iter(text))
+        .map(|m| m[1].replace('\\', "/"))
+        .any(|p| p == file || p.ends_with(&format!("/{file}")))
+}
+
+/// Whether Python source `text` imports the module of `file`.
+fn imports(text: &str, file: &str) -> bool {
+    let stem = file.trim_end_matches(".py").trim_end_matches("/__init__");
+    imported_modules(text).iter().any(|module| {
+        let as_path = module.replace('.', "/");
+        stem == as_path || stem.ends_with(&format!("/{as_path}"))
+    })
 }
 
 /// Modules named by `import x.y` and `from x.y import z` (and `from x import y`
@@ -382,6 +413,31 @@ mod tests {
                 "pkg/__init__.py"
             ]
         );
+    }
+
+    #[test]
+    fn each_file_sees_the_failures_that_concern_it() {
+        let case = |id: &str, details: &str| TestCase {
+            id: id.into(),
+            outcome: TestOutcome::Failed,
+            message: None,
+            details: Some(details.into()),
+        };
+        let failing = vec![
+            case("tests/test_a.py::t1", "pkg/a.py:3: in f"),
+            case("tests/test_b.py::t2", "tests/test_b.py:9: assert"),
+            case("tests/test_c.py::t3", "tests/test_c.py:2: assert"),
+        ];
+        let read = |p: &str| (p == "tests/test_b.py").then(|| "from pkg import b\n".to_string());
+        let ids = |file: &str| -> Vec<String> {
+            failures_for(&failing, file, &read)
+                .iter()
+                .map(|c| c.id.clone())
+                .collect()
+        };
+        assert_eq!(ids("pkg/a.py"), vec!["tests/test_a.py::t1"]);
+        assert_eq!(ids("pkg/b.py"), vec!["tests/test_b.py::t2"]);
+        assert_eq!(ids("pkg/z.py").len(), 3, "no match: show everything");
     }
 
     #[test]
