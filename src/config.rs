@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::SwarmError;
-use crate::llm::{self, ProviderKind, Secret};
+use crate::llm::{ProviderKind, Secret};
 
 /// Where a setting came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -245,11 +245,6 @@ pub fn mask(secret: &Secret) -> String {
     } else {
         format!("****{tail}")
     }
-}
-
-/// The default model for a provider.
-pub fn default_model(kind: ProviderKind) -> &'static str {
-    llm::default_model(kind)
 }
 
 #[cfg(test)]

@@ -100,7 +100,7 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
         "--model",
         env.var("SWARM_MODEL").map(|m| (m, "SWARM_MODEL")),
         in_file(fp, file.model.clone()),
-        config::default_model(kind).to_string(),
+        crate::llm::default_model(kind).to_string(),
     );
     row("model", model.value.clone(), &model.source);
 

@@ -74,8 +74,10 @@ pub(crate) struct RunState {
     pub seen: HashSet<String>,
     /// Plan files that still want an accepted attempt, with tries so far.
     pub pending_plan: BTreeMap<String, u32>,
-    pub attempts: u32,
+    /// Rounds run so far.
+    pub iterations: u32,
     pub accepted: u32,
+    /// One commit per attempt, in order (attempt k is `commits[k - 1]`).
     pub commits: Vec<String>,
     /// Repo-relative files changed by accepted attempts.
     pub touched: BTreeSet<String>,
@@ -302,7 +304,7 @@ async fn drive(
         history: BTreeMap::new(),
         seen: HashSet::new(),
         pending_plan: BTreeMap::new(),
-        attempts: 0,
+        iterations: 0,
         accepted: 0,
         commits: Vec::new(),
         touched: BTreeSet::new(),
@@ -325,7 +327,6 @@ async fn drive(
         files: state.plan.items.keys().cloned().collect(),
     });
 
-    let mut iteration = 0;
     let mut idle_rounds = 0;
     let stop = loop {
         if cancel.is_cancelled() {
@@ -337,11 +338,11 @@ async fn drive(
         if over_budget(config, &state.spend) {
             break StopReason::Budget;
         }
-        if iteration >= config.max_iterations {
+        if state.iterations >= config.max_iterations {
             break StopReason::IterationLimit;
         }
-        iteration += 1;
-        let outcome = round::run_round(cx, ws, rec, &mut state, iteration).await?;
+        state.iterations += 1;
+        let outcome = round::run_round(cx, ws, rec, &mut state).await?;
         if let Some(stop) = outcome.stop {
             break stop;
         }
@@ -354,7 +355,6 @@ async fn drive(
             break StopReason::NoProgress;
         }
     };
-    rec.iterations = iteration;
     Ok((state, stop))
 }
 
@@ -433,8 +433,8 @@ fn deliver(
         tests_after: count(&state.best),
         pylint_before: state.baseline.pylint,
         pylint_after: state.best.pylint,
-        iterations: rec.iterations,
-        attempts: state.attempts,
+        iterations: state.iterations,
+        attempts: state.commits.len() as u32,
         accepted: state.accepted,
         commits: state.commits.clone(),
         tokens: state.spend,

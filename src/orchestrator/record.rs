@@ -20,7 +20,6 @@ pub(crate) struct Recorder<'a> {
     log: &'a mut ExperimentLog,
     model: String,
     run_id: String,
-    pub iterations: u32,
 }
 
 fn log_err(e: crate::log::experiment::LogError) -> SwarmError {
@@ -33,7 +32,6 @@ impl<'a> Recorder<'a> {
             log,
             model: model.to_string(),
             run_id: run_id.to_string(),
-            iterations: 0,
         }
     }
 

@@ -170,8 +170,8 @@ pub(crate) async fn run_round(
     ws: &mut RunWorkspace,
     rec: &mut Recorder<'_>,
     state: &mut RunState,
-    iteration: u32,
 ) -> Result<RoundOutcome, SwarmError> {
+    let iteration = state.iterations;
     let RunContext {
         config,
         model,
@@ -191,19 +191,15 @@ pub(crate) async fn run_round(
             stop: Some(StopReason::NoProgress),
         });
     }
-    let ctx = Arc::new(ReplyContext {
-        target_prefix: state.target_rel.clone(),
-        requested: files.clone(),
-    });
     let permits = Arc::new(Semaphore::new(config.jobs.max(1)));
     let mut set: JoinSet<ProposalResult> = JoinSet::new();
     for (index, file) in files.iter().enumerate() {
         let job = job_for(state, config, root, file);
         let model = Arc::clone(model);
-        let ctx = Arc::new(ReplyContext {
+        let ctx = ReplyContext {
+            target_prefix: state.target_rel.clone(),
             requested: vec![file.clone()],
-            ..(*ctx).clone()
-        });
+        };
         // Taking the permit before spawning starts the calls in file order,
         // so a recorded run replays in the same order.
         let permit = cancellable(cancel, Arc::clone(&permits).acquire_owned())
@@ -337,9 +333,9 @@ fn attempt(
     };
     rec.review(&file, iteration, Ok(change.changed_lines))?;
     state.seen.insert(change.hash.clone());
-    state.attempts += 1;
-    let k = state.attempts;
+    let k = state.commits.len() as u32 + 1;
     executor::stage(ws, &change)?;
+    // New Python files the change creates are measured (and kept) too.
     let mut files = state.files.clone();
     for f in &change.files {
         if f.ends_with(".py") && !files.contains(f) {
@@ -363,7 +359,7 @@ fn attempt(
         changed_lines: change.changed_lines,
     };
     let message = executor::commit_message(&record);
-    let commit = executor::settle(ws, &change, &record)?;
+    let commit = executor::settle(ws, &change, k, verdict, &message)?;
     rec.commit(&file, k, &commit.0, &message, verdict.as_str())?;
     events.emit(Event::Judged {
         attempt: k,
@@ -390,11 +386,7 @@ fn attempt(
         state
             .touched
             .extend(change.writes.iter().map(|w| w.path.clone()));
-        for f in change.files {
-            if f.ends_with(".py") && !state.files.contains(&f) {
-                state.files.push(f);
-            }
-        }
+        state.files = files;
         return Ok(true);
     }
     Ok(false)

@@ -55,15 +55,18 @@ pub fn stage(ws: &RunWorkspace, change: &Change) -> Result<(), GitError> {
     ws.write_files(&change.writes)
 }
 
-/// Commits the judged attempt; the run branch moves to it when the verdict
-/// accepts it, otherwise the worktree goes back to the best state.
+/// Commits the judged attempt with `message` (see [`commit_message`]); the
+/// run branch moves to it when the verdict accepts it, otherwise the
+/// worktree goes back to the best state.
 pub fn settle(
     ws: &mut RunWorkspace,
     change: &Change,
-    record: &AttemptRecord<'_>,
+    attempt: u32,
+    verdict: Verdict,
+    message: &str,
 ) -> Result<CommitId, GitError> {
-    let commit = ws.commit_attempt(record.attempt, &change.writes, &commit_message(record))?;
-    if record.verdict.is_accepted() {
+    let commit = ws.commit_attempt(attempt, &change.writes, message)?;
+    if verdict.is_accepted() {
         ws.advance_best(&commit)?;
         ws.reset_to(&commit)?;
     } else {

@@ -155,8 +155,9 @@ pub fn implicated_files(
         let Some(text) = read(test_file) else {
             continue;
         };
+        let modules = imported_modules(&text);
         for src in &sources {
-            if imports(&text, src) {
+            if imports(&modules, src) {
                 push(src);
             }
         }
@@ -183,7 +184,7 @@ pub fn failures_for<'a>(
             traceback_mentions(case, file)
                 || test_module(case)
                     .and_then(read)
-                    .is_some_and(|text| imports(&text, file))
+                    .is_some_and(|text| imports(&imported_modules(&text), file))
         })
         .collect();
     if relevant.is_empty() {
@@ -210,10 +211,10 @@ fn traceback_mentions(case: &TestCase, file: &str) -> bool {
         .any(|p| p == file || p.ends_with(&format!("/{file}")))
 }
 
-/// Whether Python source `text` imports the module of `file`.
-fn imports(text: &str, file: &str) -> bool {
+/// Whether `modules` (from [`imported_modules`]) include the module of `file`.
+fn imports(modules: &[String], file: &str) -> bool {
     let stem = file.trim_end_matches(".py").trim_end_matches("/__init__");
-    imported_modules(text).iter().any(|module| {
+    modules.iter().any(|module| {
         let as_path = module.replace('.', "/");
         stem == as_path || stem.ends_with(&format!("/{as_path}"))
     })
@@ -222,8 +223,11 @@ fn imports(text: &str, file: &str) -> bool {
 /// Modules named by `import x.y` and `from x.y import z` (and `from x import y`
 /// as `x.y`, which may be a submodule).
 fn imported_modules(text: &str) -> Vec<String> {
-    let re = Regex::new(r"(?m)^\s*(?:from\s+([\w.]+)\s+import\s+([\w, ]+)|import\s+([\w.]+))")
-        .expect("static regex");
+    static IMPORT: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    let re = IMPORT.get_or_init(|| {
+        Regex::new(r"(?m)^\s*(?:from\s+([\w.]+)\s+import\s+([\w, ]+)|import\s+([\w.]+))")
+            .expect("static regex")
+    });
     let mut out = Vec::new();
     for c in re.captures_iter(text) {
         if let Some(module) = c.get(1) {

@@ -31,21 +31,25 @@ fn a_model_that_keeps_failing_exits_2_and_touches_nothing() {
         .contains("500"));
 }
 
+/// A model that writes single_module's plan, then answers every fix request with `reply`.
+fn plan_then(reply: &'static str) -> LlmServer {
+    let plan = std::fs::read_to_string(fixture_dir("single_module").join("plan.md")).unwrap();
+    LlmServer::start(move |req| {
+        let text = if prompt_of(req).starts_with("Write a refactoring plan") {
+            plan.as_str()
+        } else {
+            reply
+        };
+        Reply::text_for(req, text)
+    })
+}
+
 #[test]
 fn useless_replies_give_up_with_exit_4_and_feed_back_reasons() {
     let fx = FixtureRepo::new("single_module");
     let before = fx.repo.snapshot();
-    let plan = std::fs::read_to_string(fixture_dir("single_module").join("plan.md")).unwrap();
     // The model writes a plan, then diffs whose context does not exist.
-    let server = LlmServer::start(move |req| {
-        let prompt = prompt_of(req);
-        let text = if prompt.starts_with("Write a refactoring plan") {
-            plan.clone()
-        } else {
-            "```diff\n--- a/stats.py\n+++ b/stats.py\n@@ -1,2 +1,2 @@\n-def nothing_like_this():\n-    pass\n+def fixed():\n+    pass\n```\n".to_string()
-        };
-        Reply::text_for(req, &text)
-    });
+    let server = plan_then("```diff\n--- a/stats.py\n+++ b/stats.py\n@@ -1,2 +1,2 @@\n-def nothing_like_this():\n-    pass\n+def fixed():\n+    pass\n```\n");
     let out = run_openai(&fx, &server, &["--max-iterations", "2"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{stderr}");
@@ -77,16 +81,7 @@ fn useless_replies_give_up_with_exit_4_and_feed_back_reasons() {
 #[test]
 fn test_edits_are_rejected_unless_allowed() {
     let fx = FixtureRepo::new("single_module");
-    let plan = std::fs::read_to_string(fixture_dir("single_module").join("plan.md")).unwrap();
-    let server = LlmServer::start(move |req| {
-        let prompt = prompt_of(req);
-        let text = if prompt.starts_with("Write a refactoring plan") {
-            plan.clone()
-        } else {
-            "Delete the failing tests.\n```diff\n--- a/test_stats.py\n+++ b/test_stats.py\n@@ -1 +1 @@\n-\"\"\"Tests for stats.\"\"\"\n+\"\"\"Tests.\"\"\"\n```\n".to_string()
-        };
-        Reply::text_for(req, &text)
-    });
+    let server = plan_then("Delete the failing tests.\n```diff\n--- a/test_stats.py\n+++ b/test_stats.py\n@@ -1 +1 @@\n-\"\"\"Tests for stats.\"\"\"\n+\"\"\"Tests.\"\"\"\n```\n");
     let out = run_openai(&fx, &server, &["--max-iterations", "1"]);
     assert_eq!(
         out.status.code(),
