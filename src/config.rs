@@ -132,12 +132,37 @@ pub trait Environment {
 }
 
 /// The process environment; empty values count as unset.
+///
+/// After [`ProcessEnv::capture`] (done by [`crate::harden::harden`] at
+/// start-up, before keys are removed from the live environment) it reads
+/// the captured copy; otherwise the live environment.
 pub struct ProcessEnv;
+
+static CAPTURED: std::sync::OnceLock<BTreeMap<String, String>> = std::sync::OnceLock::new();
+
+impl ProcessEnv {
+    /// Keeps a copy of the environment as it is now (the first call wins).
+    pub fn capture() {
+        CAPTURED.get_or_init(|| std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect());
+    }
+}
 
 impl Environment for ProcessEnv {
     fn var(&self, name: &str) -> Option<String> {
-        std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+        let value = match CAPTURED.get() {
+            Some(vars) => vars.get(name).cloned(),
+            None => std::env::var(name).ok(),
+        };
+        value.filter(|v| !v.trim().is_empty())
     }
+}
+
+/// Every variable that holds a provider key, for every provider.
+pub fn all_key_vars() -> Vec<&'static str> {
+    [ProviderKind::OpenAi, ProviderKind::Gemini, ProviderKind::Anthropic]
+        .into_iter()
+        .flat_map(|kind| key_vars(kind).iter().copied())
+        .collect()
 }
 
 /// Picks the first of flag, env, file, default.

@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod error;
 pub mod git;
+pub mod harden;
 pub mod llm;
 pub mod log;
 pub mod orchestrator;

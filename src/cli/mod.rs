@@ -105,6 +105,9 @@ pub struct RunArgs {
 
 /// Parses the command line, runs, and returns the exit code.
 pub fn main() -> ExitCode {
+    // First, while swarm has one thread: no child may inherit a key, and
+    // nothing may read swarm's environment through /proc.
+    crate::harden::harden(&crate::config::all_key_vars());
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {

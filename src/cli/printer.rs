@@ -70,6 +70,12 @@ impl Printer {
             ),
             format!("  branch:   {}  (inspect: {})", s.branch, s.inspect),
         ];
+        if let Some(check) = s.final_check.as_ref().filter(|c| !c.passed) {
+            out.push(format!(
+                "  check:    FAILED with the base commit's tests and test configuration — {}; not delivered",
+                check.tests
+            ));
+        }
         out.push(match &s.delivery {
             Delivery::Updated { branch, commit } => {
                 format!("  target:   {branch} fast-forwarded to {}", &commit[..commit.len().min(10)])

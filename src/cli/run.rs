@@ -40,12 +40,7 @@ pub async fn run_with(
     json: bool,
 ) -> Result<ExitKind, SwarmError> {
     let cancel = Cancel::new();
-    let on_signal = cancel.clone();
-    let listener = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_signal.cancel();
-        }
-    });
+    let listener = tokio::spawn(cancel_on_signals(cancel.clone()));
     let result = orchestrator::run(config, model, printer, &cancel).await;
     listener.abort();
     let summary = result?;
@@ -54,4 +49,39 @@ pub async fn run_with(
         println!("{}", serde_json::to_string(&summary).unwrap_or_default());
     }
     Ok(summary.exit)
+}
+
+/// Cancels the run on Ctrl-C (SIGINT), SIGTERM or SIGHUP: each ends the run
+/// the same way, with the worktree removed and every tool process killed.
+async fn cancel_on_signals(cancel: Cancel) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut streams = Vec::new();
+    for kind in [
+        SignalKind::interrupt(),
+        SignalKind::terminate(),
+        SignalKind::hangup(),
+    ] {
+        match signal(kind) {
+            Ok(stream) => streams.push(stream),
+            Err(e) => tracing::warn!("cannot listen for signal {kind:?}: {e}"),
+        }
+    }
+    if streams.is_empty() {
+        return;
+    }
+    any_signal(&mut streams).await;
+    cancel.cancel();
+}
+
+/// Resolves when any of the signal streams receives a signal.
+async fn any_signal(streams: &mut [tokio::signal::unix::Signal]) {
+    std::future::poll_fn(|cx| {
+        for stream in streams.iter_mut() {
+            if stream.poll_recv(cx).is_ready() {
+                return std::task::Poll::Ready(());
+            }
+        }
+        std::task::Poll::Pending
+    })
+    .await
 }

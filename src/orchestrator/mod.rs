@@ -5,6 +5,7 @@
 mod record;
 mod round;
 pub mod summary;
+mod verify;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::PathBuf;
@@ -24,6 +25,7 @@ use crate::stage::{auditor, prompt};
 use crate::tools::{self, PythonEnv};
 use record::Recorder;
 pub use summary::{Delivery, Spend, StopReason, Summary, TestCount};
+pub use verify::FinalCheck;
 
 /// Everything a run needs besides the model.
 #[derive(Clone, Debug)]
@@ -207,10 +209,25 @@ pub async fn run(
         root: &root,
     };
     let result = drive(&cx, &mut ws, &mut rec, &run_id, &info.target_rel, files).await;
+    let check = match &result {
+        Ok((state, stop)) if wants_final_check(state, *stop, &ws) => {
+            Some(verify::final_check(&cx, &repo, &ws, state, &mut rec))
+        }
+        _ => None,
+    };
     let removal = ws.remove();
     let (state, stop) = result?;
+    let check = check.transpose()?;
     removal?;
-    deliver(config, &repo, &info.head, &state, stop, &mut rec)
+    deliver(config, &repo, &info.head, &state, stop, check, &mut rec)
+}
+
+/// A state that would be delivered (or offered) is checked once more with
+/// the base commit's harness.
+fn wants_final_check(state: &RunState, stop: StopReason, ws: &RunWorkspace) -> bool {
+    stop != StopReason::Interrupted
+        && ws.best() != ws.base()
+        && state.best.is_green(state.baseline.pylint)
 }
 
 async fn drive(
@@ -233,7 +250,7 @@ async fn drive(
     let metrics = auditor::measure_files(root, &files);
     rec.metrics(&metrics)?;
     let baseline =
-        tokio::task::block_in_place(|| judge::measure(env, root, &files, config.limits, cancel))?;
+        tokio::task::block_in_place(|| judge::measure(env, root, &files, config.limits, cancel, None))?;
     rec.measurement(crate::log::Agent::Auditor, &baseline, None)?;
     let snapshot = baseline.snapshot;
     events.emit(Event::Audited {
@@ -255,9 +272,7 @@ async fn drive(
         .iter()
         .filter(|f| !crate::stage::is_test_path(f))
         .filter_map(|f| {
-            std::fs::read(root.join(f))
-                .ok()
-                .map(|b| (f.clone(), String::from_utf8_lossy(&b).into_owned()))
+            crate::stage::read_source_text(root, f).map(|text| (f.clone(), text))
         })
         .collect();
     let failing = snapshot
@@ -374,11 +389,13 @@ fn deliver(
     start: &crate::git::CommitId,
     state: &RunState,
     stop: StopReason,
+    final_check: Option<FinalCheck>,
     rec: &mut Recorder<'_>,
 ) -> Result<Summary, SwarmError> {
     let branch = format!("swarm/{}/best", state.run_id);
     let command = format!("git merge --ff-only {branch}");
-    let green = state.best.is_green(state.baseline.pylint);
+    let green = state.best.is_green(state.baseline.pylint)
+        && final_check.as_ref().is_none_or(|check| check.passed);
     let best_tip = repo.branch_tip(&branch)?.unwrap_or_else(|| start.clone());
     let delivery = if stop == StopReason::Interrupted {
         Delivery::Left {
@@ -442,6 +459,7 @@ fn deliver(
         inspect: format!("git log {branch}"),
         log_file: config.log_file.display().to_string(),
         dry_run: config.dry_run,
+        final_check,
     };
     rec.system_end(&summary)?;
     Ok(summary)

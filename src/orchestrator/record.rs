@@ -121,6 +121,14 @@ impl<'a> Recorder<'a> {
                         .as_ref()
                         .map(|t| t.failing.iter().map(|c| c.id.clone()).collect::<Vec<_>>())
                         .unwrap_or_default()),
+                )
+                .detail(
+                    "vanished",
+                    json!(snap
+                        .tests
+                        .as_ref()
+                        .map(|t| t.vanished.iter().cloned().collect::<Vec<_>>())
+                        .unwrap_or_default()),
                 );
             self.write(e)?;
         }
@@ -211,6 +219,30 @@ impl<'a> Recorder<'a> {
             .detail("file", file)
             .detail("iteration", iteration)
             .detail("verdict", verdict);
+        self.write(e)
+    }
+
+    /// The final check of the best state with the base commit's harness.
+    pub fn final_check(&mut self, check: &super::verify::FinalCheck) -> Result<(), SwarmError> {
+        let restored = if check.restored.is_empty() {
+            "no harness file changed".to_string()
+        } else {
+            format!("restored to the base version: {}", check.restored.join(", "))
+        };
+        let e = self
+            .entry(
+                Agent::Judge,
+                Action::CodeAnalysis,
+                format!("final check of the best state with the base commit's tests ({restored})"),
+                format!(
+                    "{}: {}",
+                    if check.passed { "passed" } else { "failed" },
+                    check.tests
+                ),
+            )
+            .detail("kind", "final_check")
+            .detail("passed", check.passed)
+            .detail("restored", json!(check.restored));
         self.write(e)
     }
 

@@ -99,7 +99,7 @@ fn choose_files(state: &RunState, root: &Path) -> Vec<String> {
     let mut planned: Vec<&String> = state.pending_plan.keys().collect();
     planned.sort_by_key(|f| std::cmp::Reverse(state.severities.get(*f).copied()));
     others.extend(planned.into_iter().cloned());
-    let read = |p: &str| std::fs::read_to_string(root.join(p)).ok();
+    let read = |p: &str| crate::stage::read_source_text(root, p);
     let mut files = fixer::implicated_files(&failing, &state.files, &read, &others);
     if files.is_empty() && !state.best.is_green(state.baseline.pylint) {
         files = state
@@ -115,7 +115,7 @@ fn choose_files(state: &RunState, root: &Path) -> Vec<String> {
 }
 
 fn job_for(state: &RunState, config: &RunConfig, root: &Path, file: &str) -> FixJob {
-    let read = |p: &str| std::fs::read_to_string(root.join(p)).ok();
+    let read = |p: &str| crate::stage::read_source_text(root, p);
     let failing: Vec<TestCase> = state
         .best
         .tests
@@ -147,9 +147,7 @@ fn job_for(state: &RunState, config: &RunConfig, root: &Path, file: &str) -> Fix
         .unwrap_or(crate::analysis::Severity::Medium);
     FixJob {
         path: file.to_string(),
-        text: std::fs::read(root.join(file))
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .unwrap_or_default(),
+        text: crate::stage::read_source_text(root, file).unwrap_or_default(),
         plan_items: state.plan.items.get(file).cloned(),
         lint: auditor::lint_for(&state.best.lint.messages, file)
             .into_iter()
@@ -342,8 +340,10 @@ fn attempt(
             files.push(f.clone());
         }
     }
-    let measured =
-        tokio::task::block_in_place(|| judge::measure(env, root, &files, config.limits, cancel))?;
+    let measured = tokio::task::block_in_place(|| {
+        let baseline = state.baseline.tests.as_ref();
+        judge::measure(env, root, &files, config.limits, cancel, baseline)
+    })?;
     let verdict = judge::compare(&state.best, &measured.snapshot, state.baseline.pylint);
     rec.measurement(Agent::Judge, &measured, Some(k))?;
     let record = AttemptRecord {

@@ -76,4 +76,7 @@ pub struct Summary {
     pub inspect: String,
     pub log_file: String,
     pub dry_run: bool,
+    /// The best state measured once more with the base commit's test files
+    /// and configuration; `None` when nothing was to be delivered.
+    pub final_check: Option<super::FinalCheck>,
 }

@@ -54,7 +54,7 @@ pub fn measure_files(root: &Path, files: &[String]) -> BTreeMap<String, FileMetr
     files
         .iter()
         .filter_map(|f| {
-            let bytes = std::fs::read(root.join(f)).ok()?;
+            let bytes = super::read_source(root, f)?;
             let text = String::from_utf8_lossy(&bytes);
             Some((f.clone(), analysis::analyze(f, &text)))
         })

@@ -89,6 +89,7 @@ mod tests {
                 failing: vec![],
                 total,
                 timed_out: false,
+                ..TestState::default()
             }),
             checks: None,
             pylint: Some(pylint),

@@ -27,12 +27,23 @@ pub struct TestState {
     pub passed: BTreeSet<String>,
     /// Failed or errored cases, with messages.
     pub failing: Vec<TestCase>,
+    /// Skipped or xfailed cases.
+    pub skipped: BTreeSet<String>,
+    /// Tests that ran at the baseline (passed, failed or errored there) but
+    /// not now: missing, deselected, or skipped. Each counts as a failure,
+    /// whatever made it vanish (a changed configuration, a plugin, a
+    /// collection problem), so a change can never turn red into green by
+    /// making a test disappear.
+    pub vanished: BTreeSet<String>,
+    /// Tests that ran (passed, failed or errored) plus the vanished ones.
     pub total: usize,
     pub timed_out: bool,
 }
 
 impl TestState {
-    fn from_run(run: &TestRun) -> Self {
+    /// The state of one pytest run. `reference` is the baseline: every test
+    /// that ran there and does not run here is [`TestState::vanished`].
+    fn from_run(run: &TestRun, reference: Option<&TestState>) -> Self {
         let mut state = TestState {
             timed_out: run.timed_out,
             ..Default::default()
@@ -43,15 +54,28 @@ impl TestState {
                     state.passed.insert(case.id.clone());
                 }
                 TestOutcome::Failed | TestOutcome::Error => state.failing.push(case.clone()),
-                TestOutcome::Skipped => {}
+                TestOutcome::Skipped => {
+                    state.skipped.insert(case.id.clone());
+                }
             }
             if case.outcome != TestOutcome::Skipped {
                 state.total += 1;
             }
         }
+        if let Some(reference) = reference {
+            let ran_now = |id: &String| {
+                state.passed.contains(id) || state.failing.iter().any(|c| &c.id == id)
+            };
+            state.vanished = reference
+                .ran()
+                .filter(|id| !ran_now(id))
+                .cloned()
+                .collect();
+            state.total += state.vanished.len();
+        }
         if run.timed_out {
             state.failing.push(TestCase {
-                id: "pytest".into(),
+                id: PYTEST_ITSELF.into(),
                 outcome: TestOutcome::Error,
                 message: Some("the test run did not finish within the timeout".into()),
                 details: Some(run.output.clone()),
@@ -59,7 +83,7 @@ impl TestState {
         } else if run.cases.is_empty() && run.exit_code.is_some_and(|c| c != 0 && c != 5) {
             // pytest failed before producing any result (usage or internal error).
             state.failing.push(TestCase {
-                id: "pytest".into(),
+                id: PYTEST_ITSELF.into(),
                 outcome: TestOutcome::Error,
                 message: Some(format!("pytest exited with code {:?}", run.exit_code)),
                 details: Some(run.output.clone()),
@@ -68,16 +92,36 @@ impl TestState {
         state
     }
 
-    /// `5/6 passed`.
+    /// `5/6 passed`, plus how many baseline tests no longer ran.
     pub fn describe(&self) -> String {
-        format!("{}/{} passed", self.passed.len(), self.total)
+        let passed = format!("{}/{} passed", self.passed.len(), self.total);
+        match self.vanished.len() {
+            0 => passed,
+            n => format!("{passed}, {n} baseline test(s) missing, deselected or skipped"),
+        }
     }
 
-    /// Every test passes and there is at least one.
+    /// Every test passes, there is at least one, and no baseline test vanished.
     pub fn all_pass(&self) -> bool {
-        !self.timed_out && self.failing.is_empty() && !self.passed.is_empty()
+        !self.timed_out
+            && self.failing.is_empty()
+            && self.vanished.is_empty()
+            && !self.passed.is_empty()
+    }
+
+    /// Ids of the tests that ran (passed, failed or errored), pytest's own
+    /// pseudo-cases left out.
+    fn ran(&self) -> impl Iterator<Item = &String> {
+        self.passed
+            .iter()
+            .chain(self.failing.iter().map(|c| &c.id))
+            .filter(|id| id.as_str() != PYTEST_ITSELF)
     }
 }
+
+/// The id of the pseudo-case that stands for pytest itself failing (a
+/// timeout, a usage error).
+const PYTEST_ITSELF: &str = "pytest";
 
 /// Problems found when there are no tests.
 #[derive(Clone, Debug, Default)]
@@ -188,8 +232,9 @@ pub fn compare(best: &Snapshot, new: &Snapshot, baseline_pylint: Option<f64>) ->
     let (regressed, gained) = match (&best.tests, &new.tests, &best.checks, &new.checks) {
         (Some(b), Some(n), _, _) => {
             let lost = b.passed.difference(&n.passed).next().is_some();
+            let vanished = n.vanished.difference(&b.vanished).next().is_some();
             let gained = n.passed.difference(&b.passed).next().is_some();
-            (lost || (n.timed_out && !b.timed_out), gained)
+            (lost || vanished || (n.timed_out && !b.timed_out), gained)
         }
         // Tests vanished (a module no longer imports so nothing is collected).
         (Some(_), None, _, _) => (true, false),
@@ -229,13 +274,16 @@ pub struct Measurement {
 }
 
 /// Measures the code in `root` (the target folder inside the worktree).
-/// `files` are the Python files, relative to `root`.
+/// `files` are the Python files, relative to `root`. `baseline` is the
+/// baseline's test state (`None` when measuring the baseline itself): tests
+/// that ran there and do not run here count as failures.
 pub fn measure(
     env: &PythonEnv,
     root: &Path,
     files: &[String],
     limits: Limits,
     cancel: &Cancel,
+    baseline: Option<&TestState>,
 ) -> Result<Measurement, tools::ToolError> {
     // pytest and pylint are independent: run them side by side.
     let (run, lint) = std::thread::scope(|scope| {
@@ -294,7 +342,7 @@ pub fn measure(
     }
     Ok(Measurement {
         snapshot: Snapshot {
-            tests: Some(TestState::from_run(&run)),
+            tests: Some(TestState::from_run(&run, baseline)),
             checks: None,
             pylint,
             lint,
@@ -324,6 +372,7 @@ mod tests {
                 total: passed.len() + failing.len(),
                 failing,
                 timed_out: false,
+                ..TestState::default()
             }),
             checks: None,
             pylint: Some(pylint),
@@ -358,6 +407,60 @@ mod tests {
             compare(&best, &snap(&["a", "b"], &["c", "d"], 4.5), Some(5.0)),
             Verdict::Regressed
         );
+    }
+
+    fn run_of(cases: &[(&str, TestOutcome)]) -> TestRun {
+        TestRun {
+            cases: cases
+                .iter()
+                .map(|(id, outcome)| TestCase {
+                    id: id.to_string(),
+                    outcome: *outcome,
+                    message: None,
+                    details: None,
+                })
+                .collect(),
+            exit_code: Some(1),
+            ..TestRun::default()
+        }
+    }
+
+    fn state_of(run: &TestRun, baseline: Option<&TestState>) -> Snapshot {
+        Snapshot {
+            tests: Some(TestState::from_run(run, baseline)),
+            checks: None,
+            pylint: Some(5.0),
+            lint: LintReport::default(),
+        }
+    }
+
+    #[test]
+    fn a_baseline_test_that_vanishes_is_a_regression_never_green() {
+        use TestOutcome::*;
+        let base_run = run_of(&[("t::a", Passed), ("t::b", Failed), ("t::c", Skipped)]);
+        let baseline = state_of(&base_run, None);
+        let reference = baseline.tests.as_ref();
+
+        // The failing test deselected: everything that runs passes, yet it is not green.
+        let deselected = state_of(&run_of(&[("t::a", Passed), ("t::c", Skipped)]), reference);
+        let tests = deselected.tests.as_ref().unwrap();
+        assert_eq!(tests.vanished, BTreeSet::from(["t::b".to_string()]));
+        assert!(!tests.all_pass());
+        assert_eq!(tests.describe(), "1/2 passed, 1 baseline test(s) missing, deselected or skipped");
+        assert_eq!(compare(&baseline, &deselected, Some(5.0)), Verdict::Regressed);
+
+        // Skipped now where it ran before: the same.
+        let skipped = state_of(&run_of(&[("t::a", Passed), ("t::b", Skipped), ("t::c", Skipped)]), reference);
+        assert_eq!(compare(&baseline, &skipped, Some(5.0)), Verdict::Regressed);
+
+        // A test that was skipped at the baseline may stay skipped; the real fix is green.
+        let fixed = state_of(&run_of(&[("t::a", Passed), ("t::b", Passed), ("t::c", Skipped)]), reference);
+        assert!(fixed.tests.as_ref().unwrap().vanished.is_empty());
+        assert_eq!(compare(&baseline, &fixed, Some(5.0)), Verdict::Green);
+
+        // Tests only ever added are fine; a passing baseline test that vanishes is lost.
+        let lost = state_of(&run_of(&[("t::b", Passed), ("t::new", Passed)]), reference);
+        assert_eq!(compare(&baseline, &lost, Some(5.0)), Verdict::Regressed);
     }
 
     #[test]

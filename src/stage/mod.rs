@@ -79,3 +79,89 @@ pub async fn call_model(
     };
     (call, result)
 }
+
+/// Whether a target-relative path belongs to the test harness: a test file
+/// (see [`is_test_path`]), pytest's configuration (`conftest.py`,
+/// `pytest.ini`, `.pytest.ini`, `setup.cfg`, `tox.ini`, `pyproject.toml`),
+/// or a file the interpreter runs at start-up (`sitecustomize.py`,
+/// `usercustomize.py`, `*.pth`). The Judge's final check restores the base
+/// commit's version of each such file before its verdict.
+pub fn is_test_harness_path(rel: &str) -> bool {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    is_test_path(rel)
+        || matches!(
+            name,
+            "conftest.py"
+                | "pytest.ini"
+                | ".pytest.ini"
+                | "setup.cfg"
+                | "tox.ini"
+                | "pyproject.toml"
+                | "sitecustomize.py"
+                | "usercustomize.py"
+        )
+        || name.ends_with(".pth")
+}
+
+/// Reads a file of the code under work, `rel` relative to `root`, without
+/// ever following a symbolic link: `None` when the path or any folder on
+/// the way is a symlink, or it is not a regular file. A committed symlink
+/// to `~/.ssh/id_rsa` must never reach a prompt or the log.
+pub fn read_source(root: &std::path::Path, rel: &str) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut path = root.to_path_buf();
+    for part in rel.split('/') {
+        if part.is_empty() || part == "." || part == ".." {
+            return None;
+        }
+        path.push(part);
+        if std::fs::symlink_metadata(&path).ok()?.file_type().is_symlink() {
+            return None;
+        }
+    }
+    // O_NOFOLLOW closes the gap between the check and the open.
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+/// [`read_source`] as text (lossy UTF-8).
+pub fn read_source_text(root: &std::path::Path, rel: &str) -> Option<String> {
+    read_source(root, rel).map(|b| String::from_utf8_lossy(&b).into_owned())
+}
+
+#[cfg(test)]
+mod read_source_tests {
+    use super::*;
+
+    #[test]
+    fn symlinks_are_never_followed() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("id_rsa"), "PRIVATE KEY").unwrap();
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("pkg")).unwrap();
+        std::fs::write(root.path().join("pkg/a.py"), "x = 1\n").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("id_rsa"), root.path().join("leak.py"))
+            .unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.path().join("linked")).unwrap();
+        std::os::unix::fs::symlink(root.path().join("pkg/a.py"), root.path().join("inner.py"))
+            .unwrap();
+
+        assert_eq!(read_source(root.path(), "pkg/a.py").as_deref(), Some(&b"x = 1\n"[..]));
+        assert_eq!(read_source(root.path(), "leak.py"), None);
+        assert_eq!(read_source(root.path(), "linked/id_rsa"), None);
+        // Even a link that stays inside is not followed: one rule, no judgement.
+        assert_eq!(read_source(root.path(), "inner.py"), None);
+        assert_eq!(read_source(root.path(), "../x.py"), None);
+        assert_eq!(read_source(root.path(), "pkg"), None);
+    }
+}

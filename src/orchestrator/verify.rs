@@ -1,0 +1,100 @@
+//! The final verdict before delivery: the best state is measured once more
+//! with the test files and test configuration of the base commit.
+//!
+//! Whatever the Reviewer's rules let through (with `--allow-test-edits`, or
+//! by a path no rule foresaw), the state the user receives must pass the
+//! tests the user had: every harness file the run changed (see
+//! [`crate::stage::is_test_harness_path`]) is put back to its base version
+//! in the worktree, pytest runs, and the worktree goes back to the best
+//! state. With `--allow-test-edits`, test files keep their changes (that is
+//! what the flag is for) but test configuration is still restored.
+
+use super::record::Recorder;
+use super::{RunContext, RunState};
+use crate::error::SwarmError;
+use crate::git::{FileWrite, Repo, RunWorkspace};
+use crate::log::Agent;
+use crate::stage::{is_test_harness_path, is_test_path, judge};
+
+/// What the final check found.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct FinalCheck {
+    /// Whether the best state is green with the base commit's harness.
+    pub passed: bool,
+    /// `6/6 passed`, as measured with the base harness.
+    pub tests: String,
+    /// Repo-relative files put back to their base version for the check
+    /// (a file the run created is removed for it).
+    pub restored: Vec<String>,
+}
+
+/// Re-measures the best state with the base commit's harness files. Leaves
+/// the worktree at the best state.
+pub(crate) fn final_check(
+    cx: &RunContext<'_>,
+    repo: &Repo,
+    ws: &RunWorkspace,
+    state: &RunState,
+    rec: &mut Recorder<'_>,
+) -> Result<FinalCheck, SwarmError> {
+    let overlay = base_harness(repo, ws, state, cx.config.allow_test_edits)?;
+    ws.write_files(&overlay)?;
+    let measured = tokio::task::block_in_place(|| {
+        judge::measure(
+            cx.env,
+            cx.root,
+            &state.files,
+            cx.config.limits,
+            cx.cancel,
+            state.baseline.tests.as_ref(),
+        )
+    });
+    // The worktree goes back to the best state whatever the measurement gave.
+    let restored = ws.reset_to(ws.best());
+    let measured = measured?;
+    restored?;
+    rec.measurement(Agent::Judge, &measured, None)?;
+    let snapshot = &measured.snapshot;
+    let check = FinalCheck {
+        passed: snapshot.is_green(state.baseline.pylint),
+        tests: snapshot.describe(),
+        restored: overlay.into_iter().map(|w| w.path).collect(),
+    };
+    rec.final_check(&check)?;
+    Ok(check)
+}
+
+/// The base versions of the harness files that differ between the base
+/// commit and the best state.
+fn base_harness(
+    repo: &Repo,
+    ws: &RunWorkspace,
+    state: &RunState,
+    allow_test_edits: bool,
+) -> Result<Vec<FileWrite>, SwarmError> {
+    let prefix = if state.target_rel.is_empty() {
+        String::new()
+    } else {
+        format!("{}/", state.target_rel)
+    };
+    let mut overlay = Vec::new();
+    for path in ws.files_changed_since_base()? {
+        // Paths outside the target cannot change; judge the rest by their
+        // place in the target, as the Reviewer does.
+        let Some(rel) = path.strip_prefix(&prefix) else {
+            continue;
+        };
+        let keep_edit = allow_test_edits && is_test_path(rel) && !is_configuration(rel);
+        if is_test_harness_path(rel) && !keep_edit {
+            let content = repo.file_at(ws.base(), &path)?;
+            overlay.push(FileWrite { path, content });
+        }
+    }
+    Ok(overlay)
+}
+
+/// Harness files that configure pytest rather than hold tests.
+fn is_configuration(rel: &str) -> bool {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    name == "conftest.py" || !name.ends_with(".py")
+}
