@@ -35,7 +35,9 @@ impl Printer {
         } else {
             "no tests: result NOT verified by tests (checked: every file compiles and imports, pylint not lower)".into()
         };
+        let check_failed = s.final_check.as_ref().is_some_and(|c| !c.passed);
         let reason = match s.stop_reason {
+            _ if check_failed => "the final check with the base commit's tests failed",
             StopReason::Green => "done",
             StopReason::IterationLimit => "iteration limit reached",
             StopReason::NoProgress => "no progress in three rounds",
