@@ -235,5 +235,6 @@ fn fixes_a_project_without_tests() {
 mod delivery;
 mod failures;
 mod hooks;
+mod kill;
 mod providers;
 mod trust;

@@ -132,6 +132,13 @@ fn collect(dir: &Path, rel: &Path, out: &mut Vec<(String, String)>) {
 /// Runs the swarm binary in `cwd` with a private HOME and no provider keys
 /// from the surrounding environment.
 pub fn swarm_in(cwd: &Path, home: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    swarm_command(cwd, home, args, env)
+        .output()
+        .expect("swarm can be started")
+}
+
+/// The command [`swarm_in`] runs, to spawn it instead.
+pub fn swarm_command(cwd: &Path, home: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_swarm"));
     command
         .current_dir(cwd)
@@ -146,7 +153,7 @@ pub fn swarm_in(cwd: &Path, home: &Path, args: &[&str], env: &[(&str, &str)]) ->
     for (k, v) in env {
         command.env(k, v);
     }
-    command.output().expect("swarm can be started")
+    command
 }
 
 /// Parses an experiment log.
