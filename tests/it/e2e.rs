@@ -237,4 +237,5 @@ mod failures;
 mod hooks;
 mod kill;
 mod providers;
+mod sandbox;
 mod trust;
