@@ -1,26 +1,58 @@
-//! The Reviewer: rules, no model. A proposal is accepted only when its paths
-//! stay inside the target, it leaves tests alone, it applies cleanly, its
-//! size fits the file's severity, the Python still parses, it adds no
-//! dangerous call, it is not whitespace-only and it was not tried before.
+//! The Reviewer: rules, no model. A proposal is accepted only when every
+//! rule holds; otherwise the first rule that fails gives a typed
+//! [`Rejection`] (its `Display` goes back to the model, its
+//! [`Rejection::rule`] name into the log). The order is fixed:
+//!
+//! 1. `unusable_reply` — the reply holds a readable change;
+//! 2. on every path the reply names (nothing applied yet): `empty_path`,
+//!    `absolute_path`, `outside_target` (`..`), `inside_git`, `submodule`,
+//!    `symlink_out`, then — unless `--allow-test-edits` — `startup_file`
+//!    (`sitecustomize.py`, `usercustomize.py`, `*.pth`), `test_config`
+//!    (`conftest.py`, `pytest.ini`, `.pytest.ini`, `pytest.toml`) and
+//!    `test_file`;
+//! 3. `does_not_apply` — every hunk applies exactly once (in memory);
+//! 4. on every file the change alters: `test_config` (the pytest sections of
+//!    `setup.cfg`, `tox.ini`, `pyproject.toml`, `pytest11` entry points),
+//!    `too_many_lines` and `too_many_bytes` (the severity's limits),
+//!    `syntax_error`, `pytest_plugin` (plugin or hook code, or a pytest
+//!    import, in a module that is not a test) and `dangerous_call` (new
+//!    dangerous calls and dynamic access, see `analysis`);
+//! 5. `no_change`, `whitespace_only`, `repeat` — on the change as a whole.
+//!
+//! The Reviewer reads the best state's files and never writes anything.
+//! Its static checks are an early warning; the sandbox the Judge runs in and
+//! the final re-check with the base commit's test harness are the guards.
+
+mod harness;
+mod rules;
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::{Component, Path};
+use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-use super::fixer::Proposal;
-use super::{is_test_path, repo_path};
-use crate::analysis::{self, Severity};
+pub use rules::{severity_name, Rejection};
+
+use super::fixer::{Proposal, ReplyProblem};
+use super::repo_path;
+use crate::analysis::Severity;
 use crate::git::FileWrite;
-use crate::patch::{self, FileEdit};
+use crate::patch::{self, PatchError};
+use rules::{ChangedFile, FILE_RULES, PATH_RULES};
 
 /// Changed-line limits per severity (defaults from the multi-agent
-/// refactoring paper: low 40, medium 100, high 180).
+/// refactoring paper: low 40, medium 100, high 180), and the changed-byte
+/// limit derived from them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct SizeLimits {
     pub low: usize,
     pub medium: usize,
     pub high: usize,
+    /// Changed bytes allowed per changed line of the limit: a file may
+    /// change by at most `limit × bytes_per_line` bytes (added and removed
+    /// lines, line ends included), so one 10 MB line is refused although it
+    /// is one line. Default [`SizeLimits::DEFAULT_BYTES_PER_LINE`].
+    pub bytes_per_line: usize,
 }
 
 impl Default for SizeLimits {
@@ -29,18 +61,28 @@ impl Default for SizeLimits {
             low: 40,
             medium: 100,
             high: 180,
+            bytes_per_line: Self::DEFAULT_BYTES_PER_LINE,
         }
     }
 }
 
 impl SizeLimits {
-    /// The limit for a file of this severity.
+    /// Bytes per changed line allowed by default (well above ordinary code).
+    pub const DEFAULT_BYTES_PER_LINE: usize = 120;
+
+    /// The changed-line limit for a file of this severity.
     pub fn for_severity(&self, severity: Severity) -> usize {
         match severity {
             Severity::Low => self.low,
             Severity::Medium => self.medium,
             Severity::High => self.high,
         }
+    }
+
+    /// The changed-byte limit for a file of this severity.
+    pub fn bytes_for_severity(&self, severity: Severity) -> usize {
+        self.for_severity(severity)
+            .saturating_mul(self.bytes_per_line)
     }
 }
 
@@ -58,6 +100,9 @@ pub struct ReviewContext<'a> {
     /// The commit the change applies to: the same change on a new best
     /// state is a new attempt.
     pub base: &'a str,
+    /// Git submodules inside the target, target-relative: nothing in them
+    /// may change.
+    pub submodules: &'a [String],
 }
 
 /// An accepted change, ready for the Executor.
@@ -78,178 +123,106 @@ pub struct Change {
 #[derive(Clone, Debug)]
 pub enum Review {
     Accepted(Change),
-    Rejected(String),
+    Rejected(Rejection),
 }
 
 /// Reviews a proposal.
 pub fn review(proposal: &Proposal, ctx: &ReviewContext<'_>) -> Review {
     match check(proposal, ctx) {
         Ok(change) => Review::Accepted(change),
-        Err(reason) => Review::Rejected(reason),
+        Err(rejection) => Review::Rejected(rejection),
     }
 }
 
-fn check(proposal: &Proposal, ctx: &ReviewContext<'_>) -> Result<Change, String> {
-    let edits = proposal.edits.as_ref().map_err(Clone::clone)?;
+fn check(proposal: &Proposal, ctx: &ReviewContext<'_>) -> Result<Change, Rejection> {
+    let edits = proposal
+        .edits
+        .as_ref()
+        .map_err(|unusable| Rejection::Unusable(unusable.clone()))?;
     if edits.is_empty() {
-        return Err(patch::PatchError::NoChange.to_string());
+        let problem = ReplyProblem::Patch(PatchError::NoChange);
+        return Err(Rejection::Unusable(problem.into()));
     }
-    for edit in edits {
-        check_path(edit, ctx)?;
+    for rule in PATH_RULES {
+        for edit in edits {
+            rule(&edit.path, ctx)?;
+        }
     }
     let read = |p: &str| std::fs::read(ctx.root.join(p)).ok();
-    let outcomes = patch::apply(edits, &read).map_err(|e| e.to_string())?;
-    let mut writes = Vec::new();
-    let mut files = Vec::new();
-    let mut diff = String::new();
-    let mut total = 0;
+    let outcomes = patch::apply(edits, &read).map_err(Rejection::DoesNotApply)?;
+    let outcomes: Vec<&patch::FileOutcome> =
+        outcomes.iter().filter(|o| o.before != o.after).collect();
+    let texts: Vec<(Option<String>, Option<String>)> = outcomes
+        .iter()
+        .map(|o| {
+            let text = |b: &Option<Vec<u8>>| {
+                b.as_deref()
+                    .map(|b| String::from_utf8_lossy(b).into_owned())
+            };
+            (text(&o.before), text(&o.after))
+        })
+        .collect();
+    let files: Vec<ChangedFile<'_>> = outcomes
+        .iter()
+        .zip(&texts)
+        .map(|(o, (before, after))| ChangedFile {
+            path: &o.path,
+            before: before.as_deref(),
+            after: after.as_deref(),
+            severity: ctx
+                .severities
+                .get(&o.path)
+                .copied()
+                .unwrap_or(Severity::Medium),
+        })
+        .collect();
+    for rule in FILE_RULES {
+        for file in &files {
+            rule(file, ctx)?;
+        }
+    }
+    if files.is_empty() {
+        return Err(Rejection::NoChange);
+    }
+    let meaningful = files.iter().any(|f| {
+        f.before.is_none()
+            || f.after.is_none()
+            || squeeze(f.before.unwrap_or("")) != squeeze(f.after.unwrap_or(""))
+    });
+    if !meaningful {
+        return Err(Rejection::WhitespaceOnly);
+    }
     let mut hasher = Sha256::new();
     hasher.update(ctx.base.as_bytes());
     hasher.update([0]);
-    let mut meaningful = false;
-    for outcome in &outcomes {
-        let before = outcome.before.as_deref().map(String::from_utf8_lossy);
-        let after = outcome.after.as_deref().map(String::from_utf8_lossy);
-        let (b, a) = (
-            before.as_deref().unwrap_or(""),
-            after.as_deref().unwrap_or(""),
-        );
-        if outcome.before == outcome.after {
-            continue;
-        }
-        if squeeze(b) != squeeze(a) || outcome.before.is_none() || outcome.after.is_none() {
-            meaningful = true;
-        }
-        let lines = patch::changed_lines(b, a);
-        let severity = ctx
-            .severities
-            .get(&outcome.path)
-            .copied()
-            .unwrap_or(Severity::Medium);
-        let limit = ctx.limits.for_severity(severity);
-        if lines > limit {
-            return Err(format!(
-                "the change to {} has {lines} changed lines; the limit for a {}-severity file is {limit}: \
-                 make a smaller change",
-                outcome.path,
-                severity_name(severity)
-            ));
-        }
-        total += lines;
-        if outcome.path.ends_with(".py") {
-            if let Some(text) = after.as_deref() {
-                if let Err(issue) = analysis::check_syntax(text) {
-                    return Err(format!(
-                        "after the change {} does not parse as Python (syntax error at line {}, column {})",
-                        outcome.path, issue.line, issue.column
-                    ));
-                }
-                let old = analysis::dangerous_calls(b);
-                let new = analysis::dangerous_calls(text);
-                for call in &new {
-                    let count = |calls: &[analysis::DangerousCall]| {
-                        calls.iter().filter(|c| c.name == call.name).count()
-                    };
-                    if count(&new) > count(&old) {
-                        return Err(format!(
-                            "the change adds a call to {} in {} (line {}); dangerous calls are not allowed",
-                            call.name, outcome.path, call.line
-                        ));
-                    }
-                }
-            }
-        }
+    let mut change = Change {
+        writes: Vec::new(),
+        files: Vec::new(),
+        changed_lines: 0,
+        diff: String::new(),
+        hash: String::new(),
+    };
+    for (outcome, file) in outcomes.iter().zip(&files) {
+        let (b, a) = (file.before.unwrap_or(""), file.after.unwrap_or(""));
         hasher.update(outcome.path.as_bytes());
         hasher.update([0]);
         hasher.update(outcome.after.as_deref().unwrap_or(b"\x00deleted"));
         hasher.update([0]);
-        diff.push_str(&patch::unified_diff(&outcome.path, b, a));
-        writes.push(FileWrite {
+        change.changed_lines += patch::changed_lines(b, a);
+        change
+            .diff
+            .push_str(&patch::unified_diff(&outcome.path, b, a));
+        change.writes.push(FileWrite {
             path: repo_path(ctx.target_rel, &outcome.path),
             content: outcome.after.clone(),
         });
-        files.push(outcome.path.clone());
+        change.files.push(outcome.path.clone());
     }
-    if writes.is_empty() {
-        return Err("the change leaves every file exactly as it is".into());
+    change.hash = hex::encode(hasher.finalize());
+    if ctx.seen.contains(&change.hash) {
+        return Err(Rejection::Repeat);
     }
-    if !meaningful {
-        return Err("the change only touches whitespace; fix the problems listed instead".into());
-    }
-    let hash = hex::encode(hasher.finalize());
-    if ctx.seen.contains(&hash) {
-        return Err(
-            "this exact change was already tried on this state of the code; take a different approach"
-                .into(),
-        );
-    }
-    Ok(Change {
-        writes,
-        files,
-        changed_lines: total,
-        diff,
-        hash,
-    })
-}
-
-/// Every path must be relative, free of `..`, outside `.git`, not a test
-/// (unless allowed), and must not lead out of the target through a symlink.
-fn check_path(edit: &FileEdit, ctx: &ReviewContext<'_>) -> Result<(), String> {
-    let path = edit.path.as_str();
-    let p = Path::new(path);
-    if path.is_empty() {
-        return Err("a file change has an empty path".into());
-    }
-    if p.is_absolute()
-        || path.starts_with('/')
-        || path.contains(':') && path.chars().nth(1) == Some(':')
-    {
-        return Err(format!(
-            "{path} is an absolute path; use paths relative to the project folder"
-        ));
-    }
-    if p.components().any(|c| matches!(c, Component::ParentDir)) {
-        return Err(format!(
-            "{path} leaves the project folder (`..`); only files inside it may change"
-        ));
-    }
-    if p.components().any(|c| c.as_os_str() == ".git") {
-        return Err(format!(
-            "{path} is inside .git; only project files may change"
-        ));
-    }
-    if !ctx.allow_test_edits && is_test_path(path) {
-        return Err(format!(
-            "{path} is a test file; tests must not be changed — fix the code under test instead"
-        ));
-    }
-    let mut current = ctx.root.to_path_buf();
-    let root = ctx
-        .root
-        .canonicalize()
-        .unwrap_or_else(|_| ctx.root.to_path_buf());
-    for component in p.components() {
-        current.push(component);
-        if let Ok(meta) = std::fs::symlink_metadata(&current) {
-            if meta.file_type().is_symlink() {
-                let resolved = current.canonicalize().ok();
-                if !resolved.is_some_and(|r| r.starts_with(&root)) {
-                    return Err(format!(
-                        "{path} goes through a symlink that leads out of the project folder"
-                    ));
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-fn severity_name(severity: Severity) -> &'static str {
-    match severity {
-        Severity::Low => "low",
-        Severity::Medium => "medium",
-        Severity::High => "high",
-    }
+    Ok(change)
 }
 
 /// Text without any whitespace, to spot whitespace-only changes.
@@ -258,171 +231,4 @@ fn squeeze(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::patch::ReplyContext;
-
-    const STATS: &str = "def mean(xs):\n    return sum(xs) / len(xs)\n";
-
-    struct Fixture {
-        dir: tempfile::TempDir,
-        severities: BTreeMap<String, Severity>,
-        seen: HashSet<String>,
-    }
-
-    impl Fixture {
-        fn new() -> Self {
-            let dir = tempfile::tempdir().unwrap();
-            std::fs::write(dir.path().join("stats.py"), STATS).unwrap();
-            std::fs::create_dir(dir.path().join("tests")).unwrap();
-            std::fs::write(
-                dir.path().join("tests/test_stats.py"),
-                "def test_x():\n    assert True\n",
-            )
-            .unwrap();
-            let severities = [("stats.py".to_string(), Severity::Low)]
-                .into_iter()
-                .collect();
-            Self {
-                dir,
-                severities,
-                seen: HashSet::new(),
-            }
-        }
-
-        fn review(&self, reply: &str, allow_tests: bool) -> Review {
-            let ctx = ReplyContext {
-                target_prefix: "svc".into(),
-                requested: vec!["stats.py".into()],
-            };
-            let proposal = Proposal {
-                file: "stats.py".into(),
-                reply: reply.into(),
-                edits: patch::parse_reply(reply, &ctx).map_err(|e| e.to_string()),
-                debugging: true,
-            };
-            review(
-                &proposal,
-                &ReviewContext {
-                    root: self.dir.path(),
-                    target_rel: "svc",
-                    severities: &self.severities,
-                    limits: SizeLimits::default(),
-                    allow_test_edits: allow_tests,
-                    seen: &self.seen,
-                    base: "abc",
-                },
-            )
-        }
-    }
-
-    fn diff(path: &str, before: &str, after: &str) -> String {
-        format!("```diff\n{}```\n", patch::unified_diff(path, before, after))
-    }
-
-    fn rejected(review: Review) -> String {
-        match review {
-            Review::Rejected(reason) => reason,
-            Review::Accepted(c) => panic!("accepted {:?}", c.files),
-        }
-    }
-
-    const FIXED: &str = "def mean(xs):\n    \"\"\"The mean; 0.0 for no values.\"\"\"\n    return sum(xs) / len(xs) if xs else 0.0\n";
-
-    #[test]
-    fn accepts_a_good_change_with_repo_relative_writes() {
-        let fx = Fixture::new();
-        let Review::Accepted(change) = fx.review(&diff("stats.py", STATS, FIXED), false) else {
-            panic!("rejected")
-        };
-        assert_eq!(change.files, vec!["stats.py"]);
-        assert_eq!(change.writes[0].path, "svc/stats.py");
-        assert_eq!(change.writes[0].content.as_deref(), Some(FIXED.as_bytes()));
-        assert_eq!(change.changed_lines, 3);
-        assert!(change.diff.contains("+    \"\"\"The mean"));
-    }
-
-    #[test]
-    fn paths_must_stay_inside_the_target() {
-        let fx = Fixture::new();
-        let escape =
-            "```diff\n--- a/../outside.py\n+++ b/../outside.py\n@@ -0,0 +1 @@\n+x = 1\n```\n";
-        assert!(rejected(fx.review(escape, false)).contains("leaves the project folder"));
-        let absolute = "```diff\n--- /etc/passwd\n+++ /etc/passwd\n@@ -0,0 +1 @@\n+x = 1\n```\n";
-        assert!(rejected(fx.review(absolute, false)).contains("absolute path"));
-        let git = "```diff\n--- a/.git/config\n+++ b/.git/config\n@@ -0,0 +1 @@\n+x = 1\n```\n";
-        assert!(rejected(fx.review(git, false)).contains(".git"));
-    }
-
-    #[test]
-    fn symlinks_leading_out_are_refused() {
-        let fx = Fixture::new();
-        let outside = tempfile::tempdir().unwrap();
-        std::fs::write(outside.path().join("x.py"), "a = 1\n").unwrap();
-        std::os::unix::fs::symlink(outside.path(), fx.dir.path().join("link")).unwrap();
-        let reply = diff("link/x.py", "a = 1\n", "a = 2\n");
-        assert!(rejected(fx.review(&reply, false)).contains("symlink"));
-        assert_eq!(
-            std::fs::read_to_string(outside.path().join("x.py")).unwrap(),
-            "a = 1\n"
-        );
-    }
-
-    #[test]
-    fn tests_are_left_alone_unless_allowed() {
-        let fx = Fixture::new();
-        let before = "def test_x():\n    assert True\n";
-        let reply = diff(
-            "tests/test_stats.py",
-            before,
-            "def test_x():\n    assert 1\n",
-        );
-        assert!(rejected(fx.review(&reply, false)).contains("is a test file"));
-        assert!(matches!(fx.review(&reply, true), Review::Accepted(_)));
-    }
-
-    #[test]
-    fn size_syntax_danger_whitespace_and_repeats() {
-        let mut fx = Fixture::new();
-        let big: String = (0..50).map(|i| format!("X{i} = {i}\n")).collect();
-        let reason = rejected(fx.review(&diff("stats.py", STATS, &format!("{STATS}{big}")), false));
-        assert!(
-            reason.contains("50 changed lines")
-                && reason.contains("low-severity")
-                && reason.contains("40"),
-            "{reason}"
-        );
-
-        let broken = "def mean(xs)\n    return sum(xs) / len(xs)\n";
-        assert!(
-            rejected(fx.review(&diff("stats.py", STATS, broken), false)).contains("does not parse")
-        );
-
-        let evil =
-            "import os\n\ndef mean(xs):\n    os.system('rm -rf /')\n    return sum(xs) / len(xs)\n";
-        assert!(rejected(fx.review(&diff("stats.py", STATS, evil), false)).contains("os.system"));
-
-        let spaced = "def mean(xs):\n    return sum(xs)  /  len(xs)\n";
-        assert!(rejected(fx.review(&diff("stats.py", STATS, spaced), false)).contains("whitespace"));
-
-        let good = diff("stats.py", STATS, FIXED);
-        let Review::Accepted(change) = fx.review(&good, false) else {
-            panic!()
-        };
-        fx.seen.insert(change.hash);
-        assert!(rejected(fx.review(&good, false)).contains("already tried"));
-    }
-
-    #[test]
-    fn unusable_replies_and_bad_hunks_carry_their_reason() {
-        let fx = Fixture::new();
-        assert!(rejected(fx.review("Looks fine to me.", false)).contains("no unified diff"));
-        let wrong = "```diff\n--- a/stats.py\n+++ b/stats.py\n@@ -1,2 +1,2 @@\n-def median(xs):\n-    pass\n+def median(xs):\n+    return 1\n```\n";
-        let reason = rejected(fx.review(wrong, false));
-        assert!(reason.contains("stats.py"), "{reason}");
-        assert_eq!(
-            std::fs::read_to_string(fx.dir.path().join("stats.py")).unwrap(),
-            STATS
-        );
-    }
-}
+mod tests;
