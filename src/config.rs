@@ -59,13 +59,17 @@ pub struct FileConfig {
     pub prices: Option<BTreeMap<String, PriceConfig>>,
 }
 
-/// Changed-line limits per severity.
+/// Changed-line limits per severity, and the changed bytes allowed per
+/// line of the limit (`bytes-per-line`, default 120: a low-severity file
+/// may change by 40 lines and 4,800 bytes).
 #[derive(Clone, Copy, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SizeLimitsConfig {
     pub low: Option<usize>,
     pub medium: Option<usize>,
     pub high: Option<usize>,
+    #[serde(rename = "bytes-per-line")]
+    pub bytes_per_line: Option<usize>,
 }
 
 /// A price override.
@@ -330,7 +334,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join("pyproject.toml"),
-            "[project]\nname='x'\n[tool.swarm]\nmodel = 'm1'\nmax-iterations = 3\n[tool.swarm.size-limits]\nlow = 20\n",
+            "[project]\nname='x'\n[tool.swarm]\nmodel = 'm1'\nmax-iterations = 3\n[tool.swarm.size-limits]\nlow = 20\nbytes-per-line = 200\n",
         )
         .unwrap();
         let (path, cfg) = load_file(dir.path()).unwrap().unwrap();
@@ -338,6 +342,7 @@ mod tests {
         assert_eq!(cfg.model.as_deref(), Some("m1"));
         assert_eq!(cfg.max_iterations, Some(3));
         assert_eq!(cfg.size_limits.unwrap().low, Some(20));
+        assert_eq!(cfg.size_limits.unwrap().bytes_per_line, Some(200));
         std::fs::write(dir.path().join(".swarm.toml"), "modle = 'typo'\n").unwrap();
         let err = load_file(dir.path()).unwrap_err();
         assert!(err.message.contains(".swarm.toml"), "{}", err.message);

@@ -132,7 +132,7 @@ impl EventSink for Printer {
             }
             Event::Planned { files } => format!("plan: {} file(s) to work on", files.len()),
             Event::Iteration { number, files } => format!("round {number}: {}", files.join(", ")),
-            Event::Rejected { file, reason } => format!("  {file}: rejected — {reason}"),
+            Event::Rejected { file, reason, .. } => format!("  {file}: rejected — {reason}"),
             Event::NoProposal { file, reason } => {
                 format!("  {file}: no usable proposal — {reason}")
             }

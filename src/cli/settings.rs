@@ -205,6 +205,7 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
         low: limits.low.unwrap_or(defaults.low),
         medium: limits.medium.unwrap_or(defaults.medium),
         high: limits.high.unwrap_or(defaults.high),
+        bytes_per_line: limits.bytes_per_line.unwrap_or(defaults.bytes_per_line),
     };
     let limits_source = match (file.size_limits.is_some(), fp) {
         (true, Some(p)) => Source::File(p.to_path_buf()),
@@ -213,8 +214,8 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
     row(
         "size_limits",
         format!(
-            "low {}, medium {}, high {}",
-            size_limits.low, size_limits.medium, size_limits.high
+            "low {}, medium {}, high {} lines; {} bytes per line",
+            size_limits.low, size_limits.medium, size_limits.high, size_limits.bytes_per_line
         ),
         &limits_source,
     );

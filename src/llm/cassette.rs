@@ -47,6 +47,10 @@ pub struct RecordedResponse {
     pub finish: Finish,
     /// Tokens used.
     pub usage: Usage,
+    /// Set when the reply was not valid UTF-8 ([`LlmError::NotUtf8`]'s
+    /// detail; `text` is then empty): replay answers with that error again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_utf8: Option<String>,
 }
 
 impl Cassette {
@@ -103,9 +107,11 @@ impl Cassette {
 /// A [`ChatModel`] that passes every call to an inner model and appends it
 /// to a cassette file.
 ///
-/// Failed calls are not recorded. When the cassette cannot be written, the
-/// call fails with `LlmError::Config` (provider `recorder`): a recording that
-/// silently misses calls would replay wrongly.
+/// Failed calls are not recorded, except replies that were not valid UTF-8
+/// (the Fixer asks again after one, so replay must see it too). When the
+/// cassette cannot be written, the call fails with `LlmError::Config`
+/// (provider `recorder`): a recording that silently misses calls would
+/// replay wrongly.
 pub struct Recorder {
     inner: Arc<dyn ChatModel>,
     path: PathBuf,
@@ -174,22 +180,92 @@ impl ChatModel for Recorder {
     }
 
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let response = self.inner.complete(request).await?;
+        let result = self.inner.complete(request).await;
+        let recorded = match &result {
+            Ok(response) => RecordedResponse {
+                text: response.text.clone(),
+                finish: response.finish.clone(),
+                usage: response.usage,
+                not_utf8: None,
+            },
+            Err(LlmError::NotUtf8 { detail, .. }) => RecordedResponse {
+                text: String::new(),
+                finish: Finish::Stop,
+                usage: Usage::default(),
+                not_utf8: Some(detail.clone()),
+            },
+            Err(_) => return result,
+        };
         let mut cassette = self.lock();
         cassette.interactions.push(Interaction {
             request_hash: request.hash(),
             model: self.inner.model().to_string(),
             request: request.clone(),
-            response: RecordedResponse {
-                text: response.text.clone(),
-                finish: response.finish.clone(),
-                usage: response.usage,
-            },
+            response: recorded,
         });
         cassette.save(&self.path).map_err(|err| LlmError::Config {
             provider: "recorder".into(),
             message: format!("cannot write cassette {}: {err}", self.path.display()),
         })?;
-        Ok(response)
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::ReplayModel;
+
+    /// Answers the first call with bytes that were not UTF-8, then with text.
+    struct Garbled(Mutex<u32>);
+
+    #[async_trait::async_trait]
+    impl ChatModel for Garbled {
+        fn kind(&self) -> ProviderKind {
+            ProviderKind::OpenAi
+        }
+        fn model(&self) -> &str {
+            "garbled"
+        }
+        async fn complete(&self, _request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+            let mut calls = self.0.lock().expect("not poisoned");
+            *calls += 1;
+            if *calls == 1 {
+                return Err(LlmError::NotUtf8 {
+                    provider: "openai".into(),
+                    detail: "byte 0xff at offset 3 of the body".into(),
+                });
+            }
+            Ok(ChatResponse {
+                text: "fine".into(),
+                finish: Finish::Stop,
+                usage: Usage::default(),
+                attempts: 1,
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_reply_that_was_not_utf8_is_recorded_and_replayed_as_that_error() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("c.json");
+        let recorder = Recorder::new(Arc::new(Garbled(Mutex::new(0))), &path).expect("recorder");
+        let first = ChatRequest::single("s", "first", 10);
+        let again = ChatRequest::single("s", "again", 10);
+        assert!(matches!(
+            recorder.complete(&first).await,
+            Err(LlmError::NotUtf8 { .. })
+        ));
+        assert_eq!(recorder.complete(&again).await.expect("text").text, "fine");
+        assert_eq!(recorder.len(), 2);
+
+        let replay = ReplayModel::from_file("m", &path).expect("cassette loads");
+        match replay.complete(&first).await {
+            Err(LlmError::NotUtf8 { detail, .. }) => {
+                assert_eq!(detail, "byte 0xff at offset 3 of the body")
+            }
+            other => panic!("expected the recorded error, got {other:?}"),
+        }
+        assert_eq!(replay.complete(&again).await.expect("text").text, "fine");
     }
 }

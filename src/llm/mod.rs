@@ -7,7 +7,8 @@
 //!
 //! Submodules: one per wire format (`openai`, `gemini`, `anthropic`), the
 //! shared retrying transport (`retry`), `replay` and `cassette` (recording),
-//! `price` (cost per model) and `reply` (refusal/empty-reply checks).
+//! `price` (cost per model), `reply` (refusal/empty-reply checks) and `utf8`
+//! (why a reply's bytes are not text).
 //! Nothing here prints; failures are [`LlmError`] values.
 
 mod anthropic;
@@ -18,6 +19,7 @@ mod price;
 mod replay;
 mod reply;
 mod retry;
+mod utf8;
 
 pub use anthropic::AnthropicChat;
 pub use cassette::{Cassette, Interaction, RecordedResponse, Recorder};
@@ -226,8 +228,24 @@ pub enum LlmError {
         message: String,
         body: String,
     },
+    /// A 2xx reply whose bytes are not valid UTF-8 (or whose JSON encodes a
+    /// lone surrogate). Never decoded lossily: a reply with U+FFFD in place
+    /// of what the model sent must not reach a file. Callers treat it as an
+    /// unusable reply, not as an unreachable model.
+    #[error("{provider}: the reply is not valid UTF-8 ({detail}), so none of it was used")]
+    NotUtf8 { provider: String, detail: String },
     #[error("replay: {0}")]
     Replay(String),
+}
+
+impl LlmError {
+    /// The detail of a [`LlmError::NotUtf8`] from its message (as an
+    /// experiment log keeps it), or `None` for any other error's message.
+    pub fn not_utf8_detail(message: &str) -> Option<String> {
+        let (_, rest) = message.split_once(": the reply is not valid UTF-8 (")?;
+        let (detail, _) = rest.rsplit_once("), so none of it was used")?;
+        Some(detail.to_string())
+    }
 }
 
 /// A chat model.
@@ -439,6 +457,19 @@ mod tests {
         );
         config.base_url = None;
         assert_eq!(resolve_base_url(&config, "https://x/", None), "https://x");
+    }
+
+    #[test]
+    fn not_utf8_details_survive_the_message() {
+        let err = LlmError::NotUtf8 {
+            provider: "gemini".into(),
+            detail: "byte 0xc3 at offset 7 of the body".into(),
+        };
+        assert_eq!(
+            LlmError::not_utf8_detail(&err.to_string()).as_deref(),
+            Some("byte 0xc3 at offset 7 of the body")
+        );
+        assert_eq!(LlmError::not_utf8_detail("openai: HTTP 500"), None);
     }
 
     #[test]

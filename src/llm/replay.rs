@@ -13,6 +13,10 @@
 //! the next unused call in recorded order. Replayed answers report
 //! `attempts: 1`, and usage as recorded (estimated when the recording has
 //! none).
+//!
+//! A reply that was not valid UTF-8 is replayed as that error again
+//! ([`LlmError::NotUtf8`]): from a cassette's `not_utf8` field, or from a
+//! log's `FAILURE` entry whose `details.error` is that error's message.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -35,6 +39,8 @@ struct RecordedCall {
     finish: Finish,
     /// Usage as recorded; estimated from the live request when absent.
     usage: Option<Usage>,
+    /// The reply was not valid UTF-8: replay the error, with this detail.
+    not_utf8: Option<String>,
 }
 
 /// A model that answers from a recorded experiment log or cassette.
@@ -145,6 +151,12 @@ impl ChatModel for ReplayModel {
                 self.calls.len()
             ))
         })?;
+        if let Some(detail) = &call.not_utf8 {
+            return Err(LlmError::NotUtf8 {
+                provider: "replay".into(),
+                detail: detail.clone(),
+            });
+        }
         Ok(ChatResponse {
             text: call.text.clone(),
             finish: call.finish.clone(),
@@ -172,6 +184,7 @@ fn parse_recording(text: &str) -> Result<Vec<RecordedCall>, String> {
                     text: interaction.response.text,
                     finish: interaction.response.finish,
                     usage: Some(interaction.response.usage),
+                    not_utf8: interaction.response.not_utf8,
                 })
                 .collect())
         }
@@ -187,10 +200,12 @@ fn parse_recording(text: &str) -> Result<Vec<RecordedCall>, String> {
 fn log_call(entry: &Value) -> Option<RecordedCall> {
     let details = entry.get("details")?;
     let text = details.get("output_response")?.as_str()?;
+    let mut not_utf8 = None;
     match details.get("kind").and_then(Value::as_str) {
         Some("llm_call") => {
             if entry.get("status").and_then(Value::as_str) == Some("FAILURE") {
-                return None;
+                let error = details.get("error").and_then(Value::as_str)?;
+                not_utf8 = Some(LlmError::not_utf8_detail(error)?);
             }
         }
         Some(_) => return None,
@@ -212,6 +227,7 @@ fn log_call(entry: &Value) -> Option<RecordedCall> {
             .and_then(|finish| serde_json::from_value(finish.clone()).ok())
             .unwrap_or(Finish::Stop),
         usage: logged_usage(details),
+        not_utf8,
     })
 }
 
@@ -257,6 +273,40 @@ mod tests {
         );
         assert_eq!(calls[1].text, "diff");
         assert_eq!(calls[1].hash, None);
+    }
+
+    #[test]
+    fn replies_that_were_not_utf8_replay_as_that_error() {
+        let error = LlmError::NotUtf8 {
+            provider: "openai".into(),
+            detail: "byte 0xff at offset 9 of the body".into(),
+        };
+        let log = serde_json::json!([
+          {"agent":"Fixer","status":"FAILURE","details":{"kind":"llm_call","input_prompt":"p",
+           "output_response":"","request_hash":"h1","error": error.to_string()}},
+          {"agent":"Fixer","status":"SUCCESS","details":{"kind":"llm_call","input_prompt":"p2",
+           "output_response":"diff","request_hash":"h2"}}
+        ]);
+        let calls = parse_recording(&log.to_string()).expect("valid log");
+        assert_eq!(calls.len(), 2);
+        assert_eq!(
+            calls[0].not_utf8.as_deref(),
+            Some("byte 0xff at offset 9 of the body")
+        );
+        let model = ReplayModel::from_calls("m".into(), calls);
+        let request = ChatRequest::single("s", "u", 10);
+        let first = tokio_test_block_on(model.complete(&request));
+        assert!(matches!(first, Err(LlmError::NotUtf8 { .. })), "{first:?}");
+        let second = tokio_test_block_on(model.complete(&request)).expect("the next call");
+        assert_eq!(second.text, "diff");
+    }
+
+    /// Runs a future to completion on a fresh single-threaded runtime.
+    fn tokio_test_block_on<F: std::future::Future>(future: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime")
+            .block_on(future)
     }
 
     #[test]

@@ -4,11 +4,13 @@
 //! with exponential backoff and jitter on 408/429/5xx, connection errors and
 //! timeouts, `Retry-After` (seconds or HTTP date, capped), and the final
 //! error with a short, key-free excerpt of the reply. It knows nothing of any
-//! wire format: it posts JSON and hands back the body of a 2xx reply.
+//! wire format: it posts JSON and hands back the body of a 2xx reply — only
+//! when that body is valid UTF-8 ([`LlmError::NotUtf8`] otherwise; it is
+//! never decoded lossily, and not retried here: the caller decides).
 
 use std::time::Duration;
 
-use super::{LlmError, ProviderConfig, Secret};
+use super::{utf8, LlmError, ProviderConfig, Secret};
 
 /// How long to wait between attempts.
 ///
@@ -85,6 +87,8 @@ pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(120);
 /// What one attempt produced.
 enum Outcome {
     Success(String),
+    /// A 2xx body that is not UTF-8: what is wrong with it.
+    NotUtf8(String),
     Status {
         status: u16,
         body: String,
@@ -156,6 +160,12 @@ impl Transport {
             let outcome = self.attempt(url, headers, body).await;
             let (wait, error) = match outcome {
                 Outcome::Success(text) => return Ok((text, attempt)),
+                Outcome::NotUtf8(detail) => {
+                    return Err(LlmError::NotUtf8 {
+                        provider: self.provider.to_string(),
+                        detail,
+                    })
+                }
                 Outcome::Status {
                     status,
                     body,
@@ -227,18 +237,18 @@ impl Transport {
             Err(_) => Outcome::Timeout,
             Ok(Err(err)) if err.is_timeout() => Outcome::Timeout,
             Ok(Err(err)) => Outcome::Connect(error_chain(&err)),
-            Ok(Ok((status, retry_after, bytes))) => {
-                let text = String::from_utf8_lossy(&bytes).into_owned();
-                if (200..300).contains(&status) {
-                    Outcome::Success(text)
-                } else {
-                    Outcome::Status {
-                        status,
-                        body: text,
-                        retry_after,
-                    }
+            Ok(Ok((status, _, bytes))) if (200..300).contains(&status) => {
+                match String::from_utf8(bytes.to_vec()) {
+                    Ok(text) => Outcome::Success(text),
+                    Err(err) => Outcome::NotUtf8(utf8::describe_error(err.utf8_error(), &bytes)),
                 }
             }
+            // An error body only ever goes into a message: lossy is fine.
+            Ok(Ok((status, retry_after, bytes))) => Outcome::Status {
+                status,
+                body: String::from_utf8_lossy(&bytes).into_owned(),
+                retry_after,
+            },
         }
     }
 
@@ -269,8 +279,13 @@ impl Transport {
                 body,
             ));
         }
-        serde_json::from_str(body)
-            .map_err(|err| self.malformed(format!("reply is not valid JSON ({err})"), body))
+        serde_json::from_str(body).map_err(|err| match utf8::lone_surrogate(body) {
+            Some(escape) => LlmError::NotUtf8 {
+                provider: self.provider.to_string(),
+                detail: format!("the JSON escape `{escape}` is a lone surrogate"),
+            },
+            None => self.malformed(format!("reply is not valid JSON ({err})"), body),
+        })
     }
 
     /// `text` with the key replaced by `***`.

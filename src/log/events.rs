@@ -28,8 +28,13 @@ pub enum Event {
     Planned { files: Vec<String> },
     /// A Fixer→Judge round begins.
     Iteration { number: u32, files: Vec<String> },
-    /// The Reviewer turned a proposal down.
-    Rejected { file: String, reason: String },
+    /// The Reviewer turned a proposal down; `rule` is the stable name of
+    /// the rule that did (`test_file`, `too_many_bytes`, …).
+    Rejected {
+        file: String,
+        reason: String,
+        rule: &'static str,
+    },
     /// An attempt was committed and judged.
     Judged {
         attempt: u32,

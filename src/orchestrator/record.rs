@@ -10,6 +10,7 @@ use crate::error::SwarmError;
 use crate::log::{Action, Agent, Entry, ExperimentLog, Status};
 use crate::stage::judge::Measurement;
 use crate::stage::prompt::clip;
+use crate::stage::reviewer::Rejection;
 use crate::stage::ModelCall;
 
 /// How much tool output an entry keeps.
@@ -197,16 +198,21 @@ impl<'a> Recorder<'a> {
         self.write(e)
     }
 
-    /// The Reviewer's decision.
+    /// The Reviewer's decision; a rejection carries its rule's stable name
+    /// in `details.rule`.
     pub fn review(
         &mut self,
         file: &str,
         iteration: u32,
-        accepted: Result<usize, &str>,
+        accepted: Result<usize, &Rejection>,
     ) -> Result<(), SwarmError> {
-        let (output, verdict) = match accepted {
-            Ok(lines) => (format!("accepted: {lines} changed lines"), "accepted"),
-            Err(reason) => (format!("rejected: {reason}"), "rejected"),
+        let (output, verdict, rule) = match accepted {
+            Ok(lines) => (format!("accepted: {lines} changed lines"), "accepted", None),
+            Err(reason) => (
+                format!("rejected: {reason}"),
+                "rejected",
+                Some(reason.rule()),
+            ),
         };
         let e = self
             .entry(
@@ -218,7 +224,8 @@ impl<'a> Recorder<'a> {
             .detail("kind", "review")
             .detail("file", file)
             .detail("iteration", iteration)
-            .detail("verdict", verdict);
+            .detail("verdict", verdict)
+            .detail("rule", json!(rule));
         self.write(e)
     }
 

@@ -289,7 +289,7 @@ fn attempt(
         // Nothing to review: the model gave no usable change even when asked again.
         events.emit(Event::NoProposal {
             file: file.clone(),
-            reason: reason.clone(),
+            reason: reason.to_string(),
         });
         state.history.entry(file).or_default().push(PastAttempt {
             label: format!("reply in round {iteration}"),
@@ -309,6 +309,7 @@ fn attempt(
             limits: config.size_limits,
             allow_test_edits: config.allow_test_edits,
             seen: &state.seen,
+            submodules: &[],
         };
         reviewer::review(proposal, &ctx)
     };
@@ -317,7 +318,8 @@ fn attempt(
             rec.review(&file, iteration, Err(&reason))?;
             events.emit(Event::Rejected {
                 file: file.clone(),
-                reason: reason.clone(),
+                reason: reason.to_string(),
+                rule: reason.rule(),
             });
             state.history.entry(file).or_default().push(PastAttempt {
                 label: format!("proposal in round {iteration}"),

@@ -23,6 +23,9 @@ pub(crate) struct RawFileDiff {
     pub(crate) git_new: bool,
     pub(crate) git_deleted: bool,
     pub(crate) hunks: Vec<Hunk>,
+    /// The rest of a `diff --git` line whose paths could not be read: it
+    /// names something, so its hunks never fall back to the requested file.
+    pub(crate) unread_git_header: Option<String>,
     /// True once `---`/`+++` lines were seen (not only `diff --git`).
     has_plain_header: bool,
 }
@@ -74,9 +77,12 @@ pub(crate) fn parse_diffs(lines: &[&str], origin: Origin) -> Vec<RawFileDiff> {
         if let Some(rest) = line.strip_prefix("diff --git ") {
             files.extend(current.take());
             let (old, new) = git_paths(rest);
+            let unread = (old.is_none() && new.is_none() && !rest.trim().is_empty())
+                .then(|| rest.trim().to_string());
             current = Some(RawFileDiff {
                 old,
                 new,
+                unread_git_header: unread,
                 ..RawFileDiff::default()
             });
             i += 1;
@@ -145,15 +151,20 @@ fn is_body_line(line: &str) -> bool {
     line.starts_with([' ', '+', '-', '\\'])
 }
 
-/// Old and new paths of a `diff --git a/x b/x` line.
+/// Old and new paths of a `diff --git a/x b/x` line (or `x y` without the
+/// prefixes, when it is exactly two words).
 fn git_paths(rest: &str) -> (Option<RawPath>, Option<RawPath>) {
     let rest = rest.trim();
-    match rest.rfind(" b/") {
-        Some(split) => (
+    if let Some(split) = rest.rfind(" b/") {
+        return (
             Some(header_path(&rest[..split], "a/")),
             Some(header_path(&rest[split + 1..], "b/")),
-        ),
-        None => (None, None),
+        );
+    }
+    let words: Vec<&str> = rest.split_whitespace().collect();
+    match words.as_slice() {
+        [old, new] => (Some(header_path(old, "a/")), Some(header_path(new, "b/"))),
+        _ => (None, None),
     }
 }
 
@@ -339,6 +350,20 @@ mod tests {
         assert_eq!(files[0].old, Some(RawPath::DevNull));
         assert_eq!(files[0].new, Some(RawPath::Path("pkg/x.py".into())));
         assert_eq!(files[0].hunks[0].lines, vec![HunkLine::Add("a".into())]);
+    }
+
+    #[test]
+    fn git_headers_without_prefixes_still_name_their_paths() {
+        let text = "diff --git .git/hooks/post-merge .git/hooks/post-merge\n@@ @@\n-a\n+b\n";
+        let files = parse_diffs(&lines(text), Origin::Fenced);
+        assert_eq!(
+            files[0].new,
+            Some(RawPath::Path(".git/hooks/post-merge".into()))
+        );
+        let text = "diff --git one two three\n@@ @@\n-a\n+b\n";
+        let files = parse_diffs(&lines(text), Origin::Fenced);
+        assert_eq!(files[0].old, None);
+        assert_eq!(files[0].unread_git_header.as_deref(), Some("one two three"));
     }
 
     #[test]

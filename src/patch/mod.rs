@@ -6,7 +6,8 @@
 //! - [`apply`] locates every hunk by its text (exact, then ignoring trailing
 //!   whitespace, then ignoring indentation, then with edge context trimmed),
 //!   requires exactly one match, and changes all files or none.
-//! - [`changed_lines`] and [`unified_diff`] measure and show a change.
+//! - [`changed_lines`], [`changed_bytes`] and [`unified_diff`] measure and
+//!   show a change.
 
 mod apply;
 mod diff;
@@ -153,6 +154,12 @@ pub fn apply(
 /// Lines added plus lines removed between two texts.
 pub fn changed_lines(before: &str, after: &str) -> usize {
     stats::changed_lines(before, after)
+}
+
+/// Bytes of the lines added plus the lines removed between two texts (line
+/// ends included): one 10 MB line is one changed line but 10 MB here.
+pub fn changed_bytes(before: &str, after: &str) -> usize {
+    stats::changed_bytes(before, after)
 }
 
 /// A unified diff of one file (`a/path`, `b/path` headers), for prompts and logs.

@@ -57,7 +57,15 @@ fn edits_from_diffs(
         let (old, new) = (resolve(&raw.old), resolve(&raw.new));
         let deleted = raw.new == Some(RawPath::DevNull) || raw.git_deleted;
         let created = raw.old == Some(RawPath::DevNull) || raw.git_new;
+        // A side that names an unsafe place wins, so the Reviewer refuses
+        // it by name instead of the change landing on the other side's file.
+        let unsafe_side = [&old, &new]
+            .into_iter()
+            .flatten()
+            .find(|p| paths::is_unsafe(p))
+            .cloned();
         let path = match (&old, &new) {
+            _ if unsafe_side.is_some() => unsafe_side,
             _ if deleted => old.clone().or(new.clone()),
             _ if created => new.clone().or(old.clone()),
             (Some(o), Some(n)) if o != n && ctx.requested.contains(o) => Some(o.clone()),
@@ -65,6 +73,14 @@ fn edits_from_diffs(
         };
         let path = match (path, ctx.requested.as_slice()) {
             (Some(p), _) => p,
+            (None, _) if raw.unread_git_header.is_some() => {
+                return Err(PatchError::Parse(format!(
+                    "the line `diff --git {}` names no file in the `a/<path> b/<path>` form, so \
+                     it is unclear which file the diff changes; start each file's diff with \
+                     `--- a/<path>` and `+++ b/<path>` lines",
+                    raw.unread_git_header.unwrap_or_default()
+                )))
+            }
             (None, [only]) => only.clone(),
             (None, requested) => {
                 return Err(PatchError::Parse(format!(
@@ -166,4 +182,64 @@ fn merge(edits: Vec<FileEdit>) -> Result<Vec<FileEdit>, PatchError> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> ReplyContext {
+        ReplyContext {
+            target_prefix: String::new(),
+            requested: vec!["stats.py".into()],
+        }
+    }
+
+    fn paths_of(reply: &str) -> Result<Vec<String>, PatchError> {
+        parse(reply, &ctx()).map(|edits| edits.into_iter().map(|e| e.path).collect())
+    }
+
+    #[test]
+    fn a_whole_file_labelled_with_an_unsafe_path_keeps_that_path() {
+        let reply = "FILE: .git/hooks/post-merge\n```\nimport os\nos.system('id')\n```\n";
+        assert_eq!(paths_of(reply).unwrap(), vec![".git/hooks/post-merge"]);
+        let reply = "### /etc/cron.d/job\n```python\nx = 1\n```\n";
+        assert_eq!(paths_of(reply).unwrap(), vec!["/etc/cron.d/job"]);
+    }
+
+    #[test]
+    fn a_label_that_is_no_path_is_named_in_the_reason() {
+        let reply = "FILE: post-merge\n```\nx = 1\n```\n";
+        let err = paths_of(reply).unwrap_err();
+        assert!(
+            matches!(&err, PatchError::Parse(m) if m.contains("`post-merge`")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_diff_naming_an_unsafe_side_is_kept_on_that_side() {
+        let reply = "```diff\n--- a/stats.py\n+++ b/.git/hooks/post-merge\n@@ @@\n-x\n+y\n```\n";
+        assert_eq!(paths_of(reply).unwrap(), vec![".git/hooks/post-merge"]);
+        let reply = "```diff\n--- a/../outside.py\n+++ b/stats.py\n@@ @@\n-x\n+y\n```\n";
+        assert_eq!(paths_of(reply).unwrap(), vec!["../outside.py"]);
+        // An ordinary rename-looking header still lands on the requested file.
+        let reply = "```diff\n--- a/stats.py\n+++ b/stats_fixed.py\n@@ @@\n-x\n+y\n```\n";
+        assert_eq!(paths_of(reply).unwrap(), vec!["stats.py"]);
+    }
+
+    #[test]
+    fn an_unreadable_git_header_never_falls_back_to_the_requested_file() {
+        let reply = "```diff\ndiff --git one two three\n@@ @@\n-x\n+y\n```\n";
+        let err = paths_of(reply).unwrap_err();
+        assert!(
+            matches!(&err, PatchError::Parse(m) if m.contains("one two three")),
+            "{err}"
+        );
+        let reply = "```diff\ndiff --git .git/config .git/config\n@@ @@\n-x\n+y\n```\n";
+        assert_eq!(paths_of(reply).unwrap(), vec![".git/config"]);
+        // A hunk with no header at all still belongs to the one requested file.
+        let reply = "```diff\n@@ @@\n-x\n+y\n```\n";
+        assert_eq!(paths_of(reply).unwrap(), vec!["stats.py"]);
+    }
 }

@@ -1,6 +1,10 @@
 //! Turns paths as models write them into target-relative paths. It never
 //! rejects anything (`..` and absolute paths pass through, normalized to
-//! `/`): the Reviewer decides what is allowed.
+//! `/`): the Reviewer decides what is allowed. What it must never do is
+//! drop a path the reply names in favour of another one: where a reply
+//! names a path that [`is_unsafe`], the parser keeps that path, so the
+//! Reviewer refuses the reply naming it (never a silent fallback to the
+//! requested file).
 
 use super::ReplyContext;
 
@@ -64,6 +68,37 @@ pub(crate) fn looks_like_path(candidate: &str, ctx: &ReplyContext) -> bool {
     }
 }
 
+/// True when `candidate` names a place even if it is no ordinary file
+/// name: a path with a folder (`.git/hooks/post-merge`, `/etc/passwd`), a
+/// dot-file or `..`. A label such as `FILE: x` followed by one of these
+/// names that place; it is never taken for the requested file.
+pub(crate) fn looks_like_location(candidate: &str, ctx: &ReplyContext) -> bool {
+    let c = candidate.trim();
+    if c.is_empty() || c.contains(char::is_whitespace) {
+        return false;
+    }
+    let only_dots = c.chars().all(|ch| ch == '.');
+    looks_like_path(c, ctx)
+        || c.contains(['/', '\\'])
+        || c == ".."
+        || (c.starts_with('.') && !only_dots)
+}
+
+/// True when a resolved path can never be a file of the project: empty,
+/// absolute (`/x`, `C:/x`, `~/x`), leaving through `..`, or inside a `.git`
+/// folder (any case). The Reviewer has the final word; the parser uses this
+/// to keep such a path rather than fall back to another one.
+pub(crate) fn is_unsafe(path: &str) -> bool {
+    let bytes = path.as_bytes();
+    path.is_empty()
+        || path.starts_with('/')
+        || path.starts_with('~')
+        || (bytes.len() >= 2 && bytes[1] == b':' && bytes[0].is_ascii_alphabetic())
+        || path
+            .split('/')
+            .any(|part| part == ".." || part.eq_ignore_ascii_case(".git"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,6 +138,43 @@ mod tests {
     fn keeps_a_requested_path_that_starts_like_the_prefix() {
         let c = ctx("pkg", &["pkg/x.py"]);
         assert_eq!(resolve("pkg/x.py", &c), "pkg/x.py");
+    }
+
+    #[test]
+    fn locations_include_folders_dot_files_and_dotdot() {
+        let c = ctx("", &["stats.py"]);
+        for yes in [
+            ".git/hooks/post-merge",
+            "/etc/passwd",
+            "..",
+            ".env",
+            "a\\b",
+            "stats.py",
+        ] {
+            assert!(looks_like_location(yes, &c), "{yes}");
+        }
+        for no in ["post-merge", "the", "...", "", "two words/x"] {
+            assert!(!looks_like_location(no, &c), "{no}");
+        }
+    }
+
+    #[test]
+    fn unsafe_paths() {
+        for yes in [
+            "",
+            "/etc/passwd",
+            "C:/x.py",
+            "~/x.py",
+            "../x.py",
+            "a/../../x.py",
+            ".git/hooks/post-merge",
+            "sub/.GIT/config",
+        ] {
+            assert!(is_unsafe(yes), "{yes}");
+        }
+        for no in ["stats.py", "pkg/.gitignore", "a..b.py", "x/.github/ci.yml"] {
+            assert!(!is_unsafe(no), "{no}");
+        }
     }
 
     #[test]

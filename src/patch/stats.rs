@@ -11,6 +11,15 @@ pub(crate) fn changed_lines(before: &str, after: &str) -> usize {
         .count()
 }
 
+/// See [`super::changed_bytes`].
+pub(crate) fn changed_bytes(before: &str, after: &str) -> usize {
+    TextDiff::from_lines(before, after)
+        .iter_all_changes()
+        .filter(|c| c.tag() != ChangeTag::Equal)
+        .map(|c| c.value().len())
+        .sum()
+}
+
 /// See [`super::unified_diff`].
 pub(crate) fn unified_diff(path: &str, before: &str, after: &str) -> String {
     TextDiff::from_lines(before, after)
@@ -28,6 +37,15 @@ mod tests {
     fn counts_added_and_removed_lines() {
         assert_eq!(changed_lines("a\nb\nc\n", "a\nB\nc\nd\n"), 3);
         assert_eq!(changed_lines("same\n", "same\n"), 0);
+    }
+
+    #[test]
+    fn counts_bytes_of_added_and_removed_lines() {
+        assert_eq!(changed_bytes("a\nb\nc\n", "a\nB\nc\nd\n"), 6);
+        assert_eq!(changed_bytes("same\n", "same\n"), 0);
+        let long = format!("x = '{}'\n", "y".repeat(10_000));
+        assert_eq!(changed_bytes("", &long), long.len());
+        assert_eq!(changed_lines("", &long), 1);
     }
 
     #[test]

@@ -1,6 +1,12 @@
 //! Reads whole-file answers: a fenced block named by a path line just above
 //! it (`FILE: path`, `path:`, `### path`, `` `path` ``) or in its info
 //! string, or a single Python block when only one file was asked for.
+//!
+//! A block whose label names another place — `FILE: .git/hooks/post-merge`,
+//! `### /etc/passwd` — is that place's block, never the requested file's:
+//! the path is kept as written so the Reviewer refuses it by name. A label
+//! naming something that is no path at all (`FILE: post-merge`) makes the
+//! reply unusable, with that name in the reason.
 
 use std::sync::OnceLock;
 
@@ -38,8 +44,14 @@ pub(crate) fn extract(
                 .and_then(|p| p.lines.iter().rev().find(|l| !l.trim().is_empty()))
                 .and_then(|line| path_in_line(line, ctx))
         };
-        match from_info.or_else(from_prose) {
-            Some(raw) => named.push((paths::resolve(&raw, ctx), seg)),
+        match from_info.map(Label::Path).or_else(from_prose) {
+            Some(Label::Path(raw)) => named.push((paths::resolve(&raw, ctx), seg)),
+            Some(Label::NotAPath(name)) => {
+                return Err(PatchError::Parse(format!(
+                    "a code block is labelled `{name}`, which is not a file path; label each \
+                     whole-file block with the path of the file it replaces, or send a unified diff"
+                )))
+            }
             None if PYTHON.contains(&seg.language().as_str()) => nameless.push(seg),
             None => {}
         }
@@ -85,16 +97,26 @@ fn block_text(lines: &[&str]) -> String {
     text
 }
 
-/// A path in a fence info string (`python:a/b.py`, `py title="b.py"`, `b.py`).
+/// What the line above a block says the block is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Label {
+    /// A path (maybe an unsafe one: the Reviewer decides).
+    Path(String),
+    /// An explicit `FILE:` label followed by something that is no path.
+    NotAPath(String),
+}
+
+/// A path in a fence info string (`python:a/b.py`, `py title="b.py"`, `b.py`,
+/// `sh .git/hooks/x`).
 fn path_in_info(info: &str, ctx: &ReplyContext) -> Option<String> {
     info.split(|c: char| c.is_whitespace() || c == ':' || c == '=' || c == ',')
         .map(|t| t.trim_matches(|c| c == '"' || c == '\'' || c == '{' || c == '}'))
-        .find(|t| paths::looks_like_path(t, ctx))
+        .find(|t| paths::looks_like_location(t, ctx))
         .map(str::to_string)
 }
 
 /// A path on the line just above a block.
-fn path_in_line(line: &str, ctx: &ReplyContext) -> Option<String> {
+fn path_in_line(line: &str, ctx: &ReplyContext) -> Option<Label> {
     let cleaned = line
         .trim()
         .trim_start_matches(['#', '-', '>', ' '])
@@ -104,20 +126,33 @@ fn path_in_line(line: &str, ctx: &ReplyContext) -> Option<String> {
     for label in ["file:", "filename:", "file name:", "path:", "file path:"] {
         if lower.starts_with(label) {
             let rest = cleaned[label.len()..].trim().trim_matches(['*', '`', ' ']);
-            return paths::looks_like_path(rest, ctx).then(|| rest.to_string());
+            // `FILE: x.py (fixed)`: the first word is the name.
+            let name = rest
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .trim_matches(['*', '`']);
+            return match name {
+                "" => None,
+                _ if paths::looks_like_location(name, ctx) => Some(Label::Path(name.to_string())),
+                _ => Some(Label::NotAPath(name.to_string())),
+            };
         }
     }
     let ticked: Vec<&str> = cleaned
         .split('`')
         .skip(1)
         .step_by(2)
-        .filter(|t| paths::looks_like_path(t, ctx))
+        .filter(|t| paths::looks_like_location(t, ctx))
         .collect();
     if let Some(first) = ticked.first() {
-        return ticked.iter().all(|t| t == first).then(|| first.to_string());
+        return ticked
+            .iter()
+            .all(|t| t == first)
+            .then(|| Label::Path(first.to_string()));
     }
     let bare = cleaned.trim_end_matches(':').trim_matches('*').trim();
-    paths::looks_like_path(bare, ctx).then(|| bare.to_string())
+    paths::looks_like_location(bare, ctx).then(|| Label::Path(bare.to_string()))
 }
 
 /// The first line that says code was left out, if any.
@@ -143,18 +178,42 @@ mod tests {
         }
     }
 
+    fn path(p: &str) -> Option<Label> {
+        Some(Label::Path(p.into()))
+    }
+
     #[test]
     fn finds_paths_on_label_lines() {
         let c = ctx(&["a/b.py"]);
-        assert_eq!(path_in_line("FILE: a/b.py", &c), Some("a/b.py".into()));
-        assert_eq!(path_in_line("### a/b.py", &c), Some("a/b.py".into()));
-        assert_eq!(path_in_line("a/b.py:", &c), Some("a/b.py".into()));
-        assert_eq!(path_in_line("**`a/b.py`**", &c), Some("a/b.py".into()));
-        assert_eq!(
-            path_in_line("Here is the fixed `b.py`:", &c),
-            Some("b.py".into())
-        );
+        assert_eq!(path_in_line("FILE: a/b.py", &c), path("a/b.py"));
+        assert_eq!(path_in_line("### a/b.py", &c), path("a/b.py"));
+        assert_eq!(path_in_line("a/b.py:", &c), path("a/b.py"));
+        assert_eq!(path_in_line("**`a/b.py`**", &c), path("a/b.py"));
+        assert_eq!(path_in_line("Here is the fixed `b.py`:", &c), path("b.py"));
+        assert_eq!(path_in_line("FILE: a/b.py (fixed)", &c), path("a/b.py"));
         assert_eq!(path_in_line("Here is the fix:", &c), None);
+    }
+
+    #[test]
+    fn labels_naming_other_places_are_kept_never_dropped() {
+        let c = ctx(&["stats.py"]);
+        assert_eq!(
+            path_in_line("FILE: .git/hooks/post-merge", &c),
+            path(".git/hooks/post-merge")
+        );
+        assert_eq!(
+            path_in_line("### .git/hooks/post-merge", &c),
+            path(".git/hooks/post-merge")
+        );
+        assert_eq!(path_in_line("`/etc/passwd`:", &c), path("/etc/passwd"));
+        assert_eq!(
+            path_in_line("FILE: post-merge", &c),
+            Some(Label::NotAPath("post-merge".into()))
+        );
+        assert_eq!(
+            path_in_info("sh .git/hooks/post-merge", &c).as_deref(),
+            Some(".git/hooks/post-merge")
+        );
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! The Fixer: chooses the files to work on, asks the model for a change to
 //! one file, and turns the reply into a `Proposal`. A reply that is cut off,
-//! empty, a refusal or holds no usable diff is asked again once with a
-//! message naming what was wrong; after that it is a failed attempt, not an
-//! error that ends the run.
+//! empty, a refusal, not valid UTF-8 or holds no usable diff is asked again
+//! once with a message naming what was wrong; after that it is a failed
+//! attempt ([`Unusable`]), not an error that ends the run.
 
 use std::collections::BTreeSet;
 
@@ -22,10 +22,81 @@ pub struct Proposal {
     /// The raw reply that was used.
     pub reply: String,
     /// What the reply is, or why nothing in it can be used.
-    pub edits: Result<Vec<FileEdit>, String>,
+    pub edits: Result<Vec<FileEdit>, Unusable>,
     /// Whether the prompt analysed errors (logged as DEBUG) or not (FIX).
     pub debugging: bool,
 }
+
+/// What is wrong with one reply, so that nothing in it can be used.
+/// `Display` is the sentence sent back to the model and logged.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReplyProblem {
+    #[error("the reply was cut off by the output length limit")]
+    CutOff,
+    #[error("the reply was blocked by the provider's safety filter")]
+    Filtered,
+    #[error("the reply was empty")]
+    Empty,
+    #[error("the reply declined the task instead of proposing a change")]
+    Refusal,
+    /// The provider's bytes were not UTF-8 (see [`LlmError::NotUtf8`]).
+    #[error("the reply was not valid UTF-8 ({detail}); send plain UTF-8 text")]
+    NotUtf8 { detail: String },
+    /// No change could be read from it.
+    #[error("{0}")]
+    Patch(patch::PatchError),
+}
+
+impl ReplyProblem {
+    /// A stable snake_case name, for logs and tests.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ReplyProblem::CutOff => "cut_off",
+            ReplyProblem::Filtered => "filtered",
+            ReplyProblem::Empty => "empty",
+            ReplyProblem::Refusal => "refusal",
+            ReplyProblem::NotUtf8 { .. } => "not_utf8",
+            ReplyProblem::Patch(patch::PatchError::NoChange) => "no_change",
+            ReplyProblem::Patch(_) => "unreadable_change",
+        }
+    }
+}
+
+/// Why a proposal holds no change: the last reply's problem, and the first
+/// reply's when the model was asked again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unusable {
+    /// What was wrong with the reply that was kept.
+    pub problem: ReplyProblem,
+    /// What was wrong with the first reply, when the model was asked again.
+    pub first: Option<ReplyProblem>,
+}
+
+impl std::fmt::Display for Unusable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.first {
+            None => write!(f, "{}", self.problem),
+            Some(first) => write!(
+                f,
+                "{} (also after asking again; first reply: {first})",
+                self.problem
+            ),
+        }
+    }
+}
+
+impl From<ReplyProblem> for Unusable {
+    fn from(problem: ReplyProblem) -> Self {
+        Self {
+            problem,
+            first: None,
+        }
+    }
+}
+
+/// What stands in for a reply whose bytes could not be read, in the
+/// follow-up request's history.
+const UNREADABLE_REPLY: &str = "(this reply could not be read: it was not valid UTF-8)";
 
 impl Proposal {
     /// One line saying what was tried: the reply's first line of prose, or a default.
@@ -60,70 +131,85 @@ pub async fn propose(
 ) -> (Vec<ModelCall>, Result<Proposal, LlmError>) {
     let request = prompt::fix_request(input);
     let debugging = input.is_debugging();
+    let proposal = |reply: String, edits| Proposal {
+        file: input.path.to_string(),
+        reply,
+        edits,
+        debugging,
+    };
     let mut calls = Vec::new();
     let (call, first) = call_model(model, request.clone()).await;
     calls.push(call);
-    let first = match first {
-        Ok(r) => r,
+    let (first_text, problem) = match read_reply(first, ctx) {
         Err(e) => return (calls, Err(e)),
+        Ok((text, Ok(edits))) => return (calls, Ok(proposal(text, Ok(edits)))),
+        Ok((text, Err(problem))) => (text, problem),
     };
-    let problem = match judge_reply(&first.text, &first.finish, ctx) {
-        Ok(edits) => {
-            return (
-                calls,
-                Ok(Proposal {
-                    file: input.path.to_string(),
-                    reply: first.text,
-                    edits: Ok(edits),
-                    debugging,
-                }),
-            )
-        }
-        Err(problem) => problem,
+    let follow = match problem {
+        ReplyProblem::CutOff => prompt::reask_truncated(),
+        _ => prompt::reask_unusable(&problem.to_string()),
     };
-    let follow = if first.finish == Finish::Length {
-        prompt::reask_truncated()
-    } else {
-        prompt::reask_unusable(&problem)
+    let shown = match problem {
+        ReplyProblem::NotUtf8 { .. } => UNREADABLE_REPLY,
+        _ => first_text.as_str(),
     };
-    let retry = prompt::follow_up(request, &first.text, follow);
+    let retry = prompt::follow_up(request, shown, follow);
     let (call, second) = call_model(model, retry).await;
     calls.push(call);
-    let second = match second {
-        Ok(r) => r,
+    let (text, edits) = match read_reply(second, ctx) {
         Err(e) => return (calls, Err(e)),
+        Ok(read) => read,
     };
-    let edits = judge_reply(&second.text, &second.finish, ctx)
-        .map_err(|p| format!("{p} (also after asking again; first reply: {problem})"));
-    (
-        calls,
-        Ok(Proposal {
-            file: input.path.to_string(),
-            reply: second.text,
-            edits,
-            debugging,
-        }),
-    )
+    let edits = edits.map_err(|second| Unusable {
+        problem: second,
+        first: Some(problem),
+    });
+    (calls, Ok(proposal(text, edits)))
+}
+
+/// The text of a model's answer and its edits (or what is wrong with it).
+/// `Err` only when the model could not be reached: a reply that was not
+/// valid UTF-8 is an unusable reply, not a failed call.
+type ReadReply = (String, Result<Vec<FileEdit>, ReplyProblem>);
+
+fn read_reply(
+    answer: Result<llm::ChatResponse, LlmError>,
+    ctx: &ReplyContext,
+) -> Result<ReadReply, LlmError> {
+    match answer {
+        Ok(r) => {
+            let edits = judge_reply(&r.text, &r.finish, ctx);
+            Ok((r.text, edits))
+        }
+        Err(LlmError::NotUtf8 { detail, .. }) => {
+            Ok((String::new(), Err(ReplyProblem::NotUtf8 { detail })))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The edits in a reply, or what is wrong with it.
-fn judge_reply(text: &str, finish: &Finish, ctx: &ReplyContext) -> Result<Vec<FileEdit>, String> {
+fn judge_reply(
+    text: &str,
+    finish: &Finish,
+    ctx: &ReplyContext,
+) -> Result<Vec<FileEdit>, ReplyProblem> {
     if *finish == Finish::Length {
-        return Err("the reply was cut off by the output length limit".into());
+        return Err(ReplyProblem::CutOff);
     }
     if *finish == Finish::Filtered {
-        return Err("the reply was blocked by the provider's safety filter".into());
+        return Err(ReplyProblem::Filtered);
     }
     if llm::is_empty_reply(text) {
-        return Err("the reply was empty".into());
+        return Err(ReplyProblem::Empty);
     }
     if llm::looks_like_refusal(text) {
-        return Err("the reply declined the task instead of proposing a change".into());
+        return Err(ReplyProblem::Refusal);
     }
     match patch::parse_reply(text, ctx) {
-        Ok(edits) if edits.is_empty() => Err(patch::PatchError::NoChange.to_string()),
+        Ok(edits) if edits.is_empty() => Err(ReplyProblem::Patch(patch::PatchError::NoChange)),
         Ok(edits) => Ok(edits),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(ReplyProblem::Patch(e)),
     }
 }
 
@@ -251,11 +337,14 @@ mod tests {
     use crate::tools::TestOutcome;
     use std::sync::Mutex;
 
-    /// Answers with canned replies in order and keeps the requests.
+    /// Answers with canned replies in order and keeps the requests. A
+    /// reply whose text is [`GARBLED`] stands for bytes that were not UTF-8.
     struct Scripted {
         replies: Mutex<Vec<(String, Finish)>>,
         seen: Mutex<Vec<ChatRequest>>,
     }
+
+    const GARBLED: &str = "\u{0}garbled";
 
     impl Scripted {
         fn new(replies: &[(&str, Finish)]) -> Self {
@@ -288,6 +377,12 @@ mod tests {
                 .unwrap()
                 .pop()
                 .expect("a scripted reply");
+            if text == GARBLED {
+                return Err(LlmError::NotUtf8 {
+                    provider: "openai".into(),
+                    detail: "byte 0xff at offset 40 of the body".into(),
+                });
+            }
             Ok(ChatResponse {
                 text,
                 finish,
@@ -357,7 +452,8 @@ mod tests {
         let (_, calls, p) = propose_with(&[("   ", Finish::Stop), ("", Finish::Stop)]).await;
         assert_eq!(calls.len(), 2, "asked again exactly once");
         let reason = p.edits.unwrap_err();
-        assert!(reason.contains("empty"), "{reason}");
+        assert_eq!(reason.problem, ReplyProblem::Empty);
+        assert_eq!(reason.first, Some(ReplyProblem::Empty));
     }
 
     #[tokio::test]
@@ -365,7 +461,33 @@ mod tests {
         let (_, calls, p) =
             propose_with(&[(&GOOD[..60], Finish::Length), (&GOOD[..50], Finish::Length)]).await;
         assert_eq!(calls.len(), 2);
-        assert!(p.edits.unwrap_err().contains("cut off"));
+        assert_eq!(p.edits.unwrap_err().problem, ReplyProblem::CutOff);
+    }
+
+    #[tokio::test]
+    async fn a_reply_that_is_not_utf8_is_asked_again_then_a_failed_attempt() {
+        // Asked again with the reason; the second reply is used.
+        let (model, calls, p) =
+            propose_with(&[(GARBLED, Finish::Stop), (GOOD, Finish::Stop)]).await;
+        assert_eq!(calls.len(), 2);
+        assert!(calls[0].reply.is_err(), "the failed call is logged as one");
+        assert!(p.edits.is_ok());
+        let follow = model.seen.lock().unwrap()[1].messages.clone();
+        assert_eq!(follow[1].content, UNREADABLE_REPLY);
+        assert!(
+            follow[2].content.contains("not valid UTF-8"),
+            "{}",
+            follow[2].content
+        );
+
+        // Twice: a failed attempt with that reason, not a model failure.
+        let (_, calls, p) = propose_with(&[(GARBLED, Finish::Stop), (GARBLED, Finish::Stop)]).await;
+        assert_eq!(calls.len(), 2);
+        let reason = p.edits.unwrap_err();
+        assert!(matches!(reason.problem, ReplyProblem::NotUtf8 { .. }));
+        assert_eq!(reason.problem.kind(), "not_utf8");
+        assert!(reason.to_string().contains("0xff"), "{reason}");
+        assert_eq!(p.reply, "", "nothing of the garbled reply is kept");
     }
 
     #[tokio::test]
@@ -449,7 +571,7 @@ mod tests {
         let p = Proposal {
             file: "a.py".into(),
             reply: "Fix average() on empty input.\n```diff\n--- a/a.py\n```".into(),
-            edits: Err("x".into()),
+            edits: Err(ReplyProblem::Empty.into()),
             debugging: true,
         };
         assert_eq!(p.summary(), "Fix average() on empty input");

@@ -237,5 +237,6 @@ mod failures;
 mod hooks;
 mod kill;
 mod providers;
+mod review_rules;
 mod sandbox;
 mod trust;

@@ -1,0 +1,234 @@
+//! The Reviewer: rules, no model. A proposal is accepted only when every
+//! rule holds; otherwise the first rule that fails gives a typed
+//! [`Rejection`] (its `Display` goes back to the model, its
+//! [`Rejection::rule`] name into the log). The order is fixed:
+//!
+//! 1. `unusable_reply` — the reply holds a readable change;
+//! 2. on every path the reply names (nothing applied yet): `empty_path`,
+//!    `absolute_path`, `outside_target` (`..`), `inside_git`, `submodule`,
+//!    `symlink_out`, then — unless `--allow-test-edits` — `startup_file`
+//!    (`sitecustomize.py`, `usercustomize.py`, `*.pth`), `test_config`
+//!    (`conftest.py`, `pytest.ini`, `.pytest.ini`, `pytest.toml`) and
+//!    `test_file`;
+//! 3. `does_not_apply` — every hunk applies exactly once (in memory);
+//! 4. on every file the change alters: `test_config` (the pytest sections of
+//!    `setup.cfg`, `tox.ini`, `pyproject.toml`, `pytest11` entry points),
+//!    `too_many_lines` and `too_many_bytes` (the severity's limits),
+//!    `syntax_error`, `pytest_plugin` (plugin or hook code, or a pytest
+//!    import, in a module that is not a test) and `dangerous_call` (new
+//!    dangerous calls and dynamic access, see `analysis`);
+//! 5. `no_change`, `whitespace_only`, `repeat` — on the change as a whole.
+//!
+//! The Reviewer reads the best state's files and never writes anything.
+//! Its static checks are an early warning; the sandbox the Judge runs in and
+//! the final re-check with the base commit's test harness are the guards.
+
+mod harness;
+mod rules;
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+pub use rules::{severity_name, Rejection};
+
+use super::fixer::{Proposal, ReplyProblem};
+use super::repo_path;
+use crate::analysis::Severity;
+use crate::git::FileWrite;
+use crate::patch::{self, PatchError};
+use rules::{ChangedFile, FILE_RULES, PATH_RULES};
+
+/// Changed-line limits per severity (defaults from the multi-agent
+/// refactoring paper: low 40, medium 100, high 180), and the changed-byte
+/// limit derived from them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SizeLimits {
+    pub low: usize,
+    pub medium: usize,
+    pub high: usize,
+    /// Changed bytes allowed per changed line of the limit: a file may
+    /// change by at most `limit × bytes_per_line` bytes (added and removed
+    /// lines, line ends included), so one 10 MB line is refused although it
+    /// is one line. Default [`SizeLimits::DEFAULT_BYTES_PER_LINE`].
+    pub bytes_per_line: usize,
+}
+
+impl Default for SizeLimits {
+    fn default() -> Self {
+        Self {
+            low: 40,
+            medium: 100,
+            high: 180,
+            bytes_per_line: Self::DEFAULT_BYTES_PER_LINE,
+        }
+    }
+}
+
+impl SizeLimits {
+    /// Bytes per changed line allowed by default (well above ordinary code).
+    pub const DEFAULT_BYTES_PER_LINE: usize = 120;
+
+    /// The changed-line limit for a file of this severity.
+    pub fn for_severity(&self, severity: Severity) -> usize {
+        match severity {
+            Severity::Low => self.low,
+            Severity::Medium => self.medium,
+            Severity::High => self.high,
+        }
+    }
+
+    /// The changed-byte limit for a file of this severity.
+    pub fn bytes_for_severity(&self, severity: Severity) -> usize {
+        self.for_severity(severity)
+            .saturating_mul(self.bytes_per_line)
+    }
+}
+
+/// What the Reviewer needs to know.
+pub struct ReviewContext<'a> {
+    /// The target folder inside the run's worktree (files as in the best state).
+    pub root: &'a Path,
+    /// The target folder relative to the repository root.
+    pub target_rel: &'a str,
+    pub severities: &'a BTreeMap<String, Severity>,
+    pub limits: SizeLimits,
+    pub allow_test_edits: bool,
+    /// Hashes of every change tried so far in the run.
+    pub seen: &'a HashSet<String>,
+    /// The commit the change applies to: the same change on a new best
+    /// state is a new attempt.
+    pub base: &'a str,
+    /// Git submodules inside the target, target-relative: nothing in them
+    /// may change.
+    pub submodules: &'a [String],
+}
+
+/// An accepted change, ready for the Executor.
+#[derive(Clone, Debug)]
+pub struct Change {
+    /// Repo-relative writes.
+    pub writes: Vec<FileWrite>,
+    /// Target-relative paths touched.
+    pub files: Vec<String>,
+    pub changed_lines: usize,
+    /// The change as a unified diff (for logs and later prompts).
+    pub diff: String,
+    /// Identifies the resulting content, to refuse repeats.
+    pub hash: String,
+}
+
+/// The Reviewer's answer.
+#[derive(Clone, Debug)]
+pub enum Review {
+    Accepted(Change),
+    Rejected(Rejection),
+}
+
+/// Reviews a proposal.
+pub fn review(proposal: &Proposal, ctx: &ReviewContext<'_>) -> Review {
+    match check(proposal, ctx) {
+        Ok(change) => Review::Accepted(change),
+        Err(rejection) => Review::Rejected(rejection),
+    }
+}
+
+fn check(proposal: &Proposal, ctx: &ReviewContext<'_>) -> Result<Change, Rejection> {
+    let edits = proposal
+        .edits
+        .as_ref()
+        .map_err(|unusable| Rejection::Unusable(unusable.clone()))?;
+    if edits.is_empty() {
+        let problem = ReplyProblem::Patch(PatchError::NoChange);
+        return Err(Rejection::Unusable(problem.into()));
+    }
+    for rule in PATH_RULES {
+        for edit in edits {
+            rule(&edit.path, ctx)?;
+        }
+    }
+    let read = |p: &str| crate::stage::read_source(ctx.root, p);
+    let outcomes = patch::apply(edits, &read).map_err(Rejection::DoesNotApply)?;
+    let outcomes: Vec<&patch::FileOutcome> =
+        outcomes.iter().filter(|o| o.before != o.after).collect();
+    let texts: Vec<(Option<String>, Option<String>)> = outcomes
+        .iter()
+        .map(|o| {
+            let text = |b: &Option<Vec<u8>>| {
+                b.as_deref()
+                    .map(|b| String::from_utf8_lossy(b).into_owned())
+            };
+            (text(&o.before), text(&o.after))
+        })
+        .collect();
+    let files: Vec<ChangedFile<'_>> = outcomes
+        .iter()
+        .zip(&texts)
+        .map(|(o, (before, after))| ChangedFile {
+            path: &o.path,
+            before: before.as_deref(),
+            after: after.as_deref(),
+            severity: ctx
+                .severities
+                .get(&o.path)
+                .copied()
+                .unwrap_or(Severity::Medium),
+        })
+        .collect();
+    for rule in FILE_RULES {
+        for file in &files {
+            rule(file, ctx)?;
+        }
+    }
+    if files.is_empty() {
+        return Err(Rejection::NoChange);
+    }
+    let meaningful = files.iter().any(|f| {
+        f.before.is_none()
+            || f.after.is_none()
+            || squeeze(f.before.unwrap_or("")) != squeeze(f.after.unwrap_or(""))
+    });
+    if !meaningful {
+        return Err(Rejection::WhitespaceOnly);
+    }
+    let mut hasher = Sha256::new();
+    hasher.update(ctx.base.as_bytes());
+    hasher.update([0]);
+    let mut change = Change {
+        writes: Vec::new(),
+        files: Vec::new(),
+        changed_lines: 0,
+        diff: String::new(),
+        hash: String::new(),
+    };
+    for (outcome, file) in outcomes.iter().zip(&files) {
+        let (b, a) = (file.before.unwrap_or(""), file.after.unwrap_or(""));
+        hasher.update(outcome.path.as_bytes());
+        hasher.update([0]);
+        hasher.update(outcome.after.as_deref().unwrap_or(b"\x00deleted"));
+        hasher.update([0]);
+        change.changed_lines += patch::changed_lines(b, a);
+        change
+            .diff
+            .push_str(&patch::unified_diff(&outcome.path, b, a));
+        change.writes.push(FileWrite {
+            path: repo_path(ctx.target_rel, &outcome.path),
+            content: outcome.after.clone(),
+        });
+        change.files.push(outcome.path.clone());
+    }
+    change.hash = hex::encode(hasher.finalize());
+    if ctx.seen.contains(&change.hash) {
+        return Err(Rejection::Repeat);
+    }
+    Ok(change)
+}
+
+/// Text without any whitespace, to spot whitespace-only changes.
+fn squeeze(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,422 @@
+//! The Reviewer's rules, one small function each, and [`Rejection`], the
+//! typed reason a rule gives. Rules run in the fixed order of
+//! [`PATH_RULES`] (on every path the reply names, before anything is
+//! applied) and [`FILE_RULES`] (on every file the applied change alters);
+//! the first rule that fails decides. They read the target's files only
+//! through `ReviewContext::root` and never write anything.
+
+use std::path::{Component, Path};
+
+use super::harness;
+use super::ReviewContext;
+use crate::analysis::{self, Severity};
+use crate::patch::PatchError;
+use crate::stage::fixer::Unusable;
+use crate::stage::{is_startup_file, is_test_path, PYTEST_CONFIG_FILES, SHARED_CONFIG_FILES};
+
+/// Why the Reviewer turned a proposal down: one variant per rule.
+/// `Display` is the sentence for the model's next prompt (what is wrong and
+/// what to do instead); [`Rejection::rule`] is a stable name for the log.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Rejection {
+    /// The reply held no change that could be read.
+    #[error("{0}")]
+    Unusable(Unusable),
+    #[error(
+        "a file change has an empty path; start each file's diff with `--- a/<path>` and \
+         `+++ b/<path>`"
+    )]
+    EmptyPath,
+    #[error("{path} is an absolute path; use paths relative to the project folder")]
+    AbsolutePath { path: String },
+    #[error("{path} leaves the project folder (`..`); only files inside it may change")]
+    OutsideTarget { path: String },
+    #[error(
+        "{path} is inside .git; only project files may change — change the file you were \
+         asked about"
+    )]
+    InsideGit { path: String },
+    #[error(
+        "{path} is inside the git submodule {submodule}, which swarm never changes; change \
+         files of this repository only"
+    )]
+    InsideSubmodule { path: String, submodule: String },
+    #[error(
+        "{path} goes through a symlink that leads out of the project folder; change files \
+         inside it only"
+    )]
+    SymlinkOut { path: String },
+    #[error(
+        "{path} is run by the Python interpreter at start-up (sitecustomize, usercustomize, \
+         .pth); such files must not be added or changed — fix the code under test instead"
+    )]
+    StartupFile { path: String },
+    /// `part` says what was touched: `conftest.py`, `the [tool:pytest] section`, …
+    #[error(
+        "{path}: the change touches {part}, which configures pytest; test configuration \
+         must not be changed — fix the code under test instead"
+    )]
+    TestConfig { path: String, part: String },
+    #[error("{path} is a test file; tests must not be changed — fix the code under test instead")]
+    TestFile { path: String },
+    /// The change could not be applied; nothing was changed.
+    #[error("{0}")]
+    DoesNotApply(PatchError),
+    #[error(
+        "the change to {path} has {lines} changed lines; the limit for a {}-severity file is \
+         {limit}: make a smaller change",
+        severity_name(*severity)
+    )]
+    TooManyLines {
+        path: String,
+        lines: usize,
+        limit: usize,
+        severity: Severity,
+    },
+    #[error(
+        "the change to {path} adds or removes {bytes} bytes; the limit for a {}-severity file \
+         is {limit} bytes: make a smaller change, with lines of ordinary length",
+        severity_name(*severity)
+    )]
+    TooManyBytes {
+        path: String,
+        bytes: usize,
+        limit: usize,
+        severity: Severity,
+    },
+    #[error(
+        "after the change {path} does not parse as Python (syntax error at line {line}, \
+         column {column})"
+    )]
+    SyntaxError {
+        path: String,
+        line: usize,
+        column: usize,
+    },
+    /// `what` names the form: `` `pytest_plugins` ``, `an import of pytest or pluggy`, …
+    #[error(
+        "the change adds {what} to {path} (line {line}); code under test must not become a \
+         pytest plugin or change how pytest runs — fix the code under test instead"
+    )]
+    PytestPlugin {
+        path: String,
+        line: usize,
+        what: &'static str,
+    },
+    /// `call` is a call (`os.system`) or a dynamic access (`globals()[...]`).
+    #[error(
+        "the change adds {call} in {path} (line {line}); dangerous calls and dynamic access \
+         to modules or builtins are not allowed — call what you need directly"
+    )]
+    DangerousCall {
+        path: String,
+        call: String,
+        line: usize,
+    },
+    #[error("the change leaves every file exactly as it is")]
+    NoChange,
+    #[error("the change only touches whitespace; fix the problems listed instead")]
+    WhitespaceOnly,
+    #[error(
+        "this exact change was already tried on this state of the code; take a different \
+         approach"
+    )]
+    Repeat,
+}
+
+impl Rejection {
+    /// The rule's stable snake_case name, for the log and `--json`.
+    pub fn rule(&self) -> &'static str {
+        match self {
+            Rejection::Unusable(_) => "unusable_reply",
+            Rejection::EmptyPath => "empty_path",
+            Rejection::AbsolutePath { .. } => "absolute_path",
+            Rejection::OutsideTarget { .. } => "outside_target",
+            Rejection::InsideGit { .. } => "inside_git",
+            Rejection::InsideSubmodule { .. } => "submodule",
+            Rejection::SymlinkOut { .. } => "symlink_out",
+            Rejection::StartupFile { .. } => "startup_file",
+            Rejection::TestConfig { .. } => "test_config",
+            Rejection::TestFile { .. } => "test_file",
+            Rejection::DoesNotApply(_) => "does_not_apply",
+            Rejection::TooManyLines { .. } => "too_many_lines",
+            Rejection::TooManyBytes { .. } => "too_many_bytes",
+            Rejection::SyntaxError { .. } => "syntax_error",
+            Rejection::PytestPlugin { .. } => "pytest_plugin",
+            Rejection::DangerousCall { .. } => "dangerous_call",
+            Rejection::NoChange => "no_change",
+            Rejection::WhitespaceOnly => "whitespace_only",
+            Rejection::Repeat => "repeat",
+        }
+    }
+}
+
+/// `low`, `medium` or `high`.
+pub fn severity_name(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Low => "low",
+        Severity::Medium => "medium",
+        Severity::High => "high",
+    }
+}
+
+/// A rule on one target-relative path, before anything is applied.
+pub(super) type PathRule = fn(&str, &ReviewContext<'_>) -> Result<(), Rejection>;
+
+/// The path rules, in the order they run.
+pub(super) const PATH_RULES: &[PathRule] = &[
+    empty_path,
+    absolute_path,
+    outside_target,
+    inside_git,
+    inside_submodule,
+    symlink_out,
+    startup_file,
+    test_config_file,
+    test_file,
+];
+
+/// One file the applied change alters (texts decoded for the checks).
+pub(super) struct ChangedFile<'a> {
+    /// Target-relative.
+    pub path: &'a str,
+    /// `None`: the change creates it.
+    pub before: Option<&'a str>,
+    /// `None`: the change deletes it.
+    pub after: Option<&'a str>,
+    pub severity: Severity,
+}
+
+impl ChangedFile<'_> {
+    fn before_text(&self) -> &str {
+        self.before.unwrap_or("")
+    }
+
+    fn after_text(&self) -> &str {
+        self.after.unwrap_or("")
+    }
+
+    fn is_python(&self) -> bool {
+        self.path.ends_with(".py")
+    }
+
+    fn name(&self) -> &str {
+        self.path.rsplit('/').next().unwrap_or(self.path)
+    }
+}
+
+/// A rule on one changed file, after the change is applied in memory.
+pub(super) type FileRule = fn(&ChangedFile<'_>, &ReviewContext<'_>) -> Result<(), Rejection>;
+
+/// The file rules, in the order they run.
+pub(super) const FILE_RULES: &[FileRule] = &[
+    test_config_content,
+    too_many_lines,
+    too_many_bytes,
+    syntax_error,
+    pytest_plugin,
+    dangerous_call,
+];
+
+fn empty_path(path: &str, _: &ReviewContext<'_>) -> Result<(), Rejection> {
+    if path.trim().is_empty() {
+        return Err(Rejection::EmptyPath);
+    }
+    Ok(())
+}
+
+fn absolute_path(path: &str, _: &ReviewContext<'_>) -> Result<(), Rejection> {
+    let bytes = path.as_bytes();
+    let drive = bytes.len() >= 2 && bytes[1] == b':' && bytes[0].is_ascii_alphabetic();
+    if Path::new(path).is_absolute() || path.starts_with(['/', '\\', '~']) || drive {
+        return Err(Rejection::AbsolutePath { path: path.into() });
+    }
+    Ok(())
+}
+
+fn outside_target(path: &str, _: &ReviewContext<'_>) -> Result<(), Rejection> {
+    if Path::new(path)
+        .components()
+        .any(|c| matches!(c, Component::ParentDir))
+    {
+        return Err(Rejection::OutsideTarget { path: path.into() });
+    }
+    Ok(())
+}
+
+fn inside_git(path: &str, _: &ReviewContext<'_>) -> Result<(), Rejection> {
+    if path
+        .split('/')
+        .any(|part| part.eq_ignore_ascii_case(".git"))
+    {
+        return Err(Rejection::InsideGit { path: path.into() });
+    }
+    Ok(())
+}
+
+fn inside_submodule(path: &str, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
+    let inside = |sub: &str| {
+        let sub = sub.trim_matches('/');
+        !sub.is_empty()
+            && (path == sub || path.strip_prefix(sub).is_some_and(|r| r.starts_with('/')))
+    };
+    match ctx.submodules.iter().find(|s| inside(s)) {
+        Some(sub) => Err(Rejection::InsideSubmodule {
+            path: path.into(),
+            submodule: sub.clone(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// No component of the path may be a symlink that resolves outside the target.
+fn symlink_out(path: &str, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
+    let root = ctx
+        .root
+        .canonicalize()
+        .unwrap_or_else(|_| ctx.root.to_path_buf());
+    let mut current = ctx.root.to_path_buf();
+    for component in Path::new(path).components() {
+        current.push(component);
+        let is_link = std::fs::symlink_metadata(&current)
+            .map(|m| m.file_type().is_symlink())
+            .unwrap_or(false);
+        if is_link {
+            let resolved = current.canonicalize().ok();
+            if !resolved.is_some_and(|r| r.starts_with(&root)) {
+                return Err(Rejection::SymlinkOut { path: path.into() });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn startup_file(path: &str, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
+    if !ctx.allow_test_edits && is_startup_file(path) {
+        return Err(Rejection::StartupFile { path: path.into() });
+    }
+    Ok(())
+}
+
+/// `conftest.py`, `pytest.ini` and the other whole-file pytest configs.
+fn test_config_file(path: &str, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    if !ctx.allow_test_edits && PYTEST_CONFIG_FILES.contains(&name) {
+        return Err(Rejection::TestConfig {
+            path: path.into(),
+            part: name.into(),
+        });
+    }
+    Ok(())
+}
+
+fn test_file(path: &str, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
+    if !ctx.allow_test_edits && is_test_path(path) {
+        return Err(Rejection::TestFile { path: path.into() });
+    }
+    Ok(())
+}
+
+/// The pytest sections of `setup.cfg`, `tox.ini` and `pyproject.toml`, and
+/// `pytest11` entry points in any file.
+fn test_config_content(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
+    if ctx.allow_test_edits {
+        return Ok(());
+    }
+    let (before, after) = (file.before_text(), file.after_text());
+    let part = if SHARED_CONFIG_FILES.contains(&file.name()) {
+        harness::changed_pytest_sections(file.name(), before, after)
+    } else {
+        None
+    };
+    let part = part.or_else(|| {
+        harness::touches_pytest11(before, after).then(|| "a pytest11 entry point".to_string())
+    });
+    match part {
+        Some(part) => Err(Rejection::TestConfig {
+            path: file.path.into(),
+            part,
+        }),
+        None => Ok(()),
+    }
+}
+
+fn too_many_lines(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
+    let lines = crate::patch::changed_lines(file.before_text(), file.after_text());
+    let limit = ctx.limits.for_severity(file.severity);
+    if lines > limit {
+        return Err(Rejection::TooManyLines {
+            path: file.path.into(),
+            lines,
+            limit,
+            severity: file.severity,
+        });
+    }
+    Ok(())
+}
+
+fn too_many_bytes(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
+    let bytes = crate::patch::changed_bytes(file.before_text(), file.after_text());
+    let limit = ctx.limits.bytes_for_severity(file.severity);
+    if bytes > limit {
+        return Err(Rejection::TooManyBytes {
+            path: file.path.into(),
+            bytes,
+            limit,
+            severity: file.severity,
+        });
+    }
+    Ok(())
+}
+
+fn syntax_error(file: &ChangedFile<'_>, _: &ReviewContext<'_>) -> Result<(), Rejection> {
+    let Some(after) = file.after.filter(|_| file.is_python()) else {
+        return Ok(());
+    };
+    match analysis::check_syntax(after) {
+        Ok(()) => Ok(()),
+        Err(issue) => Err(Rejection::SyntaxError {
+            path: file.path.into(),
+            line: issue.line,
+            column: issue.column,
+        }),
+    }
+}
+
+/// Plugin and hook code, or pytest imports, in a module that is not a test.
+fn pytest_plugin(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
+    if ctx.allow_test_edits || !file.is_python() || is_test_path(file.path) {
+        return Ok(());
+    }
+    match harness::new_plugin_form(file.before_text(), file.after_text()) {
+        Some((what, line)) => Err(Rejection::PytestPlugin {
+            path: file.path.into(),
+            line,
+            what,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// A dangerous call or dynamic access that the file has more often after.
+fn dangerous_call(file: &ChangedFile<'_>, _: &ReviewContext<'_>) -> Result<(), Rejection> {
+    let Some(after) = file.after.filter(|_| file.is_python()) else {
+        return Ok(());
+    };
+    let old = analysis::dangerous_calls(file.before_text());
+    let new = analysis::dangerous_calls(after);
+    let count = |calls: &[analysis::DangerousCall], name: &str| {
+        calls.iter().filter(|c| c.name == name).count()
+    };
+    match new
+        .iter()
+        .find(|call| count(&new, &call.name) > count(&old, &call.name))
+    {
+        Some(call) => Err(Rejection::DangerousCall {
+            path: file.path.into(),
+            call: call.name.clone(),
+            line: call.line,
+        }),
+        None => Ok(()),
+    }
+}
