@@ -65,6 +65,7 @@ struct FixJob {
     problems: Vec<String>,
     history: Vec<PastAttempt>,
     max_changed_lines: usize,
+    max_changed_bytes: usize,
 }
 
 impl FixJob {
@@ -78,6 +79,7 @@ impl FixJob {
             problems: self.problems.iter().map(String::as_str).collect(),
             history: &self.history,
             max_changed_lines: self.max_changed_lines,
+            max_changed_bytes: self.max_changed_bytes,
         }
     }
 }
@@ -157,6 +159,7 @@ fn job_for(state: &RunState, config: &RunConfig, root: &Path, file: &str) -> Fix
         problems,
         history: state.history.get(file).cloned().unwrap_or_default(),
         max_changed_lines: config.size_limits.for_severity(severity),
+        max_changed_bytes: config.size_limits.bytes_for_severity(severity),
     }
 }
 

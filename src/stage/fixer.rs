@@ -405,6 +405,7 @@ mod tests {
             problems: vec![],
             history: &[],
             max_changed_lines: 40,
+            max_changed_bytes: 4_800,
         }
     }
 

@@ -132,6 +132,8 @@ pub struct FixInput<'a> {
     pub problems: Vec<&'a str>,
     pub history: &'a [PastAttempt],
     pub max_changed_lines: usize,
+    /// The byte limit of a change to this file.
+    pub max_changed_bytes: usize,
 }
 
 impl FixInput<'_> {
@@ -184,10 +186,11 @@ pub fn fix_request(input: &FixInput<'_>) -> ChatRequest {
     let _ = writeln!(
         p,
         "\nReply with one unified diff of `{path}` in a ```diff block (`--- a/{path}`, `+++ b/{path}`). \
-         Change at most {max} lines (added plus removed). Fix the failing tests first; do not edit test files; \
-         keep public names that tests use.",
+         Change at most {max} lines (added plus removed) and {bytes} bytes. Fix the failing tests first; do not \
+         edit test files or test configuration; keep public names that tests use.",
         path = input.path,
-        max = input.max_changed_lines
+        max = input.max_changed_lines,
+        bytes = input.max_changed_bytes
     );
     ChatRequest {
         system: FIX_SYSTEM.into(),
@@ -325,6 +328,7 @@ mod tests {
             problems: vec![],
             history,
             max_changed_lines: 40,
+            max_changed_bytes: 4_800,
         }
     }
 
