@@ -333,6 +333,28 @@ mod tests {
     }
 
     #[test]
+    fn the_entries_it_writes_pass_the_quick_look_at_the_tail() {
+        use crate::log::tail::{inspect, Layout};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("experiment_data.json");
+        let mut log = ExperimentLog::open(&path).unwrap();
+        for n in 0..3 {
+            log.record(entry(n).detail("text", "}\n]\n,{\"details\": ["))
+                .unwrap();
+            let size = fs::metadata(&path).unwrap().len();
+            let file = fs::File::open(&path).unwrap();
+            assert_eq!(
+                inspect(&file, size).unwrap(),
+                Some(Layout::Array {
+                    at: size - 3,
+                    after_entry: true
+                }),
+                "no full scan is needed to append after entry {n}"
+            );
+        }
+    }
+
+    #[test]
     fn a_log_damaged_during_the_run_is_mended_and_reported() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("experiment_data.json");

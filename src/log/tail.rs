@@ -12,8 +12,8 @@
 //!
 //! A JSON string never holds a raw newline, so a `]` that begins a line is
 //! structure, not text. The tail is accepted when it is such a `]` after a
-//! line holding one complete JSON object, itself after a `,` or the array's
-//! opening `[`, or when the array is empty. Any prefix of such a file (a log
+//! line holding one complete entry (a JSON object with `details`), itself
+//! after a `,` or the array's opening `[`, or when the array is empty. Any prefix of such a file (a log
 //! cut short by a crash) fails this test, and so does the tail of a log
 //! pretty-printed by an older version; both are left to `scan`, which reads
 //! the whole file. This module only reads.
@@ -74,6 +74,15 @@ enum Window {
     Broken,
 }
 
+/// What the line before the closing `]` must hold: an object with the
+/// `details` every entry has. A pretty-printer puts every non-empty object
+/// on several lines, so such a line is never an object nested in an entry.
+#[derive(serde::Deserialize)]
+struct EntryShape {
+    #[allow(dead_code)]
+    details: serde::de::IgnoredAny,
+}
+
 /// Reads the window `bytes`, the file's bytes from offset `base` to its end.
 fn read_window(bytes: &[u8], base: u64) -> Window {
     let whole = base == 0;
@@ -125,9 +134,7 @@ fn read_window(bytes: &[u8], base: u64) -> Window {
             false => Window::Wider,
         };
     }
-    if value.first() != Some(&b'{')
-        || serde_json::from_slice::<serde::de::IgnoredAny>(value).is_err()
-    {
+    if serde_json::from_slice::<EntryShape>(value).is_err() {
         return Window::Broken;
     }
     let layout = Layout::Array {
@@ -178,7 +185,7 @@ mod tests {
 
     #[test]
     fn accepts_the_logs_it_writes() {
-        let one = "[\n{\"a\":1}\n]\n";
+        let one = "[\n{\"details\":1}\n]\n";
         assert_eq!(
             whole(one),
             Window::Found(
@@ -189,7 +196,7 @@ mod tests {
                 Head::Checked
             )
         );
-        let two = "[\n{\"a\":1},\n{\"b\":\"}\\n]\"}\n]\n";
+        let two = "[\n{\"a\":1},\n{\"details\":\"}\\n]\"}\n]\n";
         assert_eq!(
             whole(two),
             Window::Found(
@@ -218,16 +225,18 @@ mod tests {
     #[test]
     fn leaves_other_shapes_to_the_scan() {
         for text in [
-            "[{\"a\":1}]",                      // one line
-            "[\n  {\n    \"a\": 1\n  }\n]\n",   // pretty-printed
-            "[\n{\"a\":1},\n{\"b\":2}",         // cut short
-            "[\n{\"a\":1},\n{\"b\":2},\n]",     // trailing comma
-            "[\n{\"a\":1},\n{\"b\":\n]",        // incomplete last entry
-            "[\n{\"a\":1},\n{\"b\":2}\n]\nxyz", // trailing garbage
-            "x\n[\n]",                          // not the head
-            "[\n{\"a\":[\n{}\n]",               // a nested `[` before the line
-            "\n]",                              // no `[`
-            "{\"a\":1}\n]",                     // no `[`
+            "[{\"a\":1}]",                            // one line
+            "[\n  {\n    \"a\": 1\n  }\n]\n",         // pretty-printed
+            "[\n{\"a\":1},\n{\"details\":2}",         // cut short
+            "[\n{\"a\":1},\n{\"details\":2},\n]",     // trailing comma
+            "[\n{\"a\":1},\n{\"details\":\n]",        // incomplete last entry
+            "[\n{\"a\":1},\n{\"details\":2}\n]\nxyz", // trailing garbage
+            "x\n[\n]",                                // not the head
+            "[\n{\"a\":[\n{}\n]",                     // a nested `[` before the line
+            "\n]",                                    // no `[`
+            "{\"details\":1}\n]",                     // no `[`
+            "[\n{\n\"n\": [\n1,\n{}\n]",              // indent=0, cut after a nested `]`
+            "[\n{\"x\":[\n1,\n{\"y\":1}\n]",          // a nested object is not an entry
         ] {
             assert_eq!(whole(text), Window::Broken, "{text:?}");
         }
@@ -235,7 +244,7 @@ mod tests {
 
     #[test]
     fn widens_a_window_that_starts_inside_the_last_line() {
-        let text = "[\n{\"a\":1},\n{\"b\":2}\n]\n";
+        let text = "[\n{\"a\":1},\n{\"details\":2}\n]\n";
         let cut = text.len() - 5;
         assert_eq!(
             read_window(&text.as_bytes()[cut..], cut as u64),
@@ -254,7 +263,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("log.json");
         let long = "x".repeat(3 * FIRST_WINDOW as usize);
-        let text = format!("[\n{{\"a\":1}},\n{{\"b\":\"{long}\"}}\n]\n");
+        let text = format!("[\n{{\"a\":1}},\n{{\"details\":\"{long}\"}}\n]\n");
         std::fs::write(&path, &text).unwrap();
         let file = File::open(&path).unwrap();
         assert_eq!(
