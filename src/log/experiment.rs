@@ -1,16 +1,20 @@
 //! `logs/experiment_data.json`: one JSON array of entries in the format of
 //! the Refactoring Swarm specification's `log_experiment()`.
 //!
-//! Every entry carries `details.input_prompt` and `details.output_response`.
-//! The file is rewritten atomically after every entry (temporary file, then
-//! rename); an existing log is appended to, and a corrupt one is moved aside,
-//! never thrown away. Known secrets are masked before anything is written.
+//! Every entry carries `details.input_prompt` and `details.output_response`
+//! and is written as one line. Entries are appended in place under a file
+//! lock, at a cost that does not grow with the file (`store`); a log cut
+//! short by a crash is mended and nothing is ever thrown away (`repair`).
+//! Known secrets are masked before anything is written. This module owns the
+//! entry format; the bytes on disk belong to `store`.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
+
+use super::repair::Repair;
+use super::store::OpenLog;
 
 /// Who acted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,63 +127,42 @@ impl Entry {
 /// Errors reading or writing the log.
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
-    #[error("cannot write the experiment log {path}: {source}")]
+    #[error("cannot write the experiment log {path}: {source} (fix its permissions or pass another --log-file)")]
     Write {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot read the experiment log {path}: {source}")]
+    #[error("cannot read the experiment log {path}: {source} (fix its permissions or pass another --log-file)")]
     Read {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("the experiment log {path} stayed locked by another process for {secs} s: stop that process or pass another --log-file")]
+    Locked { path: PathBuf, secs: u64 },
 }
 
-/// The experiment log on disk.
+/// The experiment log on disk. It holds no entries in memory: each
+/// [`record`](Self::record) appends one in place under the file's lock.
 #[derive(Debug)]
 pub struct ExperimentLog {
     path: PathBuf,
-    entries: Vec<Value>,
     secrets: Vec<String>,
-    /// Where a corrupt earlier log was moved, to tell the user.
-    pub moved_aside: Option<PathBuf>,
+    repairs: Vec<Repair>,
 }
 
 impl ExperimentLog {
-    /// Opens (or starts) the log at `path`, keeping its entries. A file that
-    /// is not a JSON array is renamed to `<name>.corrupt-<timestamp>`.
+    /// Opens the log at `path` (which need not exist yet). An existing log is
+    /// checked from its head and tail and, if damaged, mended under its lock:
+    /// complete entries stay, the rest is moved to a sibling file (see
+    /// [`repairs`](Self::repairs)). The log is created by the first entry.
     pub fn open(path: &Path) -> Result<Self, LogError> {
         let mut log = Self {
             path: path.to_path_buf(),
-            entries: Vec::new(),
             secrets: Vec::new(),
-            moved_aside: None,
+            repairs: Vec::new(),
         };
-        match fs::read(path) {
-            Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => {}
-            Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
-                Ok(Value::Array(entries)) => log.entries = entries,
-                _ => {
-                    let stamp = chrono::Utc::now().format("%Y%m%d-%H%M%S");
-                    let name = path
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_else(|| "experiment_data.json".into());
-                    let aside = path.with_file_name(format!("{name}.corrupt-{stamp}"));
-                    fs::rename(path, &aside).map_err(|source| LogError::Write {
-                        path: aside.clone(),
-                        source,
-                    })?;
-                    log.moved_aside = Some(aside);
-                }
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(source) => {
-                return Err(LogError::Read {
-                    path: path.to_path_buf(),
-                    source,
-                })
-            }
+        if let Some(open) = OpenLog::lock(path, false)? {
+            log.repairs.extend(open.repair);
         }
         Ok(log)
     }
@@ -196,19 +179,36 @@ impl ExperimentLog {
         &self.path
     }
 
-    /// How many entries the file holds.
-    pub fn len(&self) -> usize {
-        self.entries.len()
+    /// Every repair made so far, when opening or before an append (another
+    /// run may have been killed while writing), oldest first.
+    pub fn repairs(&self) -> &[Repair] {
+        &self.repairs
     }
 
-    /// Whether the log holds no entries.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    /// Appends an entry and rewrites the file atomically. Returns the entry's id.
+    /// Appends an entry in place, under the file's lock, and syncs it; other
+    /// processes appending to the same file never lose theirs. Returns the
+    /// entry's id.
     pub fn record(&mut self, entry: Entry) -> Result<String, LogError> {
         let id = uuid::Uuid::new_v4().to_string();
+        let line = self.render(&id, entry);
+        if let Some(dir) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs::create_dir_all(dir).map_err(|source| LogError::Write {
+                path: self.path.clone(),
+                source,
+            })?;
+        }
+        let mut open =
+            OpenLog::lock(&self.path, true)?.expect("the log is created when it is missing");
+        if let Some(repair) = open.repair.take() {
+            tracing::warn!("{repair}");
+            self.repairs.push(repair);
+        }
+        open.append(&line)?;
+        Ok(id)
+    }
+
+    /// The entry as one line of JSON, secrets masked.
+    fn render(&self, id: &str, entry: Entry) -> Vec<u8> {
         let mut details = Map::new();
         details.insert("input_prompt".into(), entry.input_prompt.into());
         details.insert("output_response".into(), entry.output_response.into());
@@ -225,29 +225,7 @@ impl ExperimentLog {
         if !self.secrets.is_empty() {
             mask_value(&mut value, &self.secrets);
         }
-        self.entries.push(value);
-        self.flush()?;
-        Ok(id)
-    }
-
-    fn flush(&self) -> Result<(), LogError> {
-        let err = |source| LogError::Write {
-            path: self.path.clone(),
-            source,
-        };
-        let dir = match self.path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        fs::create_dir_all(&dir).map_err(err)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(err)?;
-        let text = serde_json::to_string_pretty(&self.entries)
-            .map_err(|e| err(std::io::Error::other(e)))?;
-        tmp.write_all(text.as_bytes()).map_err(err)?;
-        tmp.write_all(b"\n").map_err(err)?;
-        tmp.as_file().sync_all().map_err(err)?;
-        tmp.persist(&self.path).map_err(|e| err(e.error))?;
-        Ok(())
+        serde_json::to_vec(&value).expect("a JSON value with string keys always serializes")
     }
 }
 
@@ -302,23 +280,96 @@ mod tests {
         assert_eq!(entries[1]["details"]["file"], "a.py");
     }
 
+    fn entry(n: usize) -> Entry {
+        Entry::new(Agent::System, "m", Action::CodeAnalysis, "a", "b").detail("n", n)
+    }
+
+    fn numbers(path: &Path) -> Vec<u64> {
+        let v: Value = serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["details"]["n"].as_u64().unwrap())
+            .collect()
+    }
+
     #[test]
     fn moves_a_corrupt_log_aside() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("experiment_data.json");
         fs::write(&path, "{not json").unwrap();
         let mut log = ExperimentLog::open(&path).unwrap();
-        let aside = log.moved_aside.clone().unwrap();
-        assert_eq!(fs::read_to_string(&aside).unwrap(), "{not json");
-        log.record(Entry::new(
-            Agent::System,
-            "m",
-            Action::CodeAnalysis,
-            "a",
-            "b",
-        ))
-        .unwrap();
-        let v: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
-        assert_eq!(v.as_array().unwrap().len(), 1);
+        let [Repair::NotAnArray { aside, .. }] = log.repairs() else {
+            panic!("{:?}", log.repairs())
+        };
+        assert_eq!(fs::read_to_string(aside).unwrap(), "{not json");
+        log.record(entry(1)).unwrap();
+        assert_eq!(numbers(&path), [1]);
+    }
+
+    #[test]
+    fn opening_a_missing_log_creates_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("logs/experiment_data.json");
+        let log = ExperimentLog::open(&path).unwrap();
+        assert!(log.repairs().is_empty());
+        assert!(!path.exists());
+        assert!(!dir.path().join("logs").exists());
+    }
+
+    #[test]
+    fn two_handles_on_one_file_keep_each_others_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("experiment_data.json");
+        let mut first = ExperimentLog::open(&path).unwrap();
+        let mut second = ExperimentLog::open(&path).unwrap();
+        for n in 0..3 {
+            first.record(entry(2 * n)).unwrap();
+            second.record(entry(2 * n + 1)).unwrap();
+        }
+        assert_eq!(numbers(&path), [0, 1, 2, 3, 4, 5]);
+        let text = fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 8, "one entry per line:\n{text}");
+    }
+
+    #[test]
+    fn the_entries_it_writes_pass_the_quick_look_at_the_tail() {
+        use crate::log::tail::{inspect, Layout};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("experiment_data.json");
+        let mut log = ExperimentLog::open(&path).unwrap();
+        for n in 0..3 {
+            log.record(entry(n).detail("text", "}\n]\n,{\"details\": ["))
+                .unwrap();
+            let size = fs::metadata(&path).unwrap().len();
+            let file = fs::File::open(&path).unwrap();
+            assert_eq!(
+                inspect(&file, size).unwrap(),
+                Some(Layout::Array {
+                    at: size - 3,
+                    after_entry: true
+                }),
+                "no full scan is needed to append after entry {n}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_log_damaged_during_the_run_is_mended_and_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("experiment_data.json");
+        let mut log = ExperimentLog::open(&path).unwrap();
+        log.record(entry(1)).unwrap();
+        // Another run killed in the middle of its append.
+        let mut text = fs::read_to_string(&path).unwrap();
+        text.truncate(text.len() - 3);
+        text.push_str(",\n{\"id\":\"half");
+        fs::write(&path, &text).unwrap();
+        log.record(entry(2)).unwrap();
+        assert_eq!(numbers(&path), [1, 2]);
+        let [Repair::CutShort { aside, kept: 1, .. }] = log.repairs() else {
+            panic!("{:?}", log.repairs())
+        };
+        assert_eq!(fs::read_to_string(aside).unwrap(), ",\n{\"id\":\"half");
     }
 }

@@ -179,12 +179,9 @@ pub async fn run(
     for s in &config.secrets {
         log.mask(s);
     }
-    if let Some(aside) = &log.moved_aside {
+    for repair in log.repairs() {
         events.emit(Event::Notice {
-            message: format!(
-                "the experiment log was not valid JSON: moved it to {} and started a new one",
-                aside.display()
-            ),
+            message: repair.to_string(),
         });
     }
     let mut ws = RunWorkspace::create(&repo, &run_id, &info.head)?;

@@ -6,6 +6,7 @@ mod demo;
 mod e2e;
 mod git;
 mod llm;
+mod log;
 mod patch_corpus;
 mod patch_props;
 mod patch_support;

@@ -1,0 +1,168 @@
+//! `cargo bench --bench log`: what one experiment-log entry costs with 10,
+//! 10,000 and 100,000 entries already in the file — it should not grow.
+//!
+//! For each size it times `ExperimentLog::open` (lock, check head and tail)
+//! and `record` (lock, check, append in place, sync to disk), and the first
+//! append to a log of that size pretty-printed by the older version, which
+//! scans the whole file once. For scale, it also times what the older
+//! version did for every entry: read and parse the whole array, write it
+//! all again pretty-printed, sync and rename.
+
+use std::fs;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use swarm::log::{Action, Agent, Entry, ExperimentLog};
+
+const SIZES: &[usize] = &[10, 10_000, 100_000];
+/// Timed appends per size.
+const RUNS: usize = 100;
+
+/// A typical entry: a tool call with its command line and trimmed output.
+fn entry(n: usize) -> Entry {
+    Entry::new(
+        Agent::Judge,
+        "gemini-2.5-flash",
+        Action::CodeAnalysis,
+        format!("python3 -m pytest -q --junitxml=report.xml tests/ # run {n}"),
+        "tests/test_stats.py::test_mean PASSED\n".repeat(12),
+    )
+    .detail("kind", "tool")
+    .detail("tool", "pytest")
+    .detail("run_id", "20261122-101500-7f3a")
+    .detail("iteration", n % 10)
+}
+
+/// The same entry as JSON, as it sits in the file.
+fn value(n: usize) -> Value {
+    json!({
+        "id": format!("00000000-0000-4000-8000-{n:012}"),
+        "timestamp": "2026-11-22T10:15:00.000+00:00",
+        "agent": "Judge",
+        "model": "gemini-2.5-flash",
+        "action": "CODE_ANALYSIS",
+        "details": {
+            "input_prompt": format!("python3 -m pytest -q --junitxml=report.xml tests/ # run {n}"),
+            "output_response": "tests/test_stats.py::test_mean PASSED\n".repeat(12),
+            "kind": "tool", "tool": "pytest", "run_id": "20261122-101500-7f3a", "iteration": n % 10,
+        },
+        "status": "SUCCESS",
+    })
+}
+
+/// Writes a log of `count` entries, one per line as this version writes them.
+fn write_lines(path: &Path, count: usize) {
+    let mut out = BufWriter::new(fs::File::create(path).expect("create the log"));
+    out.write_all(b"[\n").expect("write");
+    for n in 0..count {
+        if n > 0 {
+            out.write_all(b",\n").expect("write");
+        }
+        serde_json::to_writer(&mut out, &value(n)).expect("write");
+    }
+    out.write_all(b"\n]\n").expect("write");
+    settle(out);
+}
+
+/// Flushes and syncs a seeded log, so that its bytes are not written back
+/// during a timed append.
+fn settle(out: BufWriter<fs::File>) {
+    let file = out.into_inner().expect("flush the log");
+    file.sync_all().expect("sync the log");
+}
+
+/// Writes a log of `count` entries as the older version did.
+fn write_pretty(path: &Path, count: usize) {
+    let entries: Vec<Value> = (0..count).map(value).collect();
+    let mut out = BufWriter::new(fs::File::create(path).expect("create the log"));
+    serde_json::to_writer_pretty(&mut out, &entries).expect("write");
+    out.write_all(b"\n").expect("write");
+    settle(out);
+}
+
+/// The older version's append: the whole file read, parsed and rewritten.
+fn rewrite_whole(path: &Path, n: usize) {
+    let mut entries: Vec<Value> =
+        serde_json::from_slice(&fs::read(path).expect("read")).expect("parse");
+    entries.push(value(n));
+    let dir = path.parent().expect("a folder");
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).expect("temp file");
+    let text = serde_json::to_string_pretty(&entries).expect("serialize");
+    tmp.write_all(text.as_bytes()).expect("write");
+    tmp.write_all(b"\n").expect("write");
+    tmp.as_file().sync_all().expect("sync");
+    tmp.persist(path).expect("rename");
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Median and slowest.
+fn spread(mut times: Vec<Duration>) -> (f64, f64) {
+    times.sort();
+    (ms(times[times.len() / 2]), ms(times[times.len() - 1]))
+}
+
+fn main() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    println!(
+        "entries  file      open: lock + head/tail     record: append + sync      \
+         old pretty log: open, 1st record, 2nd   older version's rewrite"
+    );
+    for &size in SIZES {
+        let path = dir.path().join(format!("lines-{size}.json"));
+        write_lines(&path, size);
+        let bytes = fs::metadata(&path).expect("size").len();
+        let mut opens = Vec::with_capacity(RUNS);
+        let mut records = Vec::with_capacity(RUNS);
+        for n in 0..RUNS {
+            let started = Instant::now();
+            let mut log = ExperimentLog::open(&path).expect("open");
+            opens.push(started.elapsed());
+            let started = Instant::now();
+            log.record(entry(size + n)).expect("record");
+            records.push(started.elapsed());
+            assert!(log.repairs().is_empty(), "{:?}", log.repairs());
+        }
+        let entries: Vec<Value> =
+            serde_json::from_slice(&fs::read(&path).expect("read")).expect("the log parses");
+        assert_eq!(entries.len(), size + RUNS, "every entry is in the log");
+        fs::remove_file(&path).expect("remove");
+
+        let pretty = dir.path().join(format!("pretty-{size}.json"));
+        write_pretty(&pretty, size);
+        let started = Instant::now();
+        let mut log = ExperimentLog::open(&pretty).expect("open");
+        let scan_open = started.elapsed();
+        let started = Instant::now();
+        log.record(entry(size)).expect("record");
+        let first = started.elapsed();
+        let started = Instant::now();
+        log.record(entry(size + 1)).expect("record");
+        let second = started.elapsed();
+
+        let mut rewrites = Vec::with_capacity(3);
+        for n in 0..3 {
+            let started = Instant::now();
+            rewrite_whole(&pretty, size + 2 + n);
+            rewrites.push(started.elapsed());
+        }
+        fs::remove_file(&pretty).expect("remove");
+
+        let (open_med, open_max) = spread(opens);
+        let (rec_med, rec_max) = spread(records);
+        let (rw_med, _) = spread(rewrites);
+        println!(
+            "{size:>7}  {:>5.1} MB  median {open_med:.3}, max {open_max:.3} ms  \
+             median {rec_med:.2}, max {rec_max:.2} ms  {:>7.1}, {:>7.1}, {:>5.2} ms            \
+             median {rw_med:.1} ms",
+            bytes as f64 / 1e6,
+            ms(scan_open),
+            ms(first),
+            ms(second),
+        );
+    }
+}
