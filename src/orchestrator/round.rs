@@ -282,6 +282,7 @@ fn attempt(
         events,
         cancel,
         env,
+        sandbox,
         root,
         ..
     } = *cx;
@@ -342,8 +343,9 @@ fn attempt(
             files.push(f.clone());
         }
     }
-    let measured =
-        tokio::task::block_in_place(|| judge::measure(env, root, &files, config.limits, cancel))?;
+    let measured = tokio::task::block_in_place(|| {
+        judge::measure(env, sandbox, root, &files, config.limits, cancel)
+    })?;
     let verdict = judge::compare(&state.best, &measured.snapshot, state.baseline.pylint);
     rec.measurement(Agent::Judge, &measured, Some(k))?;
     let record = AttemptRecord {
