@@ -29,6 +29,7 @@
 //! outside the sandbox: they are swarm's own, not the target's code.
 
 use std::ffi::OsString;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -260,7 +261,7 @@ impl Sandbox {
             Err(reason) => LayerState::Unavailable { reason },
             Ok(abi) => {
                 self.landlock_abi = Some(abi);
-                let probe = self.cell("probe").and_then(|cell| {
+                let probe = self.bare_cell("probe").and_then(|cell| {
                     Ok(self.probe_in(
                         &cell,
                         Confinement {
@@ -303,7 +304,7 @@ impl Sandbox {
     /// Runs the interpreter under `confinement` in a fresh cell; `None` when
     /// it started and exited 0, else why not.
     fn probe(&self, confinement: Confinement) -> Option<String> {
-        match self.cell("probe") {
+        match self.bare_cell("probe") {
             Ok(cell) => self.probe_in(&cell, confinement),
             Err(e) => Some(e.to_string()),
         }
@@ -339,6 +340,21 @@ impl Sandbox {
     /// A fresh cell (HOME, TMPDIR) for one tool process, with every active
     /// layer. The cell's folder is removed when it is dropped.
     pub(crate) fn cell(&self, tool: &str) -> Result<Cell, ToolError> {
+        let mut cell = self.bare_cell(tool)?;
+        let confinement = Confinement {
+            namespaces: self.namespaces.then(NamespacePlan::for_current_user),
+            limits: self.limited.then(|| self.limits.clone()),
+            landlock: match self.landlock_abi {
+                Some(abi) => Some(cell.ruleset(self, abi)?),
+                None => None,
+            },
+        };
+        cell.confinement = Some(Arc::new(confinement));
+        Ok(cell)
+    }
+
+    /// A fresh cell with the environment allow-list but no confinement yet.
+    fn bare_cell(&self, tool: &str) -> Result<Cell, ToolError> {
         let n = self.cells.fetch_add(1, Ordering::Relaxed);
         let dir = self.scratch.path().join(format!("{n}-{tool}"));
         let dirs = CellDirs::under(&dir);
@@ -349,23 +365,11 @@ impl Sandbox {
             })?;
         }
         let env = env::for_cell(&self.inherited, &self.env, &dirs);
-        let mut cell = Cell {
+        Ok(Cell {
             dir,
             env,
             confinement: None,
-        };
-        if tool != "probe" {
-            let confinement = Confinement {
-                namespaces: self.namespaces.then(NamespacePlan::for_current_user),
-                limits: self.limited.then(|| self.limits.clone()),
-                landlock: match self.landlock_abi {
-                    Some(abi) => Some(cell.ruleset(self, abi)?),
-                    None => None,
-                },
-            };
-            cell.confinement = Some(Arc::new(confinement));
-        }
-        Ok(cell)
+        })
     }
 }
 
@@ -394,7 +398,7 @@ impl Cell {
     }
 
     /// The Landlock ruleset for a process of this cell.
-    fn ruleset(&self, sandbox: &Sandbox, abi: u32) -> Result<std::os::fd::OwnedFd, ToolError> {
+    fn ruleset(&self, sandbox: &Sandbox, abi: u32) -> Result<OwnedFd, ToolError> {
         let mut write = sandbox.writable.clone();
         write.push(self.dir.clone());
         write.push(PathBuf::from(SHARED_MEMORY));
@@ -434,6 +438,53 @@ pub fn make_undumpable() -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::{EnvSource, PythonLayout};
+
+    /// `/bin/true` stands in for the interpreter: `true -c pass` exits 0.
+    fn true_env() -> PythonEnv {
+        PythonEnv {
+            python: PathBuf::from("/bin/true"),
+            source: EnvSource::Explicit,
+            pytest_version: String::new(),
+            pylint_version: String::new(),
+            layout: PythonLayout::default(),
+        }
+    }
+
+    #[test]
+    fn a_layer_that_fails_in_the_child_is_unavailable_with_its_step() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let policy = SandboxPolicy {
+            isolate: false,
+            ..SandboxPolicy::for_worktree(dir.path())
+        };
+        let sandbox = Sandbox::new(policy, &true_env()).expect("true runs");
+        assert!(sandbox.scratch().is_dir());
+        assert_eq!(sandbox.probe(Confinement::default()), None);
+
+        let not_a_ruleset = OwnedFd::from(std::fs::File::open("/dev/null").expect("open"));
+        let reason = sandbox
+            .probe(Confinement {
+                landlock: Some(not_a_ruleset),
+                ..Confinement::default()
+            })
+            .expect("the spawn fails");
+        assert!(
+            reason.starts_with("landlock_restrict_self failed:"),
+            "{reason}"
+        );
+
+        let starved = ResourceLimits {
+            address_space: Some(4096),
+            ..ResourceLimits::default()
+        };
+        assert!(sandbox
+            .probe(Confinement {
+                limits: Some(starved),
+                ..Confinement::default()
+            })
+            .is_some());
+    }
 
     #[test]
     fn shortfalls_name_every_layer_that_does_not_hold() {

@@ -416,3 +416,35 @@ fn a_huge_file_list_is_capped_in_the_command_line() {
     );
     assert!(report.command.len() < 600, "{}", report.command.len());
 }
+
+#[test]
+fn a_tool_that_crashes_is_reported_with_its_signal() {
+    let dir = project(&[("a.py", "A = 1\n")]);
+    // The tool process faults (SIGSEGV) as PID 1 of its namespace; the
+    // runner must still see the signal, not an exit code.
+    let crashing = script(
+        dir.path(),
+        "python-crash",
+        &format!(
+            "#!/bin/sh\nexec {:?} -c 'import ctypes; ctypes.string_at(0)'\n",
+            real_python()
+        ),
+    );
+    let env = PythonEnv {
+        python: crashing,
+        ..system_env()
+    };
+    let err = run_pylint(
+        &env,
+        &sandbox_for(dir.path()),
+        dir.path(),
+        &names(&["a.py"]),
+        Duration::from_secs(30),
+        &Cancel::new(),
+    )
+    .expect_err("a crash is a failure");
+    let ToolError::Failed { message, .. } = err else {
+        panic!("expected Failed, got {err:?}");
+    };
+    assert_eq!(message, "killed by signal 11");
+}
