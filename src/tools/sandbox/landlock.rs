@@ -154,8 +154,10 @@ pub(super) fn describe(abi: u32, deny_tcp: bool) -> String {
     let mut parts = vec![format!(
         "ABI {abi}: writes only in the worktree and the scratch folder, reads only in system folders, the interpreter's folders and the worktree"
     )];
-    if deny_tcp && abi >= 4 {
-        parts.push("TCP bind/connect denied".to_string());
+    match (deny_tcp, abi >= 4) {
+        (true, true) => parts.push("TCP bind/connect denied".to_string()),
+        (true, false) => parts.push("the network stays open (TCP rules need ABI 4)".to_string()),
+        (false, _) => {}
     }
     if abi >= 5 {
         parts.push("device ioctls denied".to_string());
@@ -298,7 +300,8 @@ mod tests {
 
     #[test]
     fn description_names_what_the_abi_adds() {
-        assert!(!describe(3, true).contains("TCP"));
+        assert!(describe(3, true).contains("the network stays open"));
+        assert!(!describe(3, false).contains("network"));
         assert!(describe(4, true).contains("TCP bind/connect denied"));
         assert!(!describe(4, false).contains("TCP"));
         assert!(describe(6, false).contains("signals"));

@@ -237,6 +237,19 @@ impl Sandbox {
         &self.report
     }
 
+    /// The writable folder that holds `path` (the worktree holding a target
+    /// folder), or `path` itself when none does. Tools look for
+    /// configuration no higher than this.
+    pub(crate) fn boundary_of(&self, path: &Path) -> PathBuf {
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        self.writable
+            .iter()
+            .filter(|w| path.starts_with(w))
+            .min_by_key(|w| w.components().count())
+            .cloned()
+            .unwrap_or(path)
+    }
+
     /// The scratch folder; every tool process gets a fresh cell beneath it.
     pub fn scratch(&self) -> &Path {
         self.scratch.path()

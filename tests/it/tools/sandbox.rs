@@ -81,7 +81,7 @@ for _ in range(200):
 
 /// Each test tries one kind of attack and records what happened.
 const HOSTILE_TESTS: &str = r#"
-import json, os, resource, socket, tempfile
+import json, os, resource, signal, socket, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONFIG = json.load(open(os.path.join(HERE, "attack.json")))
@@ -113,6 +113,7 @@ def test_swarm_process():
     pid = open(os.path.join(HERE, "swarm.pid")).read().strip()
     record("swarm_environ", attempt(lambda: open("/proc/%s/environ" % pid, "rb").read().decode("latin-1")))
     record("swarm_mem", attempt(lambda: open("/proc/%s/mem" % pid, "rb").read(1) and "read"))
+    record("signal_swarm", attempt(lambda: os.kill(int(pid), signal.SIGCONT)))
 
 
 def test_network():
@@ -288,6 +289,7 @@ fn hostile_code_under_test_is_contained() {
         "{environ}"
     );
     attack.failed("swarm_mem");
+    attack.failed("signal_swarm");
 
     // No network out, loopback inside works.
     let error = attack.failed("connect_out");
@@ -716,4 +718,58 @@ fn the_no_tests_fixture_checks_imports_the_same_inside_the_sandbox() {
     };
     assert_eq!(paths(&confined), paths(&open));
     assert!(!confined.compile_errors.is_empty() || !confined.import_errors.is_empty());
+}
+
+#[test]
+fn configuration_above_the_worktree_is_neither_read_nor_fatal() {
+    let dir = project(&[
+        (
+            "pyproject.toml",
+            "[tool.pytest.ini_options]\naddopts = \"-x --deselect tests/test_ok.py::test_ok\"\n[tool.pylint.main]\ndisable = \"all\"\n",
+        ),
+        ("setup.cfg", "[tool:pytest]\naddopts = -p no_such_plugin\n"),
+        (
+            "conftest.py",
+            "raise SystemExit('the conftest above the worktree was loaded')\n",
+        ),
+        ("work/tests/test_ok.py", "def test_ok():\n    assert True\n"),
+        ("work/messy.py", "import os\n"),
+    ]);
+    let work = dir.path().join("work");
+    // pytest stops at the worktree by itself, sandbox or not.
+    for isolate in [true, false] {
+        let policy = SandboxPolicy {
+            isolate,
+            ..SandboxPolicy::for_worktree(&work)
+        };
+        let sandbox = Sandbox::new(policy, &system_env()).expect("sandbox");
+        let run = run_pytest(
+            &system_env(),
+            &sandbox,
+            &work,
+            Duration::from_secs(60),
+            &Cancel::new(),
+        )
+        .expect("pytest runs");
+        assert_eq!(run.exit_code, Some(0), "isolate={isolate}: {}", run.output);
+        assert_eq!(
+            outcomes(&run),
+            [("tests/test_ok.py::test_ok".to_string(), TestOutcome::Passed)]
+        );
+    }
+    // pylint looks further up; in the sandbox it cannot read what it finds.
+    let report = run_pylint(
+        &system_env(),
+        &sandbox_for(&work),
+        &work,
+        &["messy.py".to_string()],
+        Duration::from_secs(120),
+        &Cancel::new(),
+    )
+    .expect("pylint runs");
+    assert!(
+        report.messages.iter().any(|m| m.symbol == "unused-import"),
+        "{:?}",
+        report.messages
+    );
 }

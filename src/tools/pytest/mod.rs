@@ -1,14 +1,20 @@
 //! Running pytest under the sandbox, with a junit XML report written into
 //! the process's sandbox cell (outside the tested tree).
 //!
-//! `python -m pytest -q -p no:cacheprovider --rootdir <root> --junitxml
-//! <cell>/junit.xml -o junit_family=xunit1`, cwd `root`. Failing tests,
+//! `python -m pytest -q -p no:cacheprovider --rootdir <root> -c <config>
+//! --confcutdir <config's folder> --junitxml <cell>/junit.xml -o
+//! junit_family=xunit1`, cwd `root`. The configuration file is the one
+//! pytest would find, but never above the worktree ([`config`]); without one
+//! it is an empty `pytest.ini` in the cell and `--confcutdir` is `root`,
+//! which is what pytest does by itself then. Failing tests,
 //! collection errors, no tests (exit code 5) and timeouts are all values in
 //! the [`TestRun`]; only a pytest that cannot be started, or a cancel, is an
 //! `Err`.
 
 use std::path::Path;
 use std::time::Duration;
+
+mod config;
 
 use super::junit::parse_junit;
 use super::process::{cap_text, Ending};
@@ -30,10 +36,28 @@ pub(super) fn run(
     let root = &std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
     let cell = sandbox.cell("pytest")?;
     let junit = cell.dir().join("junit.xml");
+    let (config, confcutdir) = match config::locate(root, &sandbox.boundary_of(root)) {
+        Some(file) => {
+            let folder = file.parent().unwrap_or(root).to_path_buf();
+            (file, folder)
+        }
+        None => {
+            let empty = cell.dir().join("pytest.ini");
+            std::fs::write(&empty, "").map_err(|e| ToolError::Failed {
+                command: format!("write {}", empty.display()),
+                message: e.to_string(),
+            })?;
+            (empty, root.clone())
+        }
+    };
     let builder = cell
         .command(&env.python)
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir"])
         .arg(root)
+        .arg("-c")
+        .arg(&config)
+        .arg("--confcutdir")
+        .arg(&confcutdir)
         .arg("--junitxml")
         .arg(&junit)
         .args(["-o", "junit_family=xunit1", "--color=no"])
