@@ -43,8 +43,10 @@ const MAX_POLL: Duration = Duration::from_millis(50);
 /// A daemon that left the group (setsid) may hold a pipe open forever.
 const READER_GRACE: Duration = Duration::from_secs(2);
 
-/// Variables removed from every child's environment, besides every name that
-/// ends in one of [`SCRUBBED_SUFFIXES`].
+/// Variables removed from a child's environment (besides every name that
+/// ends in one of [`SCRUBBED_SUFFIXES`]) — the deny-list for swarm's own
+/// processes (the environment probe, the bootstrap). Code under test runs in
+/// a sandbox cell, whose environment is an allow-list instead.
 pub const SCRUBBED_VARS: &[&str] = &[
     "GOOGLE_API_KEY",
     "GEMINI_API_KEY",

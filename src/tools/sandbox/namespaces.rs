@@ -138,6 +138,11 @@ fn intermediate(tool: libc::pid_t, alive_read: libc::c_int, alive_write: libc::c
             libc::dup2(alive_write, 3);
         }
         close_from(4);
+        // swarm's own handlers (Ctrl-C, SIGTERM) were inherited by the fork
+        // and would keep this process alive; it should just die.
+        for signal in [libc::SIGHUP, libc::SIGINT, libc::SIGQUIT, libc::SIGTERM] {
+            libc::signal(signal, libc::SIG_DFL);
+        }
         let mut status = 0;
         loop {
             let rc = libc::waitpid(tool, &mut status, 0);
