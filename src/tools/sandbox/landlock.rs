@@ -100,7 +100,9 @@ pub(super) fn abi_version() -> Result<u32, String> {
     }
     let err = io::Error::last_os_error();
     Err(match err.raw_os_error() {
-        Some(libc::ENOSYS) => "the kernel has no Landlock support (ENOSYS)".to_string(),
+        Some(libc::ENOSYS) => {
+            "the kernel has no Landlock support, or a seccomp filter hides it (ENOSYS)".to_string()
+        }
         Some(libc::EOPNOTSUPP) => {
             "Landlock is built into the kernel but not enabled (add it to the `lsm=` boot parameter)"
                 .to_string()
