@@ -131,6 +131,21 @@ pub struct SandboxReport {
 }
 
 impl SandboxReport {
+    /// The two layers that are always on; the others off until probed.
+    fn before_probing() -> Self {
+        Self {
+            environment: LayerState::Active {
+                detail: "allow-list: PATH, LANG, LANGUAGE, LC_*, TZ; HOME, XDG folders and TMPDIR in a fresh scratch folder per process".to_string(),
+            },
+            parent_death: LayerState::Active {
+                detail: "own session; SIGKILL when swarm dies".to_string(),
+            },
+            namespaces: LayerState::Disabled,
+            landlock: LayerState::Disabled,
+            limits: LayerState::Disabled,
+        }
+    }
+
     /// Every layer with its name, in a fixed order.
     pub fn layers(&self) -> [(&'static str, &LayerState); 5] {
         [
@@ -204,17 +219,7 @@ impl Sandbox {
             limits: policy.limits.clone(),
             inherited: env::inherited(std::env::vars_os(), env),
             scratch,
-            report: SandboxReport {
-                environment: LayerState::Active {
-                    detail: "allow-list: PATH, LANG, LANGUAGE, LC_*, TZ; HOME, XDG folders and TMPDIR in a fresh scratch folder per process".to_string(),
-                },
-                parent_death: LayerState::Active {
-                    detail: "own session; SIGKILL when swarm dies".to_string(),
-                },
-                namespaces: LayerState::Disabled,
-                landlock: LayerState::Disabled,
-                limits: LayerState::Disabled,
-            },
+            report: SandboxReport::before_probing(),
             namespaces: false,
             landlock_abi: None,
             limited: false,
@@ -270,35 +275,14 @@ impl Sandbox {
             }
             Some(reason) => LayerState::Unavailable { reason },
         };
-        self.report.landlock = match landlock::abi_version() {
-            Err(reason) => LayerState::Unavailable { reason },
+        self.report.landlock = match self.probe_landlock() {
             Ok(abi) => {
                 self.landlock_abi = Some(abi);
-                let probe = self.bare_cell("probe").and_then(|cell| {
-                    Ok(self.probe_in(
-                        &cell,
-                        Confinement {
-                            landlock: Some(cell.ruleset(self, abi)?),
-                            ..Confinement::default()
-                        },
-                    ))
-                });
-                match probe {
-                    Ok(None) => LayerState::Active {
-                        detail: landlock::describe(abi, !self.namespaces),
-                    },
-                    Ok(Some(reason)) => {
-                        self.landlock_abi = None;
-                        LayerState::Unavailable { reason }
-                    }
-                    Err(e) => {
-                        self.landlock_abi = None;
-                        LayerState::Unavailable {
-                            reason: e.to_string(),
-                        }
-                    }
+                LayerState::Active {
+                    detail: landlock::describe(abi, !self.namespaces),
                 }
             }
+            Err(reason) => LayerState::Unavailable { reason },
         };
         self.report.limits = match self.probe(Confinement {
             limits: Some(self.limits.clone()),
@@ -312,6 +296,21 @@ impl Sandbox {
             }
             Some(reason) => LayerState::Unavailable { reason },
         };
+    }
+
+    /// The Landlock ABI when the interpreter runs under a ruleset of it.
+    fn probe_landlock(&self) -> Result<u32, String> {
+        let abi = landlock::abi_version()?;
+        let cell = self.bare_cell("probe").map_err(|e| e.to_string())?;
+        let ruleset = cell.ruleset(self, abi).map_err(|e| e.to_string())?;
+        let confinement = Confinement {
+            landlock: Some(ruleset),
+            ..Confinement::default()
+        };
+        match self.probe_in(&cell, confinement) {
+            None => Ok(abi),
+            Some(reason) => Err(reason),
+        }
     }
 
     /// Runs the interpreter under `confinement` in a fresh cell; `None` when
