@@ -164,7 +164,7 @@ mod tests {
     #[test]
     fn home_and_temp_point_into_the_cell() {
         let layout = PythonLayout {
-            virtual_env: Some("/work/.venv".into()),
+            virtual_env: Some("/srv/project/.venv".into()),
             user_base: Some("/home/user/.local".into()),
             ..PythonLayout::default()
         };
@@ -182,7 +182,7 @@ mod tests {
             Some(OsStr::new("/scratch/cell-1/home/.cache"))
         );
         assert_eq!(get(&all, "TMPDIR"), Some(OsStr::new("/scratch/cell-1/tmp")));
-        assert_eq!(get(&all, "VIRTUAL_ENV"), Some(OsStr::new("/work/.venv")));
+        assert_eq!(get(&all, "VIRTUAL_ENV"), Some(OsStr::new("/srv/project/.venv")));
         assert_eq!(
             get(&all, "PYTHONUSERBASE"),
             Some(OsStr::new("/home/user/.local"))
