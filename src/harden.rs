@@ -45,7 +45,7 @@ static DONE: std::sync::OnceLock<Hardening> = std::sync::OnceLock::new();
 fn harden_now(secrets: &[&str]) -> Hardening {
     crate::config::ProcessEnv::capture();
     let mut result = Hardening::default();
-    match set_non_dumpable() {
+    match make_undumpable() {
         Ok(()) => result.non_dumpable = true,
         Err(e) => result
             .notes
@@ -65,8 +65,12 @@ fn harden_now(secrets: &[&str]) -> Hardening {
     result
 }
 
+/// Makes this process non-dumpable, so processes without `CAP_SYS_PTRACE`
+/// in its user namespace cannot read its memory or its environment through
+/// `/proc/<pid>/mem` or `/proc/<pid>/environ`, nor attach to it. Children
+/// are unaffected: exec resets the flag.
 #[cfg(target_os = "linux")]
-fn set_non_dumpable() -> std::io::Result<()> {
+pub fn make_undumpable() -> std::io::Result<()> {
     // SAFETY: plain prctl with integer arguments.
     let rc = unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
     if rc == 0 {
@@ -76,8 +80,9 @@ fn set_non_dumpable() -> std::io::Result<()> {
     }
 }
 
+/// See the Linux version.
 #[cfg(not(target_os = "linux"))]
-fn set_non_dumpable() -> std::io::Result<()> {
+pub fn make_undumpable() -> std::io::Result<()> {
     Err(std::io::Error::other("not supported on this system"))
 }
 

@@ -22,7 +22,7 @@ use crate::stage::planner::Plan;
 use crate::stage::prompt::PastAttempt;
 use crate::stage::reviewer::SizeLimits;
 use crate::stage::{auditor, prompt};
-use crate::tools::{self, PythonEnv};
+use crate::tools::{self, PythonEnv, Sandbox, SandboxPolicy};
 use record::Recorder;
 pub use summary::{Delivery, Spend, StopReason, Summary, TestCount};
 pub use verify::FinalCheck;
@@ -59,6 +59,8 @@ pub(crate) struct RunContext<'a> {
     pub events: &'a dyn EventSink,
     pub cancel: &'a Cancel,
     pub env: &'a PythonEnv,
+    /// What every tool process of the run is confined by.
+    pub sandbox: &'a Sandbox,
     pub root: &'a std::path::Path,
 }
 
@@ -185,6 +187,19 @@ pub async fn run(
         });
     }
     let mut ws = RunWorkspace::create(&repo, &run_id, &info.head)?;
+    let sandbox = match tokio::task::block_in_place(|| {
+        Sandbox::new(SandboxPolicy::for_worktree(ws.path()), &env)
+    }) {
+        Ok(sandbox) => sandbox,
+        Err(e) => {
+            // Nothing else holds the worktree yet: take it away again.
+            let _ = ws.remove();
+            return Err(e.into());
+        }
+    };
+    for shortfall in sandbox.report().shortfalls() {
+        events.emit(Event::Notice { message: shortfall });
+    }
     events.emit(Event::Started {
         run_id: run_id.clone(),
         target: target.clone(),
@@ -203,6 +218,7 @@ pub async fn run(
         events,
         cancel,
         env: &env,
+        sandbox: &sandbox,
         root: &root,
     };
     let result = drive(&cx, &mut ws, &mut rec, &run_id, &info.target_rel, files).await;
@@ -241,13 +257,15 @@ async fn drive(
         events,
         cancel,
         env,
+        sandbox,
         root,
     } = *cx;
     rec.system_start(config, &files)?;
     let metrics = auditor::measure_files(root, &files);
     rec.metrics(&metrics)?;
-    let baseline =
-        tokio::task::block_in_place(|| judge::measure(env, root, &files, config.limits, cancel, None))?;
+    let baseline = tokio::task::block_in_place(|| {
+        judge::measure(env, sandbox, root, &files, config.limits, cancel, None)
+    })?;
     rec.measurement(crate::log::Agent::Auditor, &baseline, None)?;
     let snapshot = baseline.snapshot;
     events.emit(Event::Audited {

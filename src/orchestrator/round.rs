@@ -283,6 +283,7 @@ fn attempt(
         events,
         cancel,
         env,
+        sandbox,
         root,
         ..
     } = *cx;
@@ -347,7 +348,7 @@ fn attempt(
     }
     let measured = tokio::task::block_in_place(|| {
         let baseline = state.baseline.tests.as_ref();
-        judge::measure(env, root, &files, config.limits, cancel, baseline)
+        judge::measure(env, sandbox, root, &files, config.limits, cancel, baseline)
     })?;
     let verdict = judge::compare(&state.best, &measured.snapshot, state.baseline.pylint);
     rec.measurement(Agent::Judge, &measured, Some(k))?;

@@ -42,6 +42,7 @@ pub(crate) fn final_check(
     let measured = tokio::task::block_in_place(|| {
         judge::measure(
             cx.env,
+            cx.sandbox,
             cx.root,
             &state.files,
             cx.config.limits,

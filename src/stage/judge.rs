@@ -7,7 +7,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::cancel::Cancel;
-use crate::tools::{self, ImportCheck, LintReport, PythonEnv, TestCase, TestOutcome, TestRun};
+use crate::tools::{
+    self, ImportCheck, LintReport, PythonEnv, Sandbox, TestCase, TestOutcome, TestRun,
+};
 
 /// The longest one module may take to import (capped further by the test
 /// timeout): importing should be instant, so a module still busy after this
@@ -279,6 +281,7 @@ pub struct Measurement {
 /// that ran there and do not run here count as failures.
 pub fn measure(
     env: &PythonEnv,
+    sandbox: &Sandbox,
     root: &Path,
     files: &[String],
     limits: Limits,
@@ -287,8 +290,9 @@ pub fn measure(
 ) -> Result<Measurement, tools::ToolError> {
     // pytest and pylint are independent: run them side by side.
     let (run, lint) = std::thread::scope(|scope| {
-        let lint = scope.spawn(|| tools::run_pylint(env, root, files, limits.lint, cancel));
-        let run = tools::run_pytest(env, root, limits.tests, cancel);
+        let lint =
+            scope.spawn(|| tools::run_pylint(env, sandbox, root, files, limits.lint, cancel));
+        let run = tools::run_pytest(env, sandbox, root, limits.tests, cancel);
         let lint = lint.join().unwrap_or_else(|_| {
             Err(tools::ToolError::Failed {
                 command: "pylint".into(),
@@ -307,6 +311,7 @@ pub fn measure(
             .collect();
         let check = tools::check_imports(
             env,
+            sandbox,
             root,
             &sources,
             limits.tests.min(IMPORT_TIMEOUT),

@@ -7,6 +7,12 @@
 //! `<cache>/tools/py<major.minor>-pytest<ver>-pylint<ver>/` and is made with
 //! `--system-site-packages`, so the target's installed dependencies still
 //! import.
+//!
+//! Once found, the interpreter's layout is probed (`sys.executable`, its
+//! prefixes, `sys.path`, the user site): tools then run the real executable
+//! rather than a shim, and the sandbox knows which folders they must read.
+//! Everything here runs outside the sandbox, with swarm's (scrubbed)
+//! environment.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -15,7 +21,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use super::process::{Ending, ProcessBuilder};
-use super::{EnvSource, PythonEnv, ToolError};
+use super::{EnvSource, PythonEnv, PythonLayout, ToolError};
 use crate::cancel::Cancel;
 
 /// The pytest version a bootstrapped tool environment pins.
@@ -74,12 +80,7 @@ pub fn resolve_env_with(
     let (python, source) = find_interpreter(target, settings)?;
     let probe = probe_tools(&python)?;
     if let (Some(pytest_version), Some(pylint_version)) = (&probe.pytest, &probe.pylint) {
-        return Ok(PythonEnv {
-            python,
-            source,
-            pytest_version: pytest_version.clone(),
-            pylint_version: pylint_version.clone(),
-        });
+        return with_layout(&python, source, pytest_version, pylint_version);
     }
     let missing = probe.missing().join(" and ");
     if !bootstrap {
@@ -298,15 +299,77 @@ fn bootstrap_env(
 /// The tool env at `python` when both tools run in it.
 fn ready_env(python: &Path) -> Result<Option<PythonEnv>, ToolError> {
     let probe = probe_tools(python)?;
-    Ok(match (probe.pytest, probe.pylint) {
-        (Some(pytest_version), Some(pylint_version)) => Some(PythonEnv {
-            python: python.to_path_buf(),
-            source: EnvSource::Bootstrapped,
-            pytest_version,
-            pylint_version,
-        }),
-        _ => None,
+    match (probe.pytest, probe.pylint) {
+        (Some(pytest_version), Some(pylint_version)) => with_layout(
+            python,
+            EnvSource::Bootstrapped,
+            &pytest_version,
+            &pylint_version,
+        )
+        .map(Some),
+        _ => Ok(None),
+    }
+}
+
+const LAYOUT_SCRIPT: &str = r#"import json, os, site, sys
+user_base = None
+if site.ENABLE_USER_SITE and os.path.isdir(site.getusersitepackages()):
+    user_base = site.getuserbase()
+print(json.dumps({
+    "executable": sys.executable,
+    "prefixes": sorted({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}),
+    "path": [p for p in sys.path if p],
+    "user_base": user_base,
+    "venv": sys.prefix if sys.prefix != sys.base_prefix else None,
+}))"#;
+
+/// The environment for `found`, after probing its layout; `python` becomes
+/// the real executable behind it.
+fn with_layout(
+    found: &Path,
+    source: EnvSource,
+    pytest_version: &str,
+    pylint_version: &str,
+) -> Result<PythonEnv, ToolError> {
+    let (executable, layout) = probe_layout(found)?;
+    Ok(PythonEnv {
+        python: executable.unwrap_or_else(|| found.to_path_buf()),
+        source,
+        pytest_version: pytest_version.to_string(),
+        pylint_version: pylint_version.to_string(),
+        layout,
     })
+}
+
+/// `sys.executable` (when it names a file) and the folders the interpreter reads.
+fn probe_layout(python: &Path) -> Result<(Option<PathBuf>, PythonLayout), ToolError> {
+    let out = ProcessBuilder::new(python)
+        .args(["-c", LAYOUT_SCRIPT])
+        .timeout(PROBE_TIMEOUT)
+        .run(&Cancel::new());
+    let out = expect_success(out)?;
+    let failed = |message: String| ToolError::Failed {
+        command: out.command.clone(),
+        message,
+    };
+    let value: serde_json::Value = serde_json::from_str(out.stdout.trim())
+        .map_err(|e| failed(format!("unexpected output: {e}")))?;
+    let path = |v: &serde_json::Value| v.as_str().filter(|s| !s.is_empty()).map(PathBuf::from);
+    let paths = |v: &serde_json::Value| -> Vec<PathBuf> {
+        v.as_array()
+            .map(|a| a.iter().filter_map(path).collect())
+            .unwrap_or_default()
+    };
+    let executable = path(&value["executable"]).filter(|p| p.is_absolute() && p.is_file());
+    Ok((
+        executable,
+        PythonLayout {
+            prefixes: paths(&value["prefixes"]),
+            sys_path: paths(&value["path"]),
+            user_base: path(&value["user_base"]),
+            virtual_env: path(&value["venv"]),
+        },
+    ))
 }
 
 /// What the bootstrap needs to know about the origin interpreter.

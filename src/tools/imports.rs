@@ -7,13 +7,14 @@
 //! `__main__.py` is imported in its own subprocess with a timeout, cwd `root`,
 //! with its import root (the first ancestor folder without `__init__.py`) and
 //! `root` on `sys.path`. A module stuck at import is reported, not waited on.
+//! Every process runs under the sandbox, each in a fresh cell.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::env::last_line;
-use super::process::{cap_text, Ending, ProcessBuilder};
-use super::{ImportCheck, PythonEnv, ToolError};
+use super::process::{cap_text, Ending};
+use super::{ImportCheck, PythonEnv, Sandbox, ToolError};
 use crate::cancel::Cancel;
 
 /// How much of the combined report the check keeps for the log.
@@ -41,6 +42,7 @@ importlib.import_module(sys.argv[3])
 
 pub(super) fn check(
     env: &PythonEnv,
+    sandbox: &Sandbox,
     root: &Path,
     files: &[String],
     timeout: Duration,
@@ -55,9 +57,12 @@ pub(super) fn check(
         return Ok(report);
     }
 
-    let compile = ProcessBuilder::new(&env.python)
+    let compile_cell = sandbox.cell("compile")?;
+    let compile = compile_cell
+        .command(&env.python)
         .args(["-c", COMPILE_SCRIPT])
         .args(files)
+        .shown_args(4, "files")
         .cwd(root)
         .timeout(timeout.max(Duration::from_secs(30)));
     report.command = format!(
@@ -101,7 +106,9 @@ pub(super) fn check(
         if cancel.is_cancelled() {
             return Err(ToolError::Cancelled);
         }
-        let out = ProcessBuilder::new(&env.python)
+        let cell = sandbox.cell("import")?;
+        let out = cell
+            .command(&env.python)
             .args(["-c", IMPORT_SCRIPT])
             .arg(&import_root)
             .arg(root)

@@ -2,9 +2,11 @@
 //!
 //! It finds the Python environment (active virtualenv, `.venv` in the target,
 //! `python3` on PATH, or a bootstrapped tool environment), runs the tools
-//! with timeouts in their own process group (killed whole on timeout or
-//! cancel), with API keys scrubbed from their environment, and parses their
-//! results into values. It never prints; progress goes through a callback.
+//! under a [`Sandbox`] (allow-listed environment, namespaces, Landlock,
+//! resource limits, parent-death signal — see [`sandbox`]) with timeouts in
+//! their own process group (killed whole on timeout or cancel), and parses
+//! their results into values. It never prints; progress goes through a
+//! callback.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -18,9 +20,13 @@ pub mod junit;
 pub mod process;
 mod pylint;
 mod pytest;
+pub mod sandbox;
 
 pub use env::{resolve_env_with, EnvSettings, PYLINT_PIN, PYTEST_PIN};
 pub use process::{Ending, ProcessBuilder, ProcessError, ProcessOutput};
+pub use sandbox::{
+    LayerState, ResourceLimits, Sandbox, SandboxPolicy, SandboxReport,
+};
 
 /// Errors that stop a tool from giving any result at all.
 #[derive(Debug, thiserror::Error)]
@@ -54,13 +60,31 @@ pub enum EnvSource {
 /// The interpreter that runs pytest and pylint.
 #[derive(Clone, Debug)]
 pub struct PythonEnv {
-    /// The interpreter; tools run as `python -m pytest` / `python -m pylint`.
+    /// The real interpreter (`sys.executable`, not a pyenv shim, which would
+    /// need the real HOME); tools run as `python -m pytest` / `python -m pylint`.
     pub python: PathBuf,
     pub source: EnvSource,
     /// `9.2.0`, from `python -m pytest --version`.
     pub pytest_version: String,
     /// `4.1.4`, from `python -m pylint --version`; below 3 selects the json fallback.
     pub pylint_version: String,
+    /// Where the interpreter keeps its files, probed once.
+    pub layout: PythonLayout,
+}
+
+/// The folders an interpreter reads, probed once when the environment is
+/// resolved: the sandbox lets tools read them and nothing else of the user's.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PythonLayout {
+    /// `sys.prefix`, `sys.base_prefix`, `sys.exec_prefix`, `sys.base_exec_prefix`.
+    pub prefixes: Vec<PathBuf>,
+    /// Every non-empty `sys.path` entry.
+    pub sys_path: Vec<PathBuf>,
+    /// The user base (`site.getuserbase()`) when the interpreter has a user
+    /// site-packages folder; passed on as `PYTHONUSERBASE`.
+    pub user_base: Option<PathBuf>,
+    /// `sys.prefix` when the interpreter is a virtualenv; passed on as `VIRTUAL_ENV`.
+    pub virtual_env: Option<PathBuf>,
 }
 
 /// Finds the environment for `target`; bootstraps one when pytest or pylint
@@ -98,25 +122,46 @@ pub struct LintMessage {
 /// pylint's result.
 #[derive(Clone, Debug, Default)]
 pub struct LintReport {
-    /// The global score out of 10; `None` when pylint gave none.
+    /// The global score out of 10 over the files linted; `None` when pylint
+    /// gave none (or could not finish even without the skipped files).
     pub score: Option<f64>,
     /// Every message, in pylint's order.
     pub messages: Vec<LintMessage>,
-    /// The command line, for the log.
+    /// Files left out because pylint could not lint them within the timeout.
+    pub skipped: Vec<SkippedLint>,
+    /// What went differently from one plain pylint run, one line each.
+    pub notes: Vec<String>,
+    /// The command line (capped), for the log.
     pub command: String,
     /// Trimmed combined output, for the log.
     pub output: String,
 }
 
-/// Runs pylint in `root` over `files` (relative to `root`).
+/// A file whose lint was skipped.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SkippedLint {
+    /// Path relative to the folder pylint ran in.
+    pub path: String,
+    /// Why, in words.
+    pub reason: String,
+}
+
+/// Runs pylint in `root` over `files` (relative to `root`) under `sandbox`.
+///
+/// When pylint does not finish within `timeout`, the files that keep it
+/// busy are found by bisection (each further run also bounded by
+/// `timeout`), skipped with a note, and the rest is linted in one run for
+/// the score; files found slow are remembered for the rest of the process,
+/// keyed by their content.
 pub fn run_pylint(
     env: &PythonEnv,
+    sandbox: &Sandbox,
     root: &Path,
     files: &[String],
     timeout: Duration,
     cancel: &Cancel,
 ) -> Result<LintReport, ToolError> {
-    pylint::run(env, root, files, timeout, cancel)
+    pylint::run(env, sandbox, root, files, timeout, cancel)
 }
 
 /// The outcome of one test.
@@ -162,14 +207,16 @@ pub struct TestRun {
     pub duration: Duration,
 }
 
-/// Runs pytest with `root` as rootdir and working directory, with junit XML.
+/// Runs pytest under `sandbox` with `root` as rootdir and working
+/// directory, with junit XML.
 pub fn run_pytest(
     env: &PythonEnv,
+    sandbox: &Sandbox,
     root: &Path,
     timeout: Duration,
     cancel: &Cancel,
 ) -> Result<TestRun, ToolError> {
-    pytest::run(env, root, timeout, cancel)
+    pytest::run(env, sandbox, root, timeout, cancel)
 }
 
 /// The result of compiling and importing every module (used when there are no tests).
@@ -186,13 +233,15 @@ pub struct ImportCheck {
     pub output: String,
 }
 
-/// Compiles every file, then imports every module in a subprocess with `timeout` each.
+/// Compiles every file, then imports every module in a subprocess with
+/// `timeout` each, all under `sandbox`.
 pub fn check_imports(
     env: &PythonEnv,
+    sandbox: &Sandbox,
     root: &Path,
     files: &[String],
     timeout: Duration,
     cancel: &Cancel,
 ) -> Result<ImportCheck, ToolError> {
-    imports::check(env, root, files, timeout, cancel)
+    imports::check(env, sandbox, root, files, timeout, cancel)
 }

@@ -1,10 +1,17 @@
 //! The process runner every tool goes through, in the spirit of cargo's
-//! `ProcessBuilder`: it keeps the command line for messages, runs the child in
-//! its own process group, drains stdout and stderr on threads (no pipe
-//! deadlock) into capped buffers, enforces a timeout, polls the [`Cancel`]
-//! flag, and on either kills the whole process group and reaps it. The child's
-//! environment is scrubbed of secrets and of git's repository-selecting
-//! variables, and made deterministic for Python.
+//! `ProcessBuilder`: it keeps the command line for messages (capped, so a
+//! list of ten thousand files never floods an error), runs the child in its
+//! own session and process group with a parent-death signal, drains stdout
+//! and stderr on threads (no pipe deadlock) into capped buffers, enforces a
+//! timeout, polls the [`Cancel`] flag, and on either kills the whole process
+//! group and reaps it. Unless a sandbox cell gives the exact environment,
+//! the child's environment is scrubbed of secrets and of git's
+//! repository-selecting variables; it is always made deterministic for Python.
+//!
+//! A sandboxed command carries a confinement (see [`super::sandbox`]) that the
+//! child applies between fork and exec. `run` blocks its thread until the
+//! child has ended, which is what makes the thread-scoped parent-death signal
+//! right.
 //!
 //! It owns process lifetime only; it does not interpret any tool's output.
 
@@ -15,14 +22,19 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 pub use super::capture::{cap_text, CappedBuffer};
+use super::sandbox::child::{describe_spawn_error, ChildPlan, Confinement};
 use crate::cancel::Cancel;
 
 /// How many bytes of each stream are kept by default (head and tail halves).
 pub const DEFAULT_OUTPUT_CAP: usize = 64 * 1024;
+
+/// How many arguments a command line shows before it says how many it left out.
+pub const SHOWN_ARGS: usize = 24;
 
 /// The longest pause between two checks of the child, the timeout and the cancel flag.
 const MAX_POLL: Duration = Duration::from_millis(50);
@@ -31,8 +43,10 @@ const MAX_POLL: Duration = Duration::from_millis(50);
 /// A daemon that left the group (setsid) may hold a pipe open forever.
 const READER_GRACE: Duration = Duration::from_secs(2);
 
-/// Variables removed from every child's environment, besides every name that
-/// ends in one of [`SCRUBBED_SUFFIXES`].
+/// Variables removed from a child's environment (besides every name that
+/// ends in one of [`SCRUBBED_SUFFIXES`]) — the deny-list for swarm's own
+/// processes (the environment probe, the bootstrap). Code under test runs in
+/// a sandbox cell, whose environment is an allow-list instead.
 pub const SCRUBBED_VARS: &[&str] = &[
     "GOOGLE_API_KEY",
     "GEMINI_API_KEY",
@@ -79,8 +93,9 @@ pub fn is_scrubbed(name: &str) -> bool {
 /// Why a process could not be run at all.
 #[derive(Debug, thiserror::Error)]
 pub enum ProcessError {
-    /// The program could not be started (not found, not executable, bad cwd...).
-    #[error("could not start `{command}`: {source}")]
+    /// The program could not be started (not found, not executable, bad
+    /// cwd, or a sandbox step refused in the child — the message names it).
+    #[error("could not start `{command}`: {}", describe_spawn_error(source))]
     Spawn {
         command: String,
         #[source]
@@ -93,6 +108,16 @@ pub enum ProcessError {
         #[source]
         source: std::io::Error,
     },
+}
+
+impl ProcessError {
+    /// The error from starting the process, when that is what failed.
+    pub fn spawn_source(&self) -> Option<&std::io::Error> {
+        match self {
+            ProcessError::Spawn { source, .. } => Some(source),
+            ProcessError::Wait { .. } => None,
+        }
+    }
 }
 
 /// How a process ended.
@@ -154,6 +179,8 @@ pub struct ProcessBuilder {
     base_env: Option<Vec<(OsString, OsString)>>,
     timeout: Option<Duration>,
     output_cap: usize,
+    shown_args: (usize, &'static str),
+    confinement: Option<Arc<Confinement>>,
 }
 
 impl fmt::Debug for ProcessBuilder {
@@ -163,6 +190,7 @@ impl fmt::Debug for ProcessBuilder {
             .field("cwd", &self.cwd)
             .field("env", &"not shown")
             .field("timeout", &self.timeout)
+            .field("sandboxed", &self.confinement.is_some())
             .finish()
     }
 }
@@ -178,6 +206,8 @@ impl ProcessBuilder {
             base_env: None,
             timeout: None,
             output_cap: DEFAULT_OUTPUT_CAP,
+            shown_args: (SHOWN_ARGS, "arguments"),
+            confinement: None,
         }
     }
 
@@ -238,13 +268,32 @@ impl ProcessBuilder {
         self
     }
 
-    /// The command line, shell-like, for messages and the log.
+    /// Shows at most `count` arguments in [`command_line`](Self::command_line),
+    /// then "… and N more `noun`" (default: [`SHOWN_ARGS`] "arguments").
+    pub fn shown_args(mut self, count: usize, noun: &'static str) -> Self {
+        self.shown_args = (count, noun);
+        self
+    }
+
+    /// Runs the child under a sandbox cell's confinement.
+    pub(crate) fn confine(mut self, confinement: Arc<Confinement>) -> Self {
+        self.confinement = Some(confinement);
+        self
+    }
+
+    /// The command line, shell-like, for messages and the log; capped at
+    /// the shown-argument count.
     pub fn command_line(&self) -> String {
-        std::iter::once(&self.program)
-            .chain(self.args.iter())
+        let (shown, noun) = self.shown_args;
+        let mut words: Vec<String> = std::iter::once(&self.program)
+            .chain(self.args.iter().take(shown))
             .map(|a| shell_word(&a.to_string_lossy()))
-            .collect::<Vec<_>>()
-            .join(" ")
+            .collect();
+        let left = self.args.len().saturating_sub(shown);
+        if left > 0 {
+            words.push(format!("… and {} more {noun}", thousands(left)));
+        }
+        words.join(" ")
     }
 
     /// Runs the command to its end, a timeout, or a cancel.
@@ -257,8 +306,13 @@ impl ProcessBuilder {
         cmd.args(&self.args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
+            .stderr(Stdio::piped());
+        let plan = ChildPlan::new(self.confinement.clone(), self.timeout);
+        // SAFETY: `enter` only makes syscalls on data prepared here, before
+        // the fork (no allocation, no locks), as `pre_exec` requires.
+        unsafe {
+            cmd.pre_exec(move || plan.enter());
+        }
         if let Some(dir) = &self.cwd {
             cmd.current_dir(dir);
         }
@@ -449,6 +503,19 @@ fn spawn_reader<R: Read + Send + 'static>(
     })
 }
 
+/// `9990` as `9,990`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Quotes a word for display when it holds characters a shell would split on.
 fn shell_word(word: &str) -> String {
     let plain = !word.is_empty()
@@ -481,5 +548,19 @@ mod tests {
         let p = ProcessBuilder::new("python").args(["-c", "print(1)", "a b"]);
         assert_eq!(p.command_line(), "python -c 'print(1)' 'a b'");
         assert!(!format!("{p:?}").contains("PATH"));
+    }
+
+    #[test]
+    fn long_command_lines_are_capped() {
+        let files: Vec<String> = (0..10_000).map(|i| format!("f{i}.py")).collect();
+        let p = ProcessBuilder::new("python")
+            .args(["-m", "pylint"])
+            .args(&files)
+            .shown_args(12, "files");
+        let line = p.command_line();
+        assert!(line.starts_with("python -m pylint f0.py"), "{line}");
+        assert!(line.ends_with("f9.py … and 9,990 more files"), "{line}");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(thousands(999), "999");
     }
 }

@@ -6,3 +6,4 @@ mod process;
 mod pylint;
 mod pytest;
 mod python_env;
+mod sandbox;

@@ -109,3 +109,12 @@ pub fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     path
 }
+
+/// A fully isolating sandbox (default limits) for tools running in `root`.
+pub fn sandbox_for(root: &Path) -> swarm::tools::Sandbox {
+    swarm::tools::Sandbox::new(
+        swarm::tools::SandboxPolicy::for_worktree(root),
+        &system_env(),
+    )
+    .expect("the sandbox can be set up")
+}

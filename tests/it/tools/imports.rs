@@ -40,6 +40,7 @@ fn import_check_reports_compile_errors_failures_and_hangs() {
     let started = Instant::now();
     let check = check_imports(
         &system_env(),
+        &sandbox_for(dir.path()),
         dir.path(),
         &files,
         Duration::from_secs(2),

@@ -56,6 +56,7 @@ fn pytest_reports_every_outcome_with_node_ids() {
     let before = list_files(dir.path());
     let run = run_pytest(
         &system_env(),
+        &sandbox_for(dir.path()),
         dir.path(),
         Duration::from_secs(60),
         &Cancel::new(),
@@ -115,9 +116,15 @@ fn pytest_ids_are_stable_across_roots() {
     let a = project(&[("calc.py", CALC), ("tests/test_calc.py", CALC_TESTS)]);
     let b = project(&[("calc.py", CALC), ("tests/test_calc.py", CALC_TESTS)]);
     let run = |root: &std::path::Path| {
-        run_pytest(&system_env(), root, Duration::from_secs(60), &Cancel::new())
-            .expect("pytest runs")
-            .cases
+        run_pytest(
+            &system_env(),
+            &sandbox_for(root),
+            root,
+            Duration::from_secs(60),
+            &Cancel::new(),
+        )
+        .expect("pytest runs")
+        .cases
     };
     let (first, second) = (run(a.path()), run(b.path()));
     let strip = |cases: Vec<swarm::tools::TestCase>| {
@@ -134,6 +141,7 @@ fn pytest_without_tests_is_not_a_crash() {
     let dir = project(&[("calc.py", CALC)]);
     let run = run_pytest(
         &system_env(),
+        &sandbox_for(dir.path()),
         dir.path(),
         Duration::from_secs(60),
         &Cancel::new(),
@@ -156,6 +164,7 @@ fn a_test_file_with_a_syntax_error_is_an_error_case() {
     ]);
     let run = run_pytest(
         &system_env(),
+        &sandbox_for(dir.path()),
         dir.path(),
         Duration::from_secs(60),
         &Cancel::new(),
@@ -183,13 +192,19 @@ fn an_infinite_loop_times_out_and_leaves_nothing_running() {
         &root,
         "tests/test_loop.py",
         &format!(
-            "import os\n\ndef test_ok():\n    pass\n\ndef test_forever():\n    open({:?}, 'w').write(str(os.getpid()))\n    while True:\n        pass\n",
+            "import os\n\ndef test_ok():\n    pass\n\ndef test_forever():\n    open({:?}, 'w').write(os.readlink('/proc/self'))\n    while True:\n        pass\n",
             pid_file.display().to_string()
         ),
     );
     let started = Instant::now();
-    let run = run_pytest(&system_env(), &root, Duration::from_secs(3), &Cancel::new())
-        .expect("a timeout is a value");
+    let run = run_pytest(
+        &system_env(),
+        &sandbox_for(dir.path()),
+        &root,
+        Duration::from_secs(3),
+        &Cancel::new(),
+    )
+    .expect("a timeout is a value");
     let elapsed = started.elapsed();
     assert!(run.timed_out);
     assert_eq!(run.exit_code, None);
@@ -222,7 +237,13 @@ fn cancelling_pytest_is_an_error_and_kills_it() {
         flag.cancel();
     });
     let started = Instant::now();
-    let result = run_pytest(&system_env(), dir.path(), Duration::from_secs(60), &cancel);
+    let result = run_pytest(
+        &system_env(),
+        &sandbox_for(dir.path()),
+        dir.path(),
+        Duration::from_secs(60),
+        &cancel,
+    );
     canceller.join().expect("canceller thread");
     assert!(matches!(result, Err(ToolError::Cancelled)), "{result:?}");
     assert!(started.elapsed() < Duration::from_secs(5));
@@ -235,8 +256,14 @@ fn pytest_that_cannot_start_is_an_error() {
         ..system_env()
     };
     let dir = project(&[]);
-    let err = run_pytest(&env, dir.path(), Duration::from_secs(5), &Cancel::new())
-        .expect_err("no interpreter");
+    let err = run_pytest(
+        &env,
+        &sandbox_for(dir.path()),
+        dir.path(),
+        Duration::from_secs(5),
+        &Cancel::new(),
+    )
+    .expect_err("no interpreter");
     assert!(matches!(err, ToolError::Failed { .. }), "{err:?}");
 }
 
@@ -258,6 +285,7 @@ fn a_relative_root_works_like_an_absolute_one() {
     assert!(relative.is_relative());
     let run = run_pytest(
         &system_env(),
+        &sandbox_for(relative),
         relative,
         Duration::from_secs(60),
         &Cancel::new(),

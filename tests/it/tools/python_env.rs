@@ -128,3 +128,123 @@ fn bootstrap_creates_and_reuses_a_tool_venv() {
     assert_eq!(reused.python, env.python);
     assert!(again.borrow().iter().any(|s| s.contains("reusing")));
 }
+
+#[test]
+fn the_real_interpreter_and_its_folders_are_probed() {
+    let env = system_env();
+    assert_eq!(env.python, real_python(), "tools run the real interpreter");
+    let out = std::process::Command::new(real_python())
+        .args(["-c", "import sys; print(sys.prefix)"])
+        .output()
+        .expect("run python");
+    let prefix = std::path::PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    assert!(env.layout.prefixes.contains(&prefix), "{:?}", env.layout);
+    assert!(
+        env.layout
+            .sys_path
+            .iter()
+            .any(|p| p.ends_with("site-packages")),
+        "{:?}",
+        env.layout.sys_path
+    );
+    assert_eq!(env.layout.virtual_env, None);
+}
+
+#[test]
+fn a_shim_that_needs_the_real_home_still_runs_the_tools_in_the_sandbox() {
+    let dir = project(&[("proj/tests/test_ok.py", "def test_ok():\n    assert True\n")]);
+    let home = std::env::var("HOME").expect("HOME");
+    // Like a pyenv shim: it only works with the user's own HOME.
+    let shim = script(
+        dir.path(),
+        "python3",
+        &format!(
+            "#!/bin/sh\n[ \"$HOME\" = {home:?} ] || {{ echo 'shim: no pyenv root' >&2; exit 1; }}\nexec {:?} \"$@\"\n",
+            real_python()
+        ),
+    );
+    let settings = EnvSettings {
+        swarm_python: Some(shim),
+        ..path_only_settings()
+    };
+    let env = resolve_env_with(dir.path(), false, &|_| {}, &settings).expect("resolves");
+    assert_eq!(env.source, EnvSource::Explicit);
+    assert_eq!(env.python, real_python());
+    let root = dir.path().join("proj");
+    let sandbox = Sandbox::new(SandboxPolicy::for_worktree(&root), &env).expect("sandbox");
+    let run = run_pytest(
+        &env,
+        &sandbox,
+        &root,
+        std::time::Duration::from_secs(60),
+        &swarm::cancel::Cancel::new(),
+    )
+    .expect("pytest runs");
+    assert_eq!(run.exit_code, Some(0), "{}", run.output);
+}
+
+const RECORD_ENV: &str = r#"
+import json, os, sys
+
+
+def test_record():
+    import userpkg
+    with open(os.path.join(os.path.dirname(__file__), "seen.json"), "w") as handle:
+        json.dump({"venv": os.environ.get("VIRTUAL_ENV"), "prefix": sys.prefix,
+                   "userbase": os.environ.get("PYTHONUSERBASE"), "value": userpkg.VALUE}, handle)
+"#;
+
+/// `lib/pythonX.Y/site-packages` for the machine's interpreter.
+fn user_site_suffix() -> String {
+    let out = std::process::Command::new(real_python())
+        .args([
+            "-c",
+            "import sys; print('lib/python%d.%d/site-packages' % sys.version_info[:2])",
+        ])
+        .output()
+        .expect("run python");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn a_virtualenv_and_a_user_site_keep_working_in_the_sandbox() {
+    let dir = project(&[("proj/tests/test_env.py", RECORD_ENV)]);
+    // A user base outside every allowed folder, holding a `pip install --user` package.
+    let base = dir.path().join("userbase");
+    write(&base.join(user_site_suffix()), "userpkg.py", "VALUE = 42\n");
+    let venv = dir.path().join("venv");
+    let made = std::process::Command::new(real_python())
+        .args(["-m", "venv", "--without-pip", "--system-site-packages"])
+        .arg(&venv)
+        .status()
+        .expect("python -m venv");
+    assert!(made.success());
+    let settings = EnvSettings {
+        swarm_python: Some(venv.join("bin/python")),
+        ..path_only_settings()
+    };
+    let mut env = resolve_env_with(dir.path(), false, &|_| {}, &settings).expect("the venv");
+    assert_eq!(env.python, venv.join("bin/python"));
+    assert_eq!(env.layout.virtual_env.as_deref(), Some(venv.as_path()));
+    // A venv has no user site; give it one as a user's own interpreter would have.
+    env.layout.user_base = Some(base.clone());
+    let root = dir.path().join("proj");
+    let sandbox = Sandbox::new(SandboxPolicy::for_worktree(&root), &env).expect("sandbox");
+    assert!(sandbox.report().landlock.is_active());
+    let run = run_pytest(
+        &env,
+        &sandbox,
+        &root,
+        std::time::Duration::from_secs(60),
+        &swarm::cancel::Cancel::new(),
+    )
+    .expect("pytest runs");
+    assert_eq!(run.exit_code, Some(0), "{}", run.output);
+    let seen: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("tests/seen.json")).expect("seen"))
+            .expect("json");
+    assert_eq!(seen["venv"], venv.to_string_lossy().as_ref());
+    assert_eq!(seen["prefix"], venv.to_string_lossy().as_ref());
+    assert_eq!(seen["userbase"], base.to_string_lossy().as_ref());
+    assert_eq!(seen["value"], 42);
+}

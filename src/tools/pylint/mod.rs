@@ -1,10 +1,14 @@
-//! Running pylint and parsing its JSON reports into [`LintReport`]s.
+//! Running pylint under the sandbox and parsing its JSON reports into
+//! [`LintReport`]s.
 //!
 //! pylint ≥ 3 gives `--output-format=json2` (messages and the score in one
 //! object); older versions fall back to `--output-format=json` plus the
 //! "rated at X/10" line when present. pylint's exit code is a bit mask of
 //! message kinds, not a failure; only a usage error (32) or unparsable output
-//! is one.
+//! is one. File names that start with `-` are passed as `./name`: pylint
+//! pre-scans its whole argument list for options like `--init-hook=` and
+//! `--output=` and honours them even after `--`. A pylint run that does not
+//! finish in time is handled in [`slow`].
 
 use std::path::Path;
 use std::time::Duration;
@@ -12,9 +16,11 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::env::last_line;
-use super::process::{cap_text, Ending, ProcessBuilder, ProcessOutput};
-use super::{LintMessage, LintReport, PythonEnv, ToolError};
+use super::process::{cap_text, Ending, ProcessOutput};
+use super::{LintMessage, LintReport, PythonEnv, Sandbox, ToolError};
 use crate::cancel::Cancel;
+
+mod slow;
 
 /// How much of pylint's output the report keeps for the log.
 pub const LINT_OUTPUT_CAP: usize = 16 * 1024;
@@ -25,6 +31,9 @@ const REPORT_CAP: usize = 64 * 1024 * 1024;
 /// pylint's exit-code bit for a usage error.
 const USAGE_ERROR: i32 = 32;
 
+/// How many file names a logged pylint command line shows.
+const SHOWN_FILES: usize = 10;
+
 /// The report formats pylint can give.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Format {
@@ -34,80 +43,147 @@ enum Format {
 
 pub(super) fn run(
     env: &PythonEnv,
+    sandbox: &Sandbox,
     root: &Path,
     files: &[String],
     timeout: Duration,
     cancel: &Cancel,
 ) -> Result<LintReport, ToolError> {
-    if files.is_empty() {
-        // pylint without files is a usage error; nothing to lint is no message.
-        return Ok(LintReport {
-            command: command(env, root, files, Format::Json2, timeout).command_line(),
-            ..LintReport::default()
-        });
-    }
-    let mut format = if major_version(&env.pylint_version).is_some_and(|m| m < 3) {
+    let format = if major_version(&env.pylint_version).is_some_and(|m| m < 3) {
         Format::Json
     } else {
         Format::Json2
     };
-    loop {
-        let out = command(env, root, files, format, timeout)
-            .run(cancel)
-            .map_err(|e| ToolError::Failed {
-                command: "pylint".to_string(),
-                message: e.to_string(),
-            })?;
-        match out.ending {
-            Ending::Cancelled => return Err(ToolError::Cancelled),
-            Ending::TimedOut => {
-                return Err(ToolError::Failed {
-                    command: out.command,
-                    message: format!("timed out after {}s", timeout.as_secs()),
-                })
-            }
-            Ending::Signalled(signal) => {
-                return Err(ToolError::Failed {
-                    command: out.command,
-                    message: format!("killed by signal {signal}"),
-                })
-            }
-            Ending::Exited(_) => {}
-        }
-        match parse_output(&out, root, format) {
-            Ok(report) => return Ok(report),
-            Err(message) => {
-                if format == Format::Json2 && out.stderr.contains("InvalidReporterError") {
-                    format = Format::Json;
-                    continue;
+    let mut linter = Linter {
+        env,
+        sandbox,
+        root,
+        timeout,
+        cancel,
+        format,
+    };
+    if files.is_empty() {
+        // pylint without files is a usage error; nothing to lint is no message.
+        return Ok(LintReport {
+            command: linter.command_line(files),
+            ..LintReport::default()
+        });
+    }
+    slow::lint(&mut linter, files)
+}
+
+/// Runs pylint passes over sets of files with one configuration.
+struct Linter<'a> {
+    env: &'a PythonEnv,
+    sandbox: &'a Sandbox,
+    root: &'a Path,
+    timeout: Duration,
+    cancel: &'a Cancel,
+    /// The report format; switches to `Json` for good once pylint rejects `json2`.
+    format: Format,
+}
+
+/// How one pylint run over a set of files ended.
+enum Pass {
+    /// pylint gave a report.
+    Done(LintReport),
+    /// pylint did not finish: the timeout, or the kernel's CPU limit.
+    Unfinished { command: String, why: String },
+}
+
+impl Linter<'_> {
+    /// One pylint run over `files` (with the json fallback for old pylint).
+    fn pass(&mut self, files: &[String]) -> Result<Pass, ToolError> {
+        loop {
+            let cell = self.sandbox.cell("pylint")?;
+            let format_flag = match self.format {
+                Format::Json2 => "--output-format=json2",
+                Format::Json => "--output-format=json",
+            };
+            let options = [
+                "-m",
+                "pylint",
+                format_flag,
+                "--score=y",
+                "--persistent=n",
+                "--recursive=n",
+            ];
+            let out = cell
+                .command(&self.env.python)
+                .args(options)
+                .args(files.iter().map(|f| as_argument(f)))
+                .shown_args(options.len() + SHOWN_FILES, "files")
+                .cwd(self.root)
+                .timeout(self.timeout)
+                .output_cap(REPORT_CAP)
+                .run(self.cancel)
+                .map_err(|e| ToolError::Failed {
+                    command: "pylint".to_string(),
+                    message: e.to_string(),
+                })?;
+            match out.ending {
+                Ending::Cancelled => return Err(ToolError::Cancelled),
+                Ending::TimedOut => {
+                    return Ok(Pass::Unfinished {
+                        command: out.command,
+                        why: format!("timed out after {}", slow::seconds(self.timeout)),
+                    })
                 }
-                return Err(ToolError::Failed {
-                    command: out.command,
-                    message,
-                });
+                Ending::Signalled(signal) if signal == libc::SIGXCPU || signal == libc::SIGKILL => {
+                    return Ok(Pass::Unfinished {
+                        command: out.command,
+                        why: format!("stopped by the CPU time limit (signal {signal})"),
+                    })
+                }
+                Ending::Signalled(signal) => {
+                    return Err(ToolError::Failed {
+                        command: out.command,
+                        message: format!("killed by signal {signal}"),
+                    })
+                }
+                Ending::Exited(_) => {}
+            }
+            match parse_output(&out, self.root, self.format) {
+                Ok(report) => return Ok(Pass::Done(report)),
+                Err(message) => {
+                    if self.format == Format::Json2 && out.stderr.contains("InvalidReporterError") {
+                        self.format = Format::Json;
+                        continue;
+                    }
+                    return Err(ToolError::Failed {
+                        command: out.command,
+                        message,
+                    });
+                }
             }
         }
     }
+
+    /// The (capped) command line a pass over `files` runs, for reports
+    /// that had no pass of their own.
+    fn command_line(&self, files: &[String]) -> String {
+        super::process::ProcessBuilder::new(&self.env.python)
+            .args([
+                "-m",
+                "pylint",
+                "--score=y",
+                "--persistent=n",
+                "--recursive=n",
+            ])
+            .args(files.iter().map(|f| as_argument(f)))
+            .shown_args(SHOWN_FILES + 4, "files")
+            .command_line()
+    }
 }
 
-fn command(
-    env: &PythonEnv,
-    root: &Path,
-    files: &[String],
-    format: Format,
-    timeout: Duration,
-) -> ProcessBuilder {
-    let format_flag = match format {
-        Format::Json2 => "--output-format=json2",
-        Format::Json => "--output-format=json",
-    };
-    ProcessBuilder::new(&env.python)
-        .args(["-m", "pylint", format_flag])
-        .args(["--score=y", "--persistent=n", "--recursive=n"])
-        .args(files)
-        .cwd(root)
-        .timeout(timeout)
-        .output_cap(REPORT_CAP)
+/// A file name as a pylint argument: `./-x.py` for a name that would read
+/// as an option.
+fn as_argument(file: &str) -> String {
+    if file.starts_with('-') {
+        format!("./{file}")
+    } else {
+        file.to_string()
+    }
 }
 
 fn major_version(version: &str) -> Option<u32> {
@@ -191,6 +267,7 @@ fn parse_output(out: &ProcessOutput, root: &Path, format: Format) -> Result<Lint
         messages,
         command: out.command.clone(),
         output: cap_text(&out.combined(), LINT_OUTPUT_CAP),
+        ..LintReport::default()
     })
 }
 
@@ -227,6 +304,24 @@ fn relative_path(path: &str, root: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timeouts_read_as_seconds() {
+        assert_eq!(slow::seconds(Duration::from_secs(30)), "30s");
+        assert_eq!(slow::seconds(Duration::from_millis(50)), "0.05s");
+        assert_eq!(slow::seconds(Duration::from_millis(2500)), "2.5s");
+    }
+
+    #[test]
+    fn option_like_names_become_paths() {
+        assert_eq!(as_argument("--output=x.py"), "./--output=x.py");
+        assert_eq!(as_argument("-"), "./-");
+        assert_eq!(as_argument("pkg/-x.py"), "pkg/-x.py");
+        assert_eq!(
+            relative_path("./--output=x.py", Path::new("/r")),
+            "--output=x.py"
+        );
+    }
 
     #[test]
     fn reads_rated_at_line() {

@@ -1,16 +1,24 @@
-//! Running pytest with a junit XML report written outside the tested tree.
+//! Running pytest under the sandbox, with a junit XML report written into
+//! the process's sandbox cell (outside the tested tree).
 //!
-//! `python -m pytest -q -p no:cacheprovider --rootdir <root> --junitxml <tmp>
-//! -o junit_family=xunit1`, cwd `root`. Failing tests, collection errors, no
-//! tests (exit code 5) and timeouts are all values in the [`TestRun`]; only a
-//! pytest that cannot be started, or a cancel, is an `Err`.
+//! `python -m pytest -q -p no:cacheprovider --rootdir <root> -c <config>
+//! --confcutdir <config's folder> --junitxml <cell>/junit.xml -o
+//! junit_family=xunit1`, cwd `root`. The configuration file is the one
+//! pytest would find, but never above the worktree ([`config`]); without one
+//! it is an empty `pytest.ini` in the cell and `--confcutdir` is `root`,
+//! which is what pytest does by itself then. Failing tests,
+//! collection errors, no tests (exit code 5) and timeouts are all values in
+//! the [`TestRun`]; only a pytest that cannot be started, or a cancel, is an
+//! `Err`.
 
 use std::path::Path;
 use std::time::Duration;
 
+mod config;
+
 use super::junit::parse_junit;
-use super::process::{cap_text, Ending, ProcessBuilder};
-use super::{PythonEnv, TestRun, ToolError};
+use super::process::{cap_text, Ending};
+use super::{PythonEnv, Sandbox, TestRun, ToolError};
 use crate::cancel::Cancel;
 
 /// pytest's exit code when it collected no tests.
@@ -20,16 +28,36 @@ pub const TEST_OUTPUT_CAP: usize = 32 * 1024;
 
 pub(super) fn run(
     env: &PythonEnv,
+    sandbox: &Sandbox,
     root: &Path,
     timeout: Duration,
     cancel: &Cancel,
 ) -> Result<TestRun, ToolError> {
     let root = &std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
-    let report_dir = report_dir(root)?;
-    let junit = report_dir.path().join("junit.xml");
-    let builder = ProcessBuilder::new(&env.python)
+    let cell = sandbox.cell("pytest")?;
+    let junit = cell.dir().join("junit.xml");
+    let (config, confcutdir) = match config::locate(root, &sandbox.boundary_of(root)) {
+        Some(file) => {
+            let folder = file.parent().unwrap_or(root).to_path_buf();
+            (file, folder)
+        }
+        None => {
+            let empty = cell.dir().join("pytest.ini");
+            std::fs::write(&empty, "").map_err(|e| ToolError::Failed {
+                command: format!("write {}", empty.display()),
+                message: e.to_string(),
+            })?;
+            (empty, root.clone())
+        }
+    };
+    let builder = cell
+        .command(&env.python)
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir"])
         .arg(root)
+        .arg("-c")
+        .arg(&config)
+        .arg("--confcutdir")
+        .arg(&confcutdir)
         .arg("--junitxml")
         .arg(&junit)
         .args(["-o", "junit_family=xunit1", "--color=no"])
@@ -70,30 +98,4 @@ pub(super) fn run(
         output,
         duration: out.duration,
     })
-}
-
-/// A fresh temporary folder for the report that is not inside `root`.
-fn report_dir(root: &Path) -> Result<tempfile::TempDir, ToolError> {
-    let failed = |e: std::io::Error| ToolError::Failed {
-        command: "create junit report folder".to_string(),
-        message: e.to_string(),
-    };
-    let dir = tempfile::Builder::new()
-        .prefix("swarm-pytest-")
-        .tempdir()
-        .map_err(failed)?;
-    let canonical_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-    let canonical_dir = dir
-        .path()
-        .canonicalize()
-        .unwrap_or_else(|_| dir.path().to_path_buf());
-    if !canonical_dir.starts_with(&canonical_root) {
-        return Ok(dir);
-    }
-    // The system temp dir lies inside the tested tree: use the tree's parent.
-    let parent = canonical_root.parent().unwrap_or(Path::new("/"));
-    tempfile::Builder::new()
-        .prefix(".swarm-pytest-")
-        .tempdir_in(parent)
-        .map_err(failed)
 }

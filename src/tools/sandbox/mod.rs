@@ -1,0 +1,515 @@
+//! The sandbox every pytest, pylint and import-check process runs under.
+//!
+//! Code under test is hostile until proven otherwise: a `conftest.py` in the
+//! target, or one a model wrote, runs with whatever power the tool has.
+//! [`Sandbox::new`] makes a scratch folder, probes each layer once by
+//! spawning the interpreter under it, and records what holds in a
+//! [`SandboxReport`]; every tool process then runs in its own *cell* (a
+//! fresh HOME and TMPDIR beneath the scratch folder, removed afterwards) with
+//! the layers that are active:
+//!
+//! - **environment** ([`env`]): an allow-list — no keys, no credentials,
+//!   HOME in the cell. Always on.
+//! - **parent death** ([`child`]): SIGKILL when swarm dies, own session.
+//!   Always on.
+//! - **namespaces** ([`namespaces`]): user + PID + network + IPC; no network
+//!   but loopback, the tool is PID 1 so nothing outlives it.
+//! - **landlock** ([`landlock`]): writes only in the worktree and the cell,
+//!   reads only in system folders, the interpreter's and the worktree.
+//! - **limits** ([`limits`]): address space, file size, processes, CPU time,
+//!   no core files.
+//!
+//! A layer the kernel refuses is reported `Unavailable { reason }` and the
+//! others still apply; `isolate: false` (`--no-sandbox`) reports the last
+//! three `Disabled`. A layer that was probed active and then fails in a
+//! child makes the spawn fail — a tool never runs less confined than the
+//! report says. What each layer does not cover is in its module docs.
+//!
+//! The environment probe and bootstrap (`resolve_env`, `pip install`) run
+//! outside the sandbox: they are swarm's own, not the target's code.
+
+use std::ffi::OsString;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::process::{Ending, ProcessBuilder};
+use super::{PythonEnv, ToolError};
+use crate::cancel::Cancel;
+
+pub(crate) mod child;
+mod env;
+mod landlock;
+mod limits;
+mod namespaces;
+
+use child::{describe_spawn_error, Confinement};
+use env::CellDirs;
+pub use limits::ResourceLimits;
+use namespaces::NamespacePlan;
+
+/// Folders every tool may read (those that exist).
+const SYSTEM_READ: &[&str] = &[
+    "/usr",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/bin",
+    "/sbin",
+    "/etc",
+    "/proc",
+    "/sys",
+    "/nix/store",
+    "/dev/random",
+    "/dev/urandom",
+];
+/// Devices every tool may read and write.
+const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full"];
+/// POSIX shared memory: writable because multiprocessing keeps its
+/// semaphores there (it is shared with the host; see the landlock module).
+const SHARED_MEMORY: &str = "/dev/shm";
+
+/// How long a layer probe may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What the sandbox allows.
+#[derive(Clone, Debug)]
+pub struct SandboxPolicy {
+    /// Where tools may write besides their scratch folder: the run's worktree.
+    pub writable: Vec<PathBuf>,
+    /// Extra folders to read; system folders and the interpreter's own are implied.
+    pub readable: Vec<PathBuf>,
+    /// Resource limits for every tool process.
+    pub limits: ResourceLimits,
+    /// `false` (`--no-sandbox`): only the environment allow-list and the
+    /// parent-death signal; namespaces, Landlock and limits are off.
+    pub isolate: bool,
+}
+
+impl SandboxPolicy {
+    /// Full isolation with default limits, writing only in `worktree`.
+    pub fn for_worktree(worktree: impl Into<PathBuf>) -> Self {
+        Self {
+            writable: vec![worktree.into()],
+            readable: Vec::new(),
+            limits: ResourceLimits::default(),
+            isolate: true,
+        }
+    }
+}
+
+/// The state of one layer.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum LayerState {
+    /// Applied to every tool process.
+    Active { detail: String },
+    /// The kernel (or the interpreter under it) refused it.
+    Unavailable { reason: String },
+    /// Turned off by the user (`--no-sandbox`).
+    Disabled,
+}
+
+impl LayerState {
+    /// Whether the layer applies.
+    pub fn is_active(&self) -> bool {
+        matches!(self, LayerState::Active { .. })
+    }
+}
+
+/// What holds for the code under test, layer by layer.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SandboxReport {
+    pub environment: LayerState,
+    pub parent_death: LayerState,
+    pub namespaces: LayerState,
+    pub landlock: LayerState,
+    pub limits: LayerState,
+}
+
+impl SandboxReport {
+    /// The two layers that are always on; the others off until probed.
+    fn before_probing() -> Self {
+        Self {
+            environment: LayerState::Active {
+                detail: "allow-list: PATH, LANG, LANGUAGE, LC_*, TZ; HOME, XDG folders and TMPDIR in a fresh scratch folder per process".to_string(),
+            },
+            parent_death: LayerState::Active {
+                detail: "own session; SIGKILL when swarm dies".to_string(),
+            },
+            namespaces: LayerState::Disabled,
+            landlock: LayerState::Disabled,
+            limits: LayerState::Disabled,
+        }
+    }
+
+    /// Every layer with its name, in a fixed order.
+    pub fn layers(&self) -> [(&'static str, &LayerState); 5] {
+        [
+            ("environment", &self.environment),
+            ("parent_death", &self.parent_death),
+            ("namespaces", &self.namespaces),
+            ("landlock", &self.landlock),
+            ("limits", &self.limits),
+        ]
+    }
+
+    /// One line per layer that does not apply, for the summary and the log
+    /// (say it once per run); empty when every layer is active.
+    pub fn shortfalls(&self) -> Vec<String> {
+        self.layers()
+            .into_iter()
+            .filter_map(|(name, state)| match state {
+                LayerState::Active { .. } => None,
+                LayerState::Unavailable { reason } => {
+                    Some(format!("sandbox layer {name} unavailable: {reason}"))
+                }
+                LayerState::Disabled => {
+                    Some(format!("sandbox layer {name} disabled (--no-sandbox)"))
+                }
+            })
+            .collect()
+    }
+}
+
+/// The confinement every tool process of a run gets (see the module docs).
+#[derive(Debug)]
+pub struct Sandbox {
+    env: PythonEnv,
+    writable: Vec<PathBuf>,
+    read_roots: Vec<PathBuf>,
+    limits: ResourceLimits,
+    inherited: Vec<(OsString, OsString)>,
+    scratch: tempfile::TempDir,
+    report: SandboxReport,
+    namespaces: bool,
+    landlock_abi: Option<u32>,
+    limited: bool,
+    cells: AtomicU64,
+}
+
+impl Sandbox {
+    /// Makes the scratch folder and probes every layer once (each by running
+    /// the interpreter under it). Fails only when the scratch folder cannot
+    /// be made or the interpreter does not start even without the layers.
+    pub fn new(policy: SandboxPolicy, env: &PythonEnv) -> Result<Sandbox, ToolError> {
+        let failed = |message: String| ToolError::Failed {
+            command: "sandbox".to_string(),
+            message,
+        };
+        let scratch = tempfile::Builder::new()
+            .prefix("swarm-sandbox-")
+            .tempdir()
+            .map_err(|e| failed(format!("cannot create a scratch folder: {e}")))?;
+        let absolute = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
+        let writable: Vec<PathBuf> = policy.writable.iter().map(absolute).collect();
+        let mut read_roots: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
+        read_roots.push(env.python.clone());
+        read_roots.extend(env.layout.prefixes.iter().cloned());
+        read_roots.extend(env.layout.sys_path.iter().cloned());
+        read_roots.extend(env.layout.user_base.iter().cloned());
+        read_roots.extend(policy.readable.iter().map(absolute));
+        let mut sandbox = Sandbox {
+            env: env.clone(),
+            writable,
+            read_roots,
+            limits: policy.limits.clone(),
+            inherited: env::inherited(std::env::vars_os(), env),
+            scratch,
+            report: SandboxReport::before_probing(),
+            namespaces: false,
+            landlock_abi: None,
+            limited: false,
+            cells: AtomicU64::new(0),
+        };
+        if let Some(problem) = sandbox.probe(Confinement::default()) {
+            return Err(failed(format!(
+                "{} does not start with the sandbox's environment: {problem}",
+                env.python.display()
+            )));
+        }
+        if policy.isolate {
+            sandbox.probe_layers();
+        }
+        Ok(sandbox)
+    }
+
+    /// What holds, layer by layer.
+    pub fn report(&self) -> &SandboxReport {
+        &self.report
+    }
+
+    /// The writable folder that holds `path` (the worktree holding a target
+    /// folder), or `path` itself when none does. Tools look for
+    /// configuration no higher than this.
+    pub(crate) fn boundary_of(&self, path: &Path) -> PathBuf {
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        self.writable
+            .iter()
+            .filter(|w| path.starts_with(w))
+            .min_by_key(|w| w.components().count())
+            .cloned()
+            .unwrap_or(path)
+    }
+
+    /// The scratch folder; every tool process gets a fresh cell beneath it.
+    pub fn scratch(&self) -> &Path {
+        self.scratch.path()
+    }
+
+    /// Probes namespaces, then Landlock (with the TCP fallback when there is
+    /// no network namespace), then limits; each alone.
+    fn probe_layers(&mut self) {
+        self.report.namespaces = match self.probe(Confinement {
+            namespaces: Some(NamespacePlan::for_current_user()),
+            ..Confinement::default()
+        }) {
+            None => {
+                self.namespaces = true;
+                LayerState::Active {
+                    detail: "user, PID, network and IPC namespaces: loopback only, the tool is PID 1 so nothing outlives it".to_string(),
+                }
+            }
+            Some(reason) => LayerState::Unavailable { reason },
+        };
+        self.report.landlock = match self.probe_landlock() {
+            Ok(abi) => {
+                self.landlock_abi = Some(abi);
+                LayerState::Active {
+                    detail: landlock::describe(abi, !self.namespaces),
+                }
+            }
+            Err(reason) => LayerState::Unavailable { reason },
+        };
+        self.report.limits = match self.probe(Confinement {
+            limits: Some(self.limits.clone()),
+            ..Confinement::default()
+        }) {
+            None => {
+                self.limited = true;
+                LayerState::Active {
+                    detail: self.limits.describe(self.namespaces),
+                }
+            }
+            Some(reason) => LayerState::Unavailable { reason },
+        };
+    }
+
+    /// The Landlock ABI when the interpreter runs under a ruleset of it.
+    fn probe_landlock(&self) -> Result<u32, String> {
+        let abi = landlock::abi_version()?;
+        let cell = self.bare_cell("probe").map_err(|e| e.to_string())?;
+        let ruleset = cell.ruleset(self, abi).map_err(|e| e.to_string())?;
+        let confinement = Confinement {
+            landlock: Some(ruleset),
+            ..Confinement::default()
+        };
+        match self.probe_in(&cell, confinement) {
+            None => Ok(abi),
+            Some(reason) => Err(reason),
+        }
+    }
+
+    /// Runs the interpreter under `confinement` in a fresh cell; `None` when
+    /// it started and exited 0, else why not.
+    fn probe(&self, confinement: Confinement) -> Option<String> {
+        match self.bare_cell("probe") {
+            Ok(cell) => self.probe_in(&cell, confinement),
+            Err(e) => Some(e.to_string()),
+        }
+    }
+
+    fn probe_in(&self, cell: &Cell, confinement: Confinement) -> Option<String> {
+        let builder = ProcessBuilder::new(&self.env.python)
+            .args(["-c", "pass"])
+            .base_env(cell.env.iter().cloned())
+            .cwd(cell.dir())
+            .timeout(PROBE_TIMEOUT)
+            .confine(Arc::new(confinement));
+        match builder.run(&Cancel::new()) {
+            Err(e) => Some(match e.spawn_source() {
+                Some(source) => describe_spawn_error(source),
+                None => e.to_string(),
+            }),
+            Ok(out) => match out.ending {
+                Ending::Exited(0) => None,
+                Ending::Exited(code) => Some(format!(
+                    "the interpreter exits with code {code} under it: {}",
+                    super::env::last_line(&out.combined())
+                )),
+                Ending::Signalled(signal) => Some(format!(
+                    "the interpreter is killed by signal {signal} under it"
+                )),
+                Ending::TimedOut => Some("the interpreter does not finish under it".to_string()),
+                Ending::Cancelled => Some("cancelled".to_string()),
+            },
+        }
+    }
+
+    /// A fresh cell (HOME, TMPDIR) for one tool process, with every active
+    /// layer. The cell's folder is removed when it is dropped.
+    pub(crate) fn cell(&self, tool: &str) -> Result<Cell, ToolError> {
+        let mut cell = self.bare_cell(tool)?;
+        let confinement = Confinement {
+            namespaces: self.namespaces.then(NamespacePlan::for_current_user),
+            limits: self.limited.then(|| self.limits.clone()),
+            landlock: match self.landlock_abi {
+                Some(abi) => Some(cell.ruleset(self, abi)?),
+                None => None,
+            },
+        };
+        cell.confinement = Some(Arc::new(confinement));
+        Ok(cell)
+    }
+
+    /// A fresh cell with the environment allow-list but no confinement yet.
+    fn bare_cell(&self, tool: &str) -> Result<Cell, ToolError> {
+        let n = self.cells.fetch_add(1, Ordering::Relaxed);
+        let dir = self.scratch.path().join(format!("{n}-{tool}"));
+        let dirs = CellDirs::under(&dir);
+        for folder in [&dirs.home, &dirs.tmp] {
+            std::fs::create_dir_all(folder).map_err(|e| ToolError::Failed {
+                command: "sandbox".to_string(),
+                message: format!("cannot create {}: {e}", folder.display()),
+            })?;
+        }
+        let env = env::for_cell(&self.inherited, &self.env, &dirs);
+        Ok(Cell {
+            dir,
+            env,
+            confinement: None,
+        })
+    }
+}
+
+/// One tool process's private scratch space and confinement.
+#[derive(Debug)]
+pub(crate) struct Cell {
+    dir: PathBuf,
+    env: Vec<(OsString, OsString)>,
+    confinement: Option<Arc<Confinement>>,
+}
+
+impl Cell {
+    /// A command running `program` in this cell: the cell's environment and
+    /// every active layer. Set the cwd, arguments and timeout as usual.
+    pub(crate) fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> ProcessBuilder {
+        let builder = ProcessBuilder::new(program).base_env(self.env.iter().cloned());
+        match &self.confinement {
+            Some(confinement) => builder.confine(Arc::clone(confinement)),
+            None => builder,
+        }
+    }
+
+    /// The cell's folder (writable by the process).
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The Landlock ruleset for a process of this cell.
+    fn ruleset(&self, sandbox: &Sandbox, abi: u32) -> Result<OwnedFd, ToolError> {
+        let mut write = sandbox.writable.clone();
+        write.push(self.dir.clone());
+        write.push(PathBuf::from(SHARED_MEMORY));
+        let rules = landlock::Rules {
+            read: sandbox.read_roots.clone(),
+            write,
+            devices: DEVICES.iter().map(PathBuf::from).collect(),
+            deny_tcp: !sandbox.namespaces,
+        };
+        landlock::build_ruleset(abi, &rules).map_err(|e| ToolError::Failed {
+            command: "sandbox".to_string(),
+            message: format!("cannot build the Landlock ruleset: {e}"),
+        })
+    }
+}
+
+impl Drop for Cell {
+    fn drop(&mut self) {
+        // Best effort: a test may leave read-only folders; the scratch
+        // folder's own removal tries again at the end of the run.
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::{EnvSource, PythonLayout};
+
+    /// `/bin/true` stands in for the interpreter: `true -c pass` exits 0.
+    fn true_env() -> PythonEnv {
+        PythonEnv {
+            python: PathBuf::from("/bin/true"),
+            source: EnvSource::Explicit,
+            pytest_version: String::new(),
+            pylint_version: String::new(),
+            layout: PythonLayout::default(),
+        }
+    }
+
+    #[test]
+    fn a_layer_that_fails_in_the_child_is_unavailable_with_its_step() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let policy = SandboxPolicy {
+            isolate: false,
+            ..SandboxPolicy::for_worktree(dir.path())
+        };
+        let sandbox = Sandbox::new(policy, &true_env()).expect("true runs");
+        assert!(sandbox.scratch().is_dir());
+        assert_eq!(sandbox.probe(Confinement::default()), None);
+
+        let not_a_ruleset = OwnedFd::from(std::fs::File::open("/dev/null").expect("open"));
+        let reason = sandbox
+            .probe(Confinement {
+                landlock: Some(not_a_ruleset),
+                ..Confinement::default()
+            })
+            .expect("the spawn fails");
+        assert!(
+            reason.starts_with("landlock_restrict_self failed:"),
+            "{reason}"
+        );
+
+        let starved = ResourceLimits {
+            address_space: Some(4096),
+            ..ResourceLimits::default()
+        };
+        assert!(sandbox
+            .probe(Confinement {
+                limits: Some(starved),
+                ..Confinement::default()
+            })
+            .is_some());
+    }
+
+    #[test]
+    fn shortfalls_name_every_layer_that_does_not_hold() {
+        let active = || LayerState::Active {
+            detail: "on".into(),
+        };
+        let report = SandboxReport {
+            environment: active(),
+            parent_death: active(),
+            namespaces: LayerState::Unavailable {
+                reason: "unshare(...) failed: Operation not permitted".into(),
+            },
+            landlock: LayerState::Disabled,
+            limits: active(),
+        };
+        assert_eq!(
+            report.shortfalls(),
+            [
+                "sandbox layer namespaces unavailable: unshare(...) failed: Operation not permitted",
+                "sandbox layer landlock disabled (--no-sandbox)",
+            ]
+        );
+        let json = serde_json::to_value(&report).expect("serializes");
+        assert_eq!(json["namespaces"]["state"], "unavailable");
+        assert_eq!(json["landlock"]["state"], "disabled");
+        assert_eq!(json["limits"]["detail"], "on");
+    }
+}
