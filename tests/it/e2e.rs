@@ -236,3 +236,4 @@ mod delivery;
 mod failures;
 mod hooks;
 mod providers;
+mod repos;
