@@ -144,39 +144,40 @@ fn run_writing(
 
 #[test]
 fn fast_forward_never_overwrites_ignored_or_untracked_files() {
-    type Setup = fn(&TestRepo);
-    let cases: [(&str, &[(&str, &str)], Setup, &str); 4] = [
+    /// What the run writes, what the user has, the path the refusal names.
+    type Case = (
+        &'static [(&'static str, &'static str)],
+        fn(&TestRepo),
+        &'static str,
+    );
+    let cases: [Case; 4] = [
         // An ignored file exactly where the run creates one: `git merge`
         // would silently replace it.
         (
-            "generated/data.py",
             &[("generated/data.py", "DATA = 2\n")],
             |r| r.write("generated/data.py", "DATA = 'mine'\n"),
             "generated/data.py",
         ),
         // An ignored file where the run needs a folder.
         (
-            "cache",
             &[("cache/mod.py", "M = 1\n")],
             |r| r.write("cache", "my cache\n"),
             "cache",
         ),
         // An ignored folder holding the user's files where the run creates a file.
         (
-            "generated",
             &[("generated", "now a file\n")],
             |r| r.write("generated/keep.txt", "mine\n"),
             "generated",
         ),
         // An untracked file where the run needs a folder.
         (
-            "pkg/extra",
             &[("pkg/extra/mod.py", "M = 1\n")],
             |r| r.write("pkg/extra", "mine\n"),
             "pkg/extra",
         ),
     ];
-    for (i, (what, files, setup, named)) in cases.into_iter().enumerate() {
+    for (i, (files, setup, named)) in cases.into_iter().enumerate() {
         let run = format!("run-ignored-{i}");
         let (repo, opened, base, best) = run_writing(&run, "generated/\ncache\n", files);
         setup(&repo);
@@ -185,7 +186,7 @@ fn fast_forward_never_overwrites_ignored_or_untracked_files() {
             .fast_forward(&base, &best, &format!("swarm/{run}/best"), &[])
             .expect("ff");
         assert_skipped(outcome, &run, named);
-        assert_eq!(repo.snapshot(), before, "{what}: nothing written");
+        assert_eq!(repo.snapshot(), before, "{named}: nothing written");
         assert!(!repo.git_ok(&[
             "rev-parse",
             "--verify",
