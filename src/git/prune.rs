@@ -176,6 +176,13 @@ fn process_alive(_pid: u32) -> bool {
 }
 
 /// When process `pid` started, from `/proc` (Linux); `None` elsewhere.
+#[cfg(not(target_os = "linux"))]
+fn process_start(_pid: u32) -> Option<std::time::SystemTime> {
+    None
+}
+
+/// When process `pid` started, from `/proc` (Linux); `None` elsewhere.
+#[cfg(target_os = "linux")]
 fn process_start(pid: u32) -> Option<std::time::SystemTime> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Field 22 (starttime, in clock ticks since boot) counts from after the

@@ -324,7 +324,7 @@ impl Repo {
     /// The full messages of the commits reachable from `branch` (first
     /// parents), newest first.
     pub fn log_messages(&self, branch: &str) -> Result<Vec<String>, GitError> {
-        let repo = self.git()?;
+        let repo = self.objects()?;
         let tip = self.branch_tip(branch)?.ok_or_else(|| GitError::Failed {
             op: format!("log {branch}"),
             message: "no such branch".to_string(),

@@ -244,3 +244,41 @@ fn a_killed_swarm_still_completes_the_fast_forward_it_started() {
     }
     assert_eq!(fx.repo.git(&["status", "--porcelain"]), "", "no half state");
 }
+
+#[test]
+fn a_fast_forward_that_breaks_half_way_is_a_failed_delivery_not_success() {
+    let fx = FixtureRepo::new("single_module");
+    // A required smudge filter that fails in the user's checkout only: git
+    // removes stats.py, then dies before the index and branch move.
+    fx.repo.write(".gitattributes", "stats.py filter=fragile\n");
+    let start = fx.repo.commit_all("a filter on stats.py");
+    let smudge = format!(
+        "sh -c 'if [ \"$(pwd -P)\" = \"{}\" ]; then exit 1; fi; cat'",
+        fx.repo.root.display()
+    );
+    fx.repo.git(&["config", "filter.fragile.smudge", &smudge]);
+    fx.repo.git(&["config", "filter.fragile.clean", "cat"]);
+    fx.repo.git(&["config", "filter.fragile.required", "true"]);
+    let server = LlmServer::start(good_model("single_module", ""));
+    let out = run_openai(&fx, &server, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    let summary = summary_of(&out.stdout);
+    assert_eq!(summary["status"], "delivery_failed", "{summary}");
+    assert_eq!(summary["delivery"]["state"], "failed");
+    let reason = summary["delivery"]["reason"].as_str().expect("reason");
+    assert!(reason.contains("stats.py"), "{reason}");
+    let command = summary["delivery"]["command"].as_str().expect("command");
+    assert_eq!(
+        command,
+        "git restore --source=HEAD --staged --worktree -- stats.py"
+    );
+    assert!(stderr.contains("DELIVERY FAILED"), "{stderr}");
+    assert!(!stderr.contains("swarm success"), "{stderr}");
+    assert_eq!(fx.repo.head(), start);
+    // The command given puts the file back once the filter works.
+    fx.repo.git(&["config", "filter.fragile.smudge", "cat"]);
+    let args: Vec<&str> = command.split(' ').skip(1).collect();
+    fx.repo.git(&args);
+    assert_eq!(fx.repo.git(&["status", "--porcelain"]), "");
+}
