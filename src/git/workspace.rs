@@ -382,10 +382,14 @@ impl RunWorkspace {
     fn remove_all(&mut self) -> Result<(), GitError> {
         self.removed = true;
         remove_run(&self.path, Some(&self.admin_dir), &self.common_dir)?;
-        match self.lock.take() {
-            Some(lock) => lock.remove(),
-            None => Ok(()),
+        if let Some(lock) = self.lock.take() {
+            lock.remove()?;
         }
+        // The repository's folder goes too once no run is left in it.
+        if let Some(runs_dir) = self.path.parent() {
+            let _ = fs::remove_dir(runs_dir);
+        }
+        Ok(())
     }
 
     /// libgit2 on the common dir (see [`Repo::objects`] for why not the

@@ -356,6 +356,7 @@ fn a_full_run_never_touches_the_user_checkout_until_the_fast_forward() {
     ws.remove().expect("remove");
     assert!(!path.exists());
     assert!(!runs.join("run-1.lock").exists());
+    assert!(!runs.exists(), "no empty folder is left in the cache");
     assert_eq!(repo.worktrees(), vec![repo.root.clone()]);
     assert!(!common.join("worktrees/run-1").exists());
     let branches = repo.git(&["branch", "--list", "swarm/*", "--format=%(refname:short)"]);
