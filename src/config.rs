@@ -130,6 +130,16 @@ fn first_line(s: &str) -> String {
         .replace("  ", " ")
 }
 
+/// swarm's cache folder: `SWARM_CACHE_DIR`, else `<user cache dir>/swarm`
+/// (`~/.cache/swarm` on Linux); `None` when neither can be found. Tool
+/// environments and run worktrees live under it.
+pub fn cache_dir(env: &dyn Environment) -> Option<PathBuf> {
+    match env.var("SWARM_CACHE_DIR") {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => dirs::cache_dir().map(|dir| dir.join("swarm")),
+    }
+}
+
 /// Reads environment variables (a seam for tests).
 pub trait Environment {
     fn var(&self, name: &str) -> Option<String>;

@@ -86,7 +86,20 @@ impl SwarmError {
 impl From<GitError> for SwarmError {
     fn from(err: GitError) -> Self {
         match err {
-            GitError::Bare { .. } | GitError::NoCommits { .. } => Self::invalid(err.to_string()),
+            GitError::Bare { .. }
+            | GitError::NoCommits { .. }
+            | GitError::RunRefsBlocked { .. }
+            | GitError::TargetInGitDir { .. }
+            | GitError::TargetOutsideWorkTree { .. }
+            | GitError::Unreadable { .. }
+            | GitError::WorktreesInsideRepo { .. }
+            | GitError::SubmoduleCommitMissing { .. } => Self::invalid(err.to_string()),
+            GitError::Interrupted => Self {
+                kind: ExitKind::Interrupted,
+                message: "interrupted while waiting for another run on this repository; nothing was changed".into(),
+            },
+            // A busy repository is an orchestration condition, not bad
+            // input: the same command works once the other run is over.
             other => Self::git(other.to_string()),
         }
     }

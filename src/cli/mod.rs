@@ -101,6 +101,9 @@ pub struct RunArgs {
     /// Never create a tool environment; fail with an install hint instead.
     #[arg(long)]
     pub no_bootstrap: bool,
+    /// Seconds to wait while another run works on the same repository; 0 stops at once [default: 60].
+    #[arg(long, value_name = "SECS")]
+    pub lock_timeout: Option<u64>,
 }
 
 /// Parses the command line, runs, and returns the exit code.

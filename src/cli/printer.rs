@@ -79,8 +79,12 @@ impl Printer {
             ));
         }
         out.push(match &s.delivery {
-            Delivery::Updated { branch, commit } => {
-                format!("  target:   {branch} fast-forwarded to {}", &commit[..commit.len().min(10)])
+            Delivery::Updated { branch, commit, undo } => format!(
+                "  target:   {branch} fast-forwarded to {}\n  undo:     {undo}",
+                &commit[..commit.len().min(10)]
+            ),
+            Delivery::Failed { reason, command } => {
+                format!("  target:   DELIVERY FAILED — {reason}; next: {command}")
             }
             Delivery::Unchanged => "  target:   unchanged (nothing to apply)".into(),
             Delivery::Left { reason, command } => format!("  target:   not updated — {reason}; take it with: {command}"),

@@ -219,6 +219,25 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
         ),
         &limits_source,
     );
+    let lock_timeout = config::pick(args.lock_timeout, "--lock-timeout", None, None, 60);
+    row(
+        "lock_timeout",
+        lock_timeout.value.to_string(),
+        &lock_timeout.source,
+    );
+    let cache_dir = config::cache_dir(env);
+    row(
+        "cache_dir",
+        cache_dir
+            .as_ref()
+            .map(|dir| dir.display().to_string())
+            .unwrap_or_else(|| "(none: set SWARM_CACHE_DIR)".into()),
+        &if env.var("SWARM_CACHE_DIR").is_some() {
+            Source::Env("SWARM_CACHE_DIR")
+        } else {
+            Source::Default
+        },
+    );
     let log_file = config::pick(
         args.log_file.clone(),
         "--log-file",
@@ -296,6 +315,8 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
         max_cost: max_cost.value,
         secrets,
         prices,
+        cache_dir,
+        lock_timeout: Duration::from_secs(lock_timeout.value),
     };
     Ok(Resolved {
         run,

@@ -71,27 +71,67 @@ impl GitCommand {
     /// Runs git and returns its output whatever its exit status; `Err` only
     /// when it could not be started.
     pub fn output(&self) -> Result<GitOutput, GitError> {
+        let output = self
+            .command()
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|source| self.not_started(source))?;
+        Ok(GitOutput {
+            success: output.status.success(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        })
+    }
+
+    /// Like [`GitCommand::output`], but git cannot be stopped half way by
+    /// anything aimed at swarm: it runs in its own process group (Ctrl-C on
+    /// the terminal and signals to swarm's group do not reach it), with
+    /// SIGINT, SIGHUP, SIGQUIT and SIGPIPE ignored (the setting survives
+    /// `exec`, so git's own children such as filters inherit it), and its
+    /// output goes to an unlinked temporary file instead of a pipe (so
+    /// swarm dying, even by SIGKILL, does not break its writes). If swarm
+    /// dies, git finishes on its own.
+    pub fn output_shielded(&self) -> Result<GitOutput, GitError> {
+        let io = |source| self.not_started(source);
+        let mut stdout = tempfile::tempfile().map_err(io)?;
+        let mut stderr = tempfile::tempfile().map_err(io)?;
+        let mut command = self.command();
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(stdout.try_clone().map_err(io)?))
+            .stderr(Stdio::from(stderr.try_clone().map_err(io)?));
+        shield(&mut command);
+        let status = command
+            .spawn()
+            .and_then(|mut child| child.wait())
+            .map_err(io)?;
+        Ok(GitOutput {
+            success: status.success(),
+            stdout: read_back(&mut stdout),
+            stderr: read_back(&mut stderr),
+        })
+    }
+
+    fn command(&self) -> Command {
         let mut command = Command::new("git");
         command
             .current_dir(&self.cwd)
             .arg("-c")
             .arg(format!("core.hooksPath={}", null_device()))
             .args(&self.args)
-            .stdin(Stdio::null())
             .env("GIT_TERMINAL_PROMPT", "0")
             .env("LC_ALL", "C");
         for name in SCRUBBED_ENV {
             command.env_remove(name);
         }
-        let output = command.output().map_err(|source| GitError::Command {
+        command
+    }
+
+    fn not_started(&self, source: std::io::Error) -> GitError {
+        GitError::Command {
             command: self.display(),
             message: format!("could not start git: {source}"),
-        })?;
-        Ok(GitOutput {
-            success: output.status.success(),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        })
+        }
     }
 
     /// Runs git; a non-zero exit is an error carrying the command line and
@@ -107,6 +147,39 @@ impl GitCommand {
             })
         }
     }
+}
+
+/// Own process group, terminal signals ignored (see
+/// [`GitCommand::output_shielded`]).
+#[cfg(unix)]
+fn shield(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    command.process_group(0);
+    // SAFETY: the closure runs in the child between fork and exec and only
+    // calls `signal`, which is async-signal-safe.
+    unsafe {
+        command.pre_exec(|| {
+            for signal in [libc::SIGINT, libc::SIGHUP, libc::SIGQUIT, libc::SIGPIPE] {
+                if libc::signal(signal, libc::SIG_IGN) == libc::SIG_ERR {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(unix))]
+fn shield(_command: &mut Command) {}
+
+/// The whole content of an output file, from its start.
+fn read_back(file: &mut std::fs::File) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut bytes = Vec::new();
+    if file.seek(SeekFrom::Start(0)).is_ok() {
+        let _ = file.take(1 << 20).read_to_end(&mut bytes);
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// A path where no hook script can exist.

@@ -2,22 +2,39 @@
 //! the run's best state — the first and only write to the user's checkout.
 //!
 //! Every check happens first (HEAD unchanged and on the same branch, no
-//! uncommitted change in a touched file, no index lock); any failed check is
-//! a [`FastForward::Skipped`] value with the command that takes the result
-//! by hand. Before the branch moves, `refs/swarm/<run>/pre-ff` records the
+//! uncommitted change in a file the fast-forward changes, no file that git
+//! does not track — untracked or ignored — where the fast-forward would
+//! write, no index lock); any failed check is a [`FastForward::Skipped`]
+//! value with the command that takes the result by hand, and nothing is
+//! written. Before the branch moves, `refs/swarm/<run>/pre-ff` records the
 //! old HEAD as an undo handle. The move itself is `git merge --ff-only`,
 //! which updates the branch, the index and the files the run changed, and
-//! leaves the user's other uncommitted changes alone.
+//! leaves the user's other uncommitted changes alone; it runs shielded from
+//! the terminal's signals (see `GitCommand::output_shielded`), so it is
+//! either complete or not started. Afterwards the result is verified (HEAD
+//! on the branch at the target commit, every changed file as git expects
+//! it); anything else is a [`FastForward::Failed`], never a success.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::Path;
 
 use git2::{ErrorCode, Repository};
 
 use super::command::{first_lines, GitCommand};
-use super::repo::{dirty_paths, head_state};
+use super::repo::{changed_paths, dirty_paths, head_state, tree_files};
 use super::{CommitId, FastForward, GitError, Repo};
 
 /// The undo ref written before the user's branch moves.
 pub fn pre_ff_ref(run_id: &str) -> String {
     format!("refs/swarm/{run_id}/pre-ff")
+}
+
+/// The command that takes a fast-forward back:
+/// `git reset --keep refs/swarm/<run>/pre-ff` (it refuses rather than
+/// overwrite files changed since).
+pub fn undo_command(run_id: &str) -> String {
+    format!("git reset --keep {}", pre_ff_ref(run_id))
 }
 
 /// The run id inside a run branch name `swarm/<run>/best` (the part between
@@ -30,13 +47,16 @@ pub fn run_id_of_branch(run_branch: &str) -> &str {
 
 impl Repo {
     /// Fast-forwards the user's branch to `to`, updating the working tree,
-    /// only if `HEAD` is still `expected_head` on the same branch and none of
-    /// `touched` (repo-relative) has uncommitted changes.
+    /// only if `HEAD` is still `expected_head` on the same branch, none of
+    /// the files that differ between the two (and none of `touched`,
+    /// repo-relative) has uncommitted changes, and no untracked or ignored
+    /// file sits where the fast-forward would write.
     ///
     /// `NothingToDo` when `to == expected_head`. Writes the undo ref
     /// `refs/swarm/<run>/pre-ff` (see [`pre_ff_ref`]) before moving the
     /// branch. A refused update is `Ok(Skipped { reason, command })` where
-    /// `command` is `git merge --ff-only <run_branch>`.
+    /// `command` is `git merge --ff-only <run_branch>`; an update that did
+    /// not verify is `Ok(Failed { .. })`.
     pub fn fast_forward(
         &self,
         expected_head: &CommitId,
@@ -54,6 +74,7 @@ impl Repo {
             })
         };
         let git = self.git()?;
+        let objects = self.objects()?;
         let (head, branch) = head_state(&git, &self.info().root)?;
         let Some(branch) = branch else {
             return skip(format!(
@@ -74,15 +95,19 @@ impl Repo {
                 head.short()
             ));
         }
-        if !is_ancestor(&git, expected_head, to)? {
+        if !is_ancestor(&objects, expected_head, to)? {
             return skip(format!(
                 "{} does not descend from {branch} ({}): not a fast-forward",
                 to.short(),
                 expected_head.short()
             ));
         }
+        let mut changed: BTreeSet<String> = changed_paths(&objects, expected_head, to)?
+            .into_iter()
+            .collect();
+        changed.extend(touched.iter().cloned());
         let dirty = dirty_paths(&git)?;
-        let blocking: Vec<&str> = touched
+        let blocking: Vec<&str> = changed
             .iter()
             .map(String::as_str)
             .filter(|path| dirty.iter().any(|d| d == path))
@@ -93,11 +118,19 @@ impl Repo {
                 blocking.join(", ")
             ));
         }
+        let in_the_way = untracked_in_the_way(&objects, expected_head, to, &self.info().root)?;
+        if !in_the_way.is_empty() {
+            return skip(format!(
+                "files git does not track (untracked or ignored) are where the run writes, and the fast-forward would overwrite them: {}",
+                in_the_way.join(", ")
+            ));
+        }
         if git.path().join("index.lock").exists() {
             return skip("the index is locked by another git process (index.lock)".to_string());
         }
 
-        let undo = pre_ff_ref(run_id_of_branch(run_branch));
+        let run_id = run_id_of_branch(run_branch);
+        let undo = pre_ff_ref(run_id);
         git.reference(
             &undo,
             expected_head.oid()?,
@@ -111,23 +144,227 @@ impl Repo {
             .arg("--ff-only")
             .arg("--quiet")
             .arg(to.to_string());
-        let output = merge.output()?;
-        if !output.success {
-            if let Ok(mut reference) = git.find_reference(&undo) {
-                let _ = reference.delete();
+        let output = merge.output_shielded()?;
+        let changed: Vec<String> = changed.into_iter().collect();
+        let state = self.checkout_state(&changed);
+        match state {
+            Ok(state) if state.clean_at(&branch, to) && output.success => {
+                Ok(FastForward::Updated {
+                    branch,
+                    from: expected_head.clone(),
+                    to: to.clone(),
+                    undo: undo_command(run_id),
+                })
             }
-            return skip(format!(
-                "`{}` refused: {}",
-                merge.display(),
-                first_lines(&output.stderr)
-            ));
+            Ok(state) if state.clean_at(&branch, expected_head) && !output.success => {
+                if let Ok(mut reference) = git.find_reference(&undo) {
+                    let _ = reference.delete();
+                }
+                skip(format!(
+                    "`{}` refused: {}",
+                    merge.display(),
+                    first_lines(&output.stderr)
+                ))
+            }
+            state => {
+                let what = if output.success {
+                    format!("`{}` reported success, but", merge.display())
+                } else {
+                    format!(
+                        "`{}` failed ({}) and",
+                        merge.display(),
+                        first_lines(&output.stderr)
+                    )
+                };
+                let failed = match state {
+                    Ok(state) => {
+                        let mut found = Vec::new();
+                        if state.branch.as_deref() != Some(branch.as_str()) {
+                            found.push(format!("HEAD is no longer on {branch}"));
+                        }
+                        if &state.head != to {
+                            found.push(format!(
+                                "HEAD is at {} (expected {})",
+                                state.head.short(),
+                                to.short()
+                            ));
+                        }
+                        if !state.mismatched.is_empty() {
+                            found.push(format!(
+                                "files differ from HEAD: {}",
+                                state.mismatched.join(", ")
+                            ));
+                        }
+                        let restorable: BTreeSet<String> = tree_files(&objects, &state.head)?
+                            .into_iter()
+                            .map(|(path, _)| path)
+                            .collect();
+                        let paths: Vec<&str> = changed
+                            .iter()
+                            .map(String::as_str)
+                            .filter(|path| restorable.contains(*path))
+                            .collect();
+                        FastForward::Failed {
+                            reason: format!("{what} {}; undo ref {undo}", found.join("; ")),
+                            command: restore_command(&paths),
+                        }
+                    }
+                    Err(error) => FastForward::Failed {
+                        reason: format!("{what} the result could not be checked: {error}"),
+                        command: "git status".to_string(),
+                    },
+                };
+                Ok(failed)
+            }
         }
-        Ok(FastForward::Updated {
-            branch,
-            from: expected_head.clone(),
-            to: to.clone(),
+    }
+
+    /// The user's checkout after the merge: HEAD's commit and branch, and
+    /// which of `paths` differ from HEAD in the index or the working tree
+    /// (as git sees them, filters applied).
+    fn checkout_state(&self, paths: &[String]) -> Result<CheckoutState, GitError> {
+        let git = self.git()?;
+        let (head, on) = head_state(&git, &self.info().root)?;
+        let mut mismatched = Vec::new();
+        if !paths.is_empty() {
+            let mut status = GitCommand::new(&self.info().root)
+                .arg("--no-optional-locks")
+                .arg("--literal-pathspecs")
+                .arg("status")
+                .arg("--porcelain")
+                .arg("--untracked-files=all")
+                .arg("--ignore-submodules=all")
+                .arg("--");
+            for path in paths {
+                status = status.arg(path);
+            }
+            mismatched = status
+                .run()?
+                .stdout
+                .lines()
+                .filter_map(|line| line.get(3..))
+                .map(str::to_string)
+                .collect();
+        }
+        Ok(CheckoutState {
+            head,
+            branch: on,
+            mismatched,
         })
     }
+}
+
+/// See [`Repo::checkout_state`].
+struct CheckoutState {
+    head: CommitId,
+    branch: Option<String>,
+    mismatched: Vec<String>,
+}
+
+impl CheckoutState {
+    /// On `branch` at `commit`, with every path matching it.
+    fn clean_at(&self, branch: &str, commit: &CommitId) -> bool {
+        self.branch.as_deref() == Some(branch) && &self.head == commit && self.mismatched.is_empty()
+    }
+}
+
+/// `git restore --source=HEAD --staged --worktree -- <paths>`: makes the
+/// files the fast-forward touched (those HEAD has) match whatever HEAD now
+/// is; they had no uncommitted changes before, so nothing of the user's is
+/// lost. `git status` when there is no such file.
+fn restore_command(paths: &[&str]) -> String {
+    if paths.is_empty() {
+        return "git status".to_string();
+    }
+    let mut command = String::from("git restore --source=HEAD --staged --worktree --");
+    for path in paths {
+        command.push(' ');
+        command.push_str(&shell_quote(path));
+    }
+    command
+}
+
+/// `path` as one shell word.
+fn shell_quote(path: &str) -> String {
+    let plain = !path.is_empty()
+        && path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./+=:@%".contains(c));
+    if plain {
+        path.to_string()
+    } else {
+        format!("'{}'", path.replace('\'', "'\\''"))
+    }
+}
+
+/// Paths where the fast-forward from `from` to `to` would write but the
+/// working tree at `root` holds something git does not track in `from`: a
+/// file, link or folder at an added path, or a file or link where an added
+/// path needs a folder. `git merge` silently overwrites ignored files
+/// there; swarm refuses instead. Sorted.
+fn untracked_in_the_way(
+    repo: &Repository,
+    from: &CommitId,
+    to: &CommitId,
+    root: &Path,
+) -> Result<Vec<String>, GitError> {
+    let before: BTreeSet<String> = tree_files(repo, from)?
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect();
+    let tracked_dirs: BTreeSet<String> = before
+        .iter()
+        .flat_map(|path| parent_dirs(path))
+        .map(str::to_string)
+        .collect();
+    let mut in_the_way = BTreeSet::new();
+    for (path, _) in tree_files(repo, to)? {
+        if before.contains(&path) {
+            continue;
+        }
+        for dir in parent_dirs(&path) {
+            if tracked_dirs.contains(dir) {
+                continue;
+            }
+            let on_disk = fs::symlink_metadata(root.join(dir));
+            if on_disk.is_ok_and(|meta| !meta.is_dir()) {
+                in_the_way.insert(dir.to_string());
+            }
+        }
+        let full = root.join(&path);
+        match fs::symlink_metadata(&full) {
+            Ok(meta) if meta.is_dir() => {
+                if holds_untracked(&full, &path, &before) {
+                    in_the_way.insert(path);
+                }
+            }
+            Ok(_) => {
+                in_the_way.insert(path);
+            }
+            Err(_) => {}
+        }
+    }
+    Ok(in_the_way.into_iter().collect())
+}
+
+/// `a/b/c.py` → `a`, `a/b`.
+fn parent_dirs(path: &str) -> impl Iterator<Item = &str> {
+    path.match_indices('/').map(move |(i, _)| &path[..i])
+}
+
+/// Whether the folder `dir` (repo-relative `rel`) holds anything that is
+/// not a tracked file of `tracked`.
+fn holds_untracked(dir: &Path, rel: &str, tracked: &BTreeSet<String>) -> bool {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return true;
+    };
+    entries.flatten().any(|entry| {
+        let child = format!("{rel}/{}", entry.file_name().to_string_lossy());
+        match entry.file_type() {
+            Ok(kind) if kind.is_dir() => holds_untracked(&entry.path(), &child, tracked),
+            _ => !tracked.contains(&child),
+        }
+    })
 }
 
 fn is_ancestor(git: &Repository, ancestor: &CommitId, commit: &CommitId) -> Result<bool, GitError> {
@@ -136,5 +373,24 @@ fn is_ancestor(git: &Repository, ancestor: &CommitId, commit: &CommitId) -> Resu
         Ok(descends) => Ok(descends),
         Err(e) if e.code() == ErrorCode::NotFound => Ok(false),
         Err(e) => Err(GitError::git2(op(), e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_quote_paths_and_name_the_undo_ref() {
+        assert_eq!(
+            undo_command("20261122-101500-7f3a"),
+            "git reset --keep refs/swarm/20261122-101500-7f3a/pre-ff"
+        );
+        assert_eq!(
+            restore_command(&["a/b.py", "it's here.py"]),
+            "git restore --source=HEAD --staged --worktree -- a/b.py 'it'\\''s here.py'"
+        );
+        assert_eq!(parent_dirs("a/b/c.py").collect::<Vec<_>>(), ["a", "a/b"]);
+        assert_eq!(run_id_of_branch("refs/heads/swarm/r-1/best"), "r-1");
     }
 }

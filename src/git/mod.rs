@@ -1,21 +1,30 @@
 //! The only module that uses git2 or spawns `git`.
 //!
 //! It owns: discovering the repository that holds a target folder, listing
-//! tracked files, the run's worktree under `<git-common-dir>/swarm/worktrees/<run>`,
-//! the run branch `swarm/<run>/best`, attempt branches `swarm/<run>/attempt-<k>`,
-//! and the final fast-forward of the user's branch. It never prints.
+//! the files of a commit, the run's worktree under
+//! `<cache>/worktrees/<repo key>/<run>` (outside the repository's directory
+//! tree, so pytest and pylint never walk up into the user's uncommitted
+//! files), the locks that keep runs apart and tell live runs from dead ones,
+//! the run branch `swarm/<run>/best`, attempt branches
+//! `swarm/<run>/attempt-<k>`, and the final fast-forward of the user's
+//! branch. It never prints.
 
 use std::path::PathBuf;
 
 mod command;
 mod fastforward;
+mod lock;
+mod prune;
 mod repo;
+mod submodule;
 mod workspace;
 
 pub use command::SCRUBBED_ENV;
-pub use fastforward::{pre_ff_ref, run_id_of_branch};
+pub use fastforward::{pre_ff_ref, run_id_of_branch, undo_command};
+pub use lock::{RepoLock, REPO_LOCK};
+pub use prune::LEGACY_RUNS_DIR;
 pub use repo::{BASELINE_EXCLUDES, FALLBACK_EMAIL, FALLBACK_NAME};
-pub use workspace::RUNS_DIR;
+pub use workspace::WORKTREES_DIR;
 
 /// A commit id as 40 hex digits; the rest of swarm never sees `git2::Oid`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -67,6 +76,36 @@ pub enum GitError {
     /// `advance_best` was given a commit that does not descend from best.
     #[error("{commit} does not descend from the run branch's tip {best}")]
     NotDescendant { commit: CommitId, best: CommitId },
+    /// A ref blocks the names swarm needs (`swarm` blocks `swarm/<run>/best`).
+    #[error("{what} {name} exists, so swarm cannot create its refs {needed}: rename it ({fix}) and run again")]
+    RunRefsBlocked {
+        what: &'static str,
+        name: String,
+        needed: String,
+        fix: String,
+    },
+    /// The target folder is the git dir or inside it.
+    #[error("{path} is inside the repository's .git folder: point --target_dir at a folder of the working tree")]
+    TargetInGitDir { path: PathBuf },
+    /// The target is not inside the working tree of the repository found.
+    #[error("{path} is not inside the working tree {root}: point --target_dir at a folder of the working tree")]
+    TargetOutsideWorkTree { path: PathBuf, root: PathBuf },
+    /// A `.git` above the target exists but cannot be opened by this user.
+    #[error("{git_dir} cannot be opened as a repository by this user ({reason}): run swarm as a user who can read it, or fix its permissions")]
+    Unreadable { git_dir: PathBuf, reason: String },
+    /// The run worktrees would land inside the user's repository.
+    #[error("the run worktree folder {path} is inside the repository at {repo}: set SWARM_CACHE_DIR to a folder outside it")]
+    WorktreesInsideRepo { path: PathBuf, repo: PathBuf },
+    /// Another run holds the repository's run lock.
+    #[error("another swarm run ({holder}) is working on this repository (waited {waited_secs} s): wait for it to finish or raise --lock-timeout")]
+    RepositoryBusy { holder: String, waited_secs: u64 },
+    /// Ctrl-C while waiting for the repository's run lock.
+    #[error("interrupted while waiting for another run on this repository")]
+    Interrupted,
+    /// A submodule initialised in the user's checkout lacks the commit the
+    /// target's `HEAD` records for it.
+    #[error("submodule {path}: commit {commit} is not in your checkout of it: run `git submodule update -- {path}` and try again")]
+    SubmoduleCommitMissing { path: String, commit: String },
 }
 
 impl GitError {
@@ -133,8 +172,13 @@ pub struct Repo {
 #[derive(Debug)]
 pub struct RunWorkspace {
     run_id: String,
-    /// The run worktree's root, `<common>/swarm/worktrees/<run>`.
+    /// The run worktree's root, `<worktrees root>/<run>`.
     path: PathBuf,
+    /// Held for the run's lifetime: a run whose lock is free is over.
+    lock: Option<lock::LockFile>,
+    /// Submodules left empty because they are not initialised in the
+    /// user's checkout.
+    empty_submodules: Vec<String>,
     /// The repository's common dir.
     common_dir: PathBuf,
     /// The worktree's admin folder, `<common>/worktrees/<name>`.
@@ -150,14 +194,34 @@ pub struct RunWorkspace {
 /// What the final step did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FastForward {
-    /// The user's branch and working tree now point at the run's best state.
+    /// The user's branch and working tree now point at the run's best state
+    /// (checked after the merge); `undo` is the command that takes it back.
     Updated {
         branch: String,
         from: CommitId,
         to: CommitId,
+        undo: String,
     },
     /// Nothing to do: best is the starting commit.
     NothingToDo,
-    /// Left for the user, with the reason; `command` takes it by hand.
+    /// Left for the user, nothing written, with the reason; `command` takes
+    /// it by hand.
     Skipped { reason: String, command: String },
+    /// The update was attempted and the checkout is not (or cannot be shown
+    /// to be) exactly the starting or the final state; `command` is the next
+    /// step for the user.
+    Failed { reason: String, command: String },
+}
+
+/// What a path of a commit's tree is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FileKind {
+    /// A regular file (mode 100644).
+    Regular,
+    /// An executable file (mode 100755).
+    Executable,
+    /// A symbolic link (mode 120000): its target is a path, never followed.
+    Symlink,
+    /// A submodule's commit (mode 160000).
+    Gitlink,
 }

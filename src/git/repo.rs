@@ -7,7 +7,7 @@ use std::path::{Component, Path, PathBuf};
 
 use git2::{ErrorCode, Oid, Repository, RepositoryOpenFlags, Signature, StatusOptions};
 
-use super::{CommitId, GitError, Repo, RepoInfo};
+use super::{CommitId, FileKind, GitError, Repo, RepoInfo};
 
 /// Paths never committed by [`Repo::init_with_baseline`], even without a
 /// `.gitignore`; written to the new repository's `info/exclude`.
@@ -92,8 +92,18 @@ impl Repo {
         let no_ceiling: [&Path; 0] = [];
         let repo = match Repository::open_ext(&target, RepositoryOpenFlags::empty(), no_ceiling) {
             Ok(repo) => repo,
-            Err(e) if e.code() == ErrorCode::NotFound => return Ok(None),
-            Err(e) => return Err(GitError::git2(format!("open {}", target.display()), e)),
+            Err(e) => {
+                // A `.git` that this user cannot read looks like no
+                // repository to discovery; creating one here would nest a
+                // repository inside the user's.
+                if let Some((git_dir, reason)) = unopenable_git_dir_above(&target) {
+                    return Err(GitError::Unreadable { git_dir, reason });
+                }
+                if e.code() == ErrorCode::NotFound {
+                    return Ok(None);
+                }
+                return Err(GitError::git2(format!("open {}", target.display()), e));
+            }
         };
         if repo.is_bare() {
             return Err(GitError::Bare {
@@ -106,25 +116,19 @@ impl Repo {
         let root = canonical(workdir)?;
         let common_dir = canonical(repo.commondir())?;
         let git_dir = canonical(repo.path())?;
+        if target.starts_with(&git_dir) || target.starts_with(&common_dir) {
+            return Err(GitError::TargetInGitDir { path: target });
+        }
         let target_rel = match target.strip_prefix(&root) {
             Ok(rel) => rel
                 .components()
                 .map(|c| c.as_os_str().to_string_lossy().into_owned())
                 .collect::<Vec<_>>()
                 .join("/"),
-            // The target is inside the git dir itself: not a working folder.
-            Err(_) => {
-                return Err(GitError::Failed {
-                    op: format!("open {}", target.display()),
-                    message: format!("not inside the working tree {}", root.display()),
-                })
-            }
+            Err(_) => return Err(GitError::TargetOutsideWorkTree { path: target, root }),
         };
         if target_rel == ".git" || target_rel.starts_with(".git/") {
-            return Err(GitError::Failed {
-                op: format!("open {}", target.display()),
-                message: "the target is inside the .git folder".to_string(),
-            });
+            return Err(GitError::TargetInGitDir { path: target });
         }
         let (head, branch) = head_state(&repo, &root)?;
         Ok(Some(Repo {
@@ -205,28 +209,77 @@ impl Repo {
             .map_err(|e| GitError::git2(format!("open {}", self.git_dir.display()), e))
     }
 
-    /// Tracked files (from the index, like `git ls-files`) under the target
-    /// folder, repo-relative, sorted. Submodules (gitlinks) are left out.
+    /// Opens libgit2 on the common dir: the object store and refs every
+    /// worktree shares. Used for history walks, because libgit2 reads the
+    /// `shallow` file of a shallow clone from the git dir it was opened on,
+    /// and a linked worktree's git dir has none (git keeps it in the common
+    /// dir); walking from there stops at a parent that is not in the clone.
+    pub(crate) fn objects(&self) -> Result<Repository, GitError> {
+        open_objects(&self.info.common_dir)
+    }
+
+    /// Every path of `commit`'s tree with its kind, repo-relative, sorted.
+    /// Folders are not listed; a submodule is one [`FileKind::Gitlink`]
+    /// entry (its files are not part of this repository's tree).
+    pub fn tree_files(&self, commit: &CommitId) -> Result<Vec<(String, FileKind)>, GitError> {
+        tree_files(&self.git()?, commit)
+    }
+
+    /// The regular and executable files of `HEAD`'s tree (the commit the run
+    /// starts from, not the index: a staged but uncommitted file is not in
+    /// the run's worktree) under the target folder, repo-relative, sorted.
+    /// Submodules (gitlinks) and symbolic links are left out: a symlink is
+    /// never followed when reading files for prompts.
     pub fn tracked_files(&self) -> Result<Vec<String>, GitError> {
-        let repo = self.git()?;
-        let index = repo
-            .index()
-            .map_err(|e| GitError::git2("read the index", e))?;
         let prefix = if self.info.target_rel.is_empty() {
             String::new()
         } else {
             format!("{}/", self.info.target_rel)
         };
-        const GITLINK: u32 = 0o160000;
-        let mut files: Vec<String> = index
-            .iter()
-            .filter(|entry| entry.mode & 0o170000 != GITLINK)
-            .map(|entry| String::from_utf8_lossy(&entry.path).into_owned())
+        Ok(self
+            .tree_files(&self.info.head)?
+            .into_iter()
+            .filter(|(_, kind)| matches!(kind, FileKind::Regular | FileKind::Executable))
+            .map(|(path, _)| path)
             .filter(|path| path.starts_with(&prefix))
-            .collect();
-        files.sort();
-        files.dedup();
-        Ok(files)
+            .collect())
+    }
+
+    /// The paths of the submodules `HEAD` records (gitlinks of its tree),
+    /// repo-relative, sorted. Everything below them belongs to another
+    /// repository: the run must not change it.
+    pub fn submodule_paths(&self) -> Result<Vec<String>, GitError> {
+        Ok(self
+            .tree_files(&self.info.head)?
+            .into_iter()
+            .filter(|(_, kind)| *kind == FileKind::Gitlink)
+            .map(|(path, _)| path)
+            .collect())
+    }
+
+    /// Checks that swarm can create its refs: a branch named `swarm` (or a
+    /// ref `refs/swarm`) would make `swarm/<run>/best` (or the undo ref
+    /// `refs/swarm/<run>/pre-ff`) impossible, since git cannot hold a ref
+    /// and refs below it at once.
+    pub fn check_run_refs_possible(&self) -> Result<(), GitError> {
+        let git = self.git()?;
+        if git.find_reference("refs/heads/swarm").is_ok() {
+            return Err(GitError::RunRefsBlocked {
+                what: "a branch named",
+                name: "swarm".to_string(),
+                needed: "swarm/<run>/best".to_string(),
+                fix: "git branch -m swarm <new-name>".to_string(),
+            });
+        }
+        if git.find_reference("refs/swarm").is_ok() {
+            return Err(GitError::RunRefsBlocked {
+                what: "the ref",
+                name: "refs/swarm".to_string(),
+                needed: "refs/swarm/<run>/pre-ff".to_string(),
+                fix: "git update-ref -m rename refs/<new-name> refs/swarm && git update-ref -d refs/swarm".to_string(),
+            });
+        }
+        Ok(())
     }
 
     /// Repo-relative paths with uncommitted changes: staged, modified,
@@ -271,7 +324,7 @@ impl Repo {
     /// The full messages of the commits reachable from `branch` (first
     /// parents), newest first.
     pub fn log_messages(&self, branch: &str) -> Result<Vec<String>, GitError> {
-        let repo = self.git()?;
+        let repo = self.objects()?;
         let tip = self.branch_tip(branch)?.ok_or_else(|| GitError::Failed {
             op: format!("log {branch}"),
             message: "no such branch".to_string(),
@@ -331,6 +384,64 @@ pub(crate) fn head_state(
         None
     };
     Ok((CommitId::from_oid(commit.id()), branch))
+}
+
+/// Opens libgit2 on a git common dir (see [`Repo::objects`]).
+pub(crate) fn open_objects(common_dir: &Path) -> Result<Repository, GitError> {
+    Repository::open(common_dir)
+        .map_err(|e| GitError::git2(format!("open {}", common_dir.display()), e))
+}
+
+/// See [`Repo::tree_files`].
+pub(crate) fn tree_files(
+    repo: &Repository,
+    commit: &CommitId,
+) -> Result<Vec<(String, FileKind)>, GitError> {
+    let op = || format!("list the files of {}", commit.short());
+    let tree = repo
+        .find_commit(commit.oid()?)
+        .and_then(|c| c.tree())
+        .map_err(|e| GitError::git2(op(), e))?;
+    let mut files = Vec::new();
+    tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+        let kind = match entry.filemode() {
+            0o100644 | 0o100664 => FileKind::Regular,
+            0o100755 => FileKind::Executable,
+            0o120000 => FileKind::Symlink,
+            0o160000 => FileKind::Gitlink,
+            _ => return git2::TreeWalkResult::Ok,
+        };
+        let name = String::from_utf8_lossy(entry.name_bytes());
+        files.push((format!("{dir}{name}"), kind));
+        git2::TreeWalkResult::Ok
+    })
+    .map_err(|e| GitError::git2(op(), e))?;
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(files)
+}
+
+/// The first `.git` at or above `target` that exists but that discovery
+/// could not open, with why: an unreadable git dir looks like no repository.
+fn unopenable_git_dir_above(target: &Path) -> Option<(PathBuf, String)> {
+    let git_dir = target
+        .ancestors()
+        .map(|dir| dir.join(".git"))
+        .find(|dot_git| fs::symlink_metadata(dot_git).is_ok())?;
+    let probe = if git_dir.is_dir() {
+        fs::read_dir(&git_dir)
+            .and_then(|_| fs::metadata(git_dir.join("HEAD")))
+            .map(|_| ())
+    } else {
+        fs::read(&git_dir).map(|_| ())
+    };
+    let reason = match probe {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            "permission denied".to_string()
+        }
+        Err(e) => e.to_string(),
+        Ok(()) => "not a valid repository, or on another filesystem than the target".to_string(),
+    };
+    Some((git_dir, reason))
 }
 
 /// See [`Repo::dirty_paths`].

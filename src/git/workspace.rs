@@ -1,54 +1,114 @@
-//! The run's worktree (`<git-common-dir>/swarm/worktrees/<run>`), its run
+//! The run's worktree (`<cache>/worktrees/<repo key>/<run>`), its run
 //! branch `swarm/<run>/best` and attempt branches `swarm/<run>/attempt-<k>`.
+//!
+//! The worktree lives outside the repository's directory tree: pytest and
+//! pylint look for configuration and `conftest.py` by walking up from where
+//! they run, and a worktree inside the repository (or its `.git`) would
+//! pick up the user's uncommitted `pytest.ini` or `conftest.py`. A location
+//! inside the repository's working tree or git dir is refused.
 //!
 //! Attempt commits are built from blobs and trees in memory, on top of the
 //! run branch's tree; neither the user's nor the run worktree's index is
-//! used. The worktree only exists so that pytest has files on disk.
+//! used. The worktree only exists so that pytest has files on disk; the
+//! submodules initialised in the user's checkout are filled in (see
+//! `submodule`), so tests that import from them work.
 //!
-//! Ownership and pruning: next to each run folder, `<run>.owner` records the
-//! id of the process that created it. [`Repo::prune_stale_runs`] removes a
-//! run folder (and its `<common>/worktrees/<name>` admin entry) whose owner
-//! process is no longer alive or whose owner file is missing, and any admin
-//! entry that points under `<common>/swarm/worktrees/` at a folder that is
-//! gone. Worktrees of a live swarm process are never touched, nor any
-//! worktree outside `<common>/swarm/worktrees/`.
+//! Liveness: next to each run folder, `<run>.lock` is `flock`ed by the run
+//! for its whole life (see `lock`); pruning (see `prune`) only removes runs
+//! whose lock it can take.
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::ErrorKind;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use git2::build::TreeUpdateBuilder;
 use git2::{FileMode, Repository};
+use sha2::{Digest, Sha256};
 
 use super::command::GitCommand;
-use super::repo::{canonical, changed_paths, check_rel_path, signature};
-use super::{CommitId, FileWrite, GitError, Repo, RunWorkspace};
+use super::lock::{LockFile, TryLock};
+use super::prune::remove_run;
+use super::repo::{canonical, changed_paths, check_rel_path, open_objects, signature};
+use super::{submodule, CommitId, FileWrite, GitError, Repo, RunWorkspace};
 
-/// Where run worktrees live, relative to the git common dir.
-pub const RUNS_DIR: &str = "swarm/worktrees";
+/// Where run worktrees live, relative to swarm's cache folder: each
+/// repository gets `<cache>/worktrees/<repo key>/`.
+pub const WORKTREES_DIR: &str = "worktrees";
+
+impl Repo {
+    /// A folder name for this repository: its working tree's name (letters,
+    /// digits, `-`, `_`, `.`; at most 32) and 12 hex digits of the SHA-256
+    /// of its canonical git common dir, e.g. `shop-3f9a0c1b2d4e`.
+    pub fn repo_key(&self) -> String {
+        let common = &self.info().common_dir;
+        let named = if common.file_name().is_some_and(|n| n == ".git") {
+            common.parent().unwrap_or(common)
+        } else {
+            common.as_path()
+        };
+        let name: String = named
+            .file_name()
+            .map(|n| n.to_string_lossy().trim_end_matches(".git").to_string())
+            .unwrap_or_default()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(32)
+            .collect();
+        let name = name.trim_start_matches('.');
+        let name = if name.is_empty() { "repo" } else { name };
+        let digest = Sha256::digest(common.as_os_str().as_encoded_bytes());
+        format!("{name}-{}", &hex::encode(digest)[..12])
+    }
+
+    /// `<cache_dir>/worktrees/<repo key>` (absolute): where this
+    /// repository's run worktrees and their lock files live. Fails with
+    /// [`GitError::WorktreesInsideRepo`] when that is inside the
+    /// repository's working tree or git dir (for example `SWARM_CACHE_DIR`
+    /// set to a folder of the repository).
+    pub fn worktrees_root(&self, cache_dir: &Path) -> Result<PathBuf, GitError> {
+        let root = resolve_lexically(&cache_dir.join(WORKTREES_DIR).join(self.repo_key()));
+        check_outside_repo(self, &root)?;
+        Ok(root)
+    }
+}
 
 impl RunWorkspace {
-    /// Creates the worktree at `<common-dir>/swarm/worktrees/<run_id>`,
-    /// detached at `base`, and the branch `swarm/<run_id>/best` at `base`.
+    /// Creates the worktree at `<worktrees_root>/<run_id>`, detached at
+    /// `base`, with the submodules initialised in the user's checkout
+    /// filled in at the commits `base` records, and the branch
+    /// `swarm/<run_id>/best` at `base`. The run's lock `<run_id>.lock` is
+    /// held until the workspace is removed or dropped.
     ///
-    /// `run_id` may hold ASCII letters, digits, `-` and `_`. Fails with
-    /// [`GitError::BranchExists`] when the run branch already exists.
-    pub fn create(repo: &Repo, run_id: &str, base: &CommitId) -> Result<Self, GitError> {
+    /// `worktrees_root` (see [`Repo::worktrees_root`]) must lie outside the
+    /// repository's working tree and git dir
+    /// ([`GitError::WorktreesInsideRepo`]). `run_id` may hold ASCII
+    /// letters, digits, `-` and `_`. Fails with [`GitError::BranchExists`]
+    /// when the run branch already exists and [`GitError::RunRefsBlocked`]
+    /// when a branch `swarm` exists.
+    pub fn create(
+        repo: &Repo,
+        worktrees_root: &Path,
+        run_id: &str,
+        base: &CommitId,
+    ) -> Result<Self, GitError> {
         check_run_id(run_id)?;
-        let common_dir = repo.info().common_dir.clone();
-        let runs_dir = common_dir.join(RUNS_DIR);
-        fs::create_dir_all(&runs_dir).map_err(|e| GitError::io("create", &runs_dir, e))?;
-        let runs_dir = canonical(&runs_dir)?;
+        repo.check_run_refs_possible()?;
+        check_outside_repo(repo, worktrees_root)?;
+        fs::create_dir_all(worktrees_root)
+            .map_err(|e| GitError::io("create", worktrees_root, e))?;
+        let runs_dir = canonical(worktrees_root)?;
+        check_outside_repo(repo, &runs_dir)?;
         let path = runs_dir.join(run_id);
-        if path.exists() {
-            return Err(GitError::Failed {
-                op: format!("create the run worktree {}", path.display()),
-                message: "it already exists".to_string(),
-            });
-        }
+        let common_dir = repo.info().common_dir.clone();
 
-        let git = repo.git()?;
+        let git = repo.objects()?;
         let base_oid = base.oid()?;
         git.find_commit(base_oid)
             .map_err(|e| GitError::git2(format!("find the base commit {base}"), e))?;
@@ -58,20 +118,31 @@ impl RunWorkspace {
                 branch: best_branch_name(run_id),
             });
         }
-
-        let owner = owner_file(&runs_dir, run_id);
-        fs::write(&owner, format!("pid {}\n", std::process::id()))
-            .map_err(|e| GitError::io("write", &owner, e))?;
+        // The lock comes first: a run folder without a held lock is stale.
+        let lock_path = lock_file(&runs_dir, run_id);
+        let mut lock = match LockFile::try_lock(&lock_path, true)? {
+            TryLock::Acquired(lock) => lock,
+            TryLock::Held { .. } | TryLock::Missing => {
+                return Err(GitError::Failed {
+                    op: format!("lock {}", lock_path.display()),
+                    message: format!("run {run_id} is in use by another process"),
+                })
+            }
+        };
+        lock.write_content(&format!("run {run_id}\npid {}\n", std::process::id()))?;
+        if path.exists() {
+            return Err(GitError::Failed {
+                op: format!("create the run worktree {}", path.display()),
+                message: "it already exists".to_string(),
+            });
+        }
         git.reference(
             &best_ref,
             base_oid,
             false,
             &format!("swarm: start run {run_id}"),
         )
-        .map_err(|e| {
-            let _ = fs::remove_file(&owner);
-            GitError::git2(format!("create {best_ref}"), e)
-        })?;
+        .map_err(|e| GitError::git2(format!("create {best_ref}"), e))?;
 
         let added = GitCommand::new(&repo.info().root)
             .arg("worktree")
@@ -81,26 +152,38 @@ impl RunWorkspace {
             .arg(base.to_string())
             .run();
         let admin_dir = added.and_then(|_| admin_dir_of(&path));
-        let admin_dir = match admin_dir {
-            Ok(dir) => dir,
+        let filled = admin_dir.and_then(|admin| {
+            let empty = submodule::populate(&git, base, &repo.info().root, &path)?;
+            Ok((admin, empty))
+        });
+        let (admin_dir, empty_submodules) = match filled {
+            Ok(done) => done,
             Err(error) => {
-                let _ = fs::remove_dir_all(&path);
-                let _ = fs::remove_file(&owner);
+                let _ = remove_run(&path, None, &common_dir);
                 if let Ok(mut reference) = git.find_reference(&best_ref) {
                     let _ = reference.delete();
                 }
+                let _ = lock.remove();
                 return Err(error);
             }
         };
         Ok(RunWorkspace {
             run_id: run_id.to_string(),
             path,
+            lock: Some(lock),
+            empty_submodules,
             common_dir,
             admin_dir,
             base: base.clone(),
             best: base.clone(),
             removed: false,
         })
+    }
+
+    /// Submodules of the base commit that stay empty in the worktree
+    /// because they are not initialised in the user's checkout, sorted.
+    pub fn empty_submodules(&self) -> &[String] {
+        &self.empty_submodules
     }
 
     /// The worktree's root folder.
@@ -274,6 +357,8 @@ impl RunWorkspace {
     /// `.pytest_cache`; the worktree's HEAD is left detached at `commit`.
     pub fn reset_to(&self, commit: &CommitId) -> Result<(), GitError> {
         GitCommand::new(&self.path)
+            .arg("-c")
+            .arg("submodule.recurse=false")
             .arg("checkout")
             .arg("--quiet")
             .arg("--force")
@@ -288,20 +373,29 @@ impl RunWorkspace {
         Ok(())
     }
 
-    /// Removes the worktree folder and its administrative entry; branches stay.
+    /// Removes the worktree folder, its administrative entry and its lock
+    /// file, then releases the lock; branches stay.
     pub fn remove(mut self) -> Result<(), GitError> {
-        self.removed = true;
-        remove_run(
-            &self.path,
-            Some(&self.admin_dir),
-            &self.common_dir,
-            &self.run_id,
-        )
+        self.remove_all()
     }
 
+    fn remove_all(&mut self) -> Result<(), GitError> {
+        self.removed = true;
+        remove_run(&self.path, Some(&self.admin_dir), &self.common_dir)?;
+        if let Some(lock) = self.lock.take() {
+            lock.remove()?;
+        }
+        // The repository's folder goes too once no run is left in it.
+        if let Some(runs_dir) = self.path.parent() {
+            let _ = fs::remove_dir(runs_dir);
+        }
+        Ok(())
+    }
+
+    /// libgit2 on the common dir (see [`Repo::objects`] for why not the
+    /// worktree's git dir).
     fn git(&self) -> Result<Repository, GitError> {
-        Repository::open(&self.path)
-            .map_err(|e| GitError::git2(format!("open {}", self.path.display()), e))
+        open_objects(&self.common_dir)
     }
 
     fn check_no_symlinked_parent(&self, rel: &str) -> Result<(), GitError> {
@@ -338,62 +432,8 @@ impl Drop for RunWorkspace {
     /// Best-effort removal of the worktree when `remove` was not called.
     fn drop(&mut self) {
         if !self.removed {
-            self.removed = true;
-            let _ = remove_run(
-                &self.path,
-                Some(&self.admin_dir),
-                &self.common_dir,
-                &self.run_id,
-            );
+            let _ = self.remove_all();
         }
-    }
-}
-
-impl Repo {
-    /// Removes worktrees left under `<common>/swarm/worktrees/` by runs that
-    /// are over: folders whose owner process (recorded in `<run>.owner`) is
-    /// gone or unknown, and admin entries pointing there at folders that no
-    /// longer exist. Returns the run ids removed, sorted. Branches stay.
-    pub fn prune_stale_runs(&self) -> Result<Vec<String>, GitError> {
-        let common_dir = &self.info().common_dir;
-        let runs_dir = common_dir.join(RUNS_DIR);
-        let mut removed = Vec::new();
-        if runs_dir.is_dir() {
-            let entries =
-                fs::read_dir(&runs_dir).map_err(|e| GitError::io("read", &runs_dir, e))?;
-            for entry in entries {
-                let entry = entry.map_err(|e| GitError::io("read", &runs_dir, e))?;
-                let name = entry.file_name().to_string_lossy().into_owned();
-                let (run_id, is_owner_file) = match name.strip_suffix(".owner") {
-                    Some(run) => (run.to_string(), true),
-                    None => (name.clone(), false),
-                };
-                if owner_alive(&runs_dir, &run_id) {
-                    continue;
-                }
-                let path = runs_dir.join(&run_id);
-                if is_owner_file && path.exists() {
-                    continue; // handled with its folder
-                }
-                remove_run(&path, None, common_dir, &run_id)?;
-                removed.push(run_id);
-            }
-        }
-        for (admin_dir, worktree) in admin_entries(common_dir) {
-            let under_runs = worktree.starts_with(&runs_dir)
-                || canonical(&runs_dir).is_ok_and(|dir| worktree.starts_with(dir));
-            if under_runs && !worktree.exists() {
-                let run_id = worktree
-                    .file_name()
-                    .map(|run| run.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                remove_run(&worktree, Some(&admin_dir), common_dir, &run_id)?;
-                removed.push(run_id);
-            }
-        }
-        removed.sort();
-        removed.dedup();
-        Ok(removed)
     }
 }
 
@@ -402,14 +442,19 @@ pub(crate) fn best_branch_name(run_id: &str) -> String {
     format!("swarm/{run_id}/best")
 }
 
-fn check_run_id(run_id: &str) -> Result<(), GitError> {
-    let valid = !run_id.is_empty()
+/// Whether `run_id` can name a folder and a branch component: 1 to 100
+/// ASCII letters, digits, `-` and `_`, not starting with `-`.
+pub(crate) fn is_run_id(run_id: &str) -> bool {
+    !run_id.is_empty()
         && run_id.len() <= 100
         && !run_id.starts_with('-')
         && run_id
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if valid {
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+fn check_run_id(run_id: &str) -> Result<(), GitError> {
+    if is_run_id(run_id) {
         Ok(())
     } else {
         Err(GitError::InvalidRunId {
@@ -418,38 +463,66 @@ fn check_run_id(run_id: &str) -> Result<(), GitError> {
     }
 }
 
-fn owner_file(runs_dir: &Path, run_id: &str) -> PathBuf {
-    runs_dir.join(format!("{run_id}.owner"))
+/// `<runs_dir>/<run>.lock`.
+pub(crate) fn lock_file(runs_dir: &Path, run_id: &str) -> PathBuf {
+    runs_dir.join(format!("{run_id}.lock"))
 }
 
-/// Whether the process recorded as the run's owner is still running.
-fn owner_alive(runs_dir: &Path, run_id: &str) -> bool {
-    let Ok(text) = fs::read_to_string(owner_file(runs_dir, run_id)) else {
-        return false;
-    };
-    let pid = text
-        .trim()
-        .strip_prefix("pid ")
-        .and_then(|pid| pid.trim().parse::<u32>().ok());
-    pid.is_some_and(process_alive)
-}
-
-#[cfg(unix)]
-fn process_alive(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return false;
-    };
-    if pid <= 0 {
-        return false;
+/// Refuses a worktrees folder inside the repository's working tree(s) or
+/// git dirs. `path` need not exist yet: its nearest existing ancestor is
+/// resolved (symbolic links included) and the rest appended.
+fn check_outside_repo(repo: &Repo, path: &Path) -> Result<(), GitError> {
+    let resolved = resolve_lexically(path);
+    let info = repo.info();
+    let mut guarded = vec![
+        info.root.clone(),
+        info.common_dir.clone(),
+        repo.git_dir.clone(),
+    ];
+    if info.common_dir.file_name().is_some_and(|n| n == ".git") {
+        if let Some(main_root) = info.common_dir.parent() {
+            guarded.push(main_root.to_path_buf());
+        }
     }
-    // SAFETY: signal 0 only checks that the process exists; nothing is sent.
-    let result = unsafe { libc::kill(pid, 0) };
-    result == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    if guarded.iter().any(|dir| resolved.starts_with(dir)) {
+        return Err(GitError::WorktreesInsideRepo {
+            path: resolved,
+            repo: info.root.clone(),
+        });
+    }
+    Ok(())
 }
 
-#[cfg(not(unix))]
-fn process_alive(_pid: u32) -> bool {
-    true
+/// `path` made absolute, with its longest existing prefix canonicalized and
+/// `.`/`..` folded.
+fn resolve_lexically(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut folded = PathBuf::new();
+    for component in absolute.components() {
+        match component {
+            Component::ParentDir => {
+                folded.pop();
+            }
+            Component::CurDir => {}
+            other => folded.push(other),
+        }
+    }
+    let mut existing = folded.as_path();
+    let mut rest = Vec::new();
+    while fs::symlink_metadata(existing).is_err() {
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                existing = parent;
+            }
+            _ => break,
+        }
+    }
+    let mut resolved = fs::canonicalize(existing).unwrap_or_else(|_| existing.to_path_buf());
+    for name in rest.into_iter().rev() {
+        resolved.push(name);
+    }
+    resolved
 }
 
 /// The admin folder git made for the worktree at `path`, read from its
@@ -471,62 +544,4 @@ fn admin_dir_of(path: &Path) -> Result<PathBuf, GitError> {
         path.join(dir)
     };
     canonical(&dir)
-}
-
-/// Every `<common>/worktrees/<name>` with the worktree folder it points at.
-fn admin_entries(common_dir: &Path) -> Vec<(PathBuf, PathBuf)> {
-    let Ok(entries) = fs::read_dir(common_dir.join("worktrees")) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|entry| {
-            let admin = entry.path();
-            let gitdir = fs::read_to_string(admin.join("gitdir")).ok()?;
-            let dot_git = PathBuf::from(gitdir.trim());
-            Some((admin, dot_git.parent()?.to_path_buf()))
-        })
-        .collect()
-}
-
-/// Deletes a run's worktree folder, its admin entry (the given one, or any
-/// pointing at `path`) and its owner file. Missing pieces are fine.
-fn remove_run(
-    path: &Path,
-    admin_dir: Option<&Path>,
-    common_dir: &Path,
-    run_id: &str,
-) -> Result<(), GitError> {
-    let admin_dirs: Vec<PathBuf> = match admin_dir {
-        Some(dir) => vec![dir.to_path_buf()],
-        None => {
-            let resolved = canonical(path).ok();
-            admin_entries(common_dir)
-                .into_iter()
-                .filter(|(_, worktree)| worktree == path || Some(worktree) == resolved.as_ref())
-                .map(|(admin, _)| admin)
-                .collect()
-        }
-    };
-    remove_all(path)?;
-    for admin in admin_dirs {
-        remove_all(&admin)?;
-    }
-    if let Some(runs_dir) = path.parent() {
-        let owner = owner_file(runs_dir, run_id);
-        match fs::remove_file(&owner) {
-            Ok(()) => {}
-            Err(e) if e.kind() == ErrorKind::NotFound => {}
-            Err(e) => return Err(GitError::io("remove", &owner, e)),
-        }
-    }
-    Ok(())
-}
-
-fn remove_all(path: &Path) -> Result<(), GitError> {
-    match fs::remove_dir_all(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(GitError::io("remove", path, e)),
-    }
 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crate::analysis::Severity;
 use crate::cancel::Cancel;
 use crate::error::{ExitKind, SwarmError};
-use crate::git::{FastForward, Repo, RunWorkspace};
+use crate::git::{FastForward, Repo, RepoLock, RunWorkspace};
 use crate::llm::{ChatModel, PriceTable, Usage};
 use crate::log::{Event, EventSink, ExperimentLog};
 use crate::stage::judge::{self, Limits, Snapshot};
@@ -47,6 +47,11 @@ pub struct RunConfig {
     pub secrets: Vec<String>,
     /// Prices per model (built-in, with config overrides).
     pub prices: PriceTable,
+    /// swarm's cache folder (`SWARM_CACHE_DIR`, else `<user cache>/swarm`);
+    /// run worktrees live under it. `None` when there is none.
+    pub cache_dir: Option<PathBuf>,
+    /// How long to wait for another run on the same repository.
+    pub lock_timeout: std::time::Duration,
 }
 
 /// What every stage call of a run shares: settings, the model, where to
@@ -130,6 +135,35 @@ pub async fn run(
             repo
         }
     };
+    repo.check_run_refs_possible()?;
+    let cache_dir = config.cache_dir.as_deref().ok_or_else(|| {
+        SwarmError::invalid("no cache folder for the run's worktree: set SWARM_CACHE_DIR (or HOME)")
+    })?;
+    let worktrees_root = repo.worktrees_root(cache_dir)?;
+    let run_id = new_run_id();
+    let _run_lock = tokio::task::block_in_place(|| {
+        RepoLock::acquire(
+            &repo.info().common_dir,
+            &run_id,
+            config.lock_timeout,
+            &|holder| {
+                events.emit(Event::Notice {
+                    message: format!(
+                        "another run ({holder}) is working on this repository: waiting up to {} s for it (--lock-timeout)",
+                        config.lock_timeout.as_secs()
+                    ),
+                })
+            },
+            &|| cancel.is_cancelled(),
+        )
+    })?;
+    // Reopen under the lock: HEAD may have moved while we waited.
+    let repo = Repo::open(&target)?.ok_or_else(|| {
+        SwarmError::git(format!(
+            "{} is no longer in a git repository",
+            target.display()
+        ))
+    })?;
     let info = repo.info().clone();
     let tracked = repo.tracked_files()?;
     let files = auditor::python_files(&tracked, &info.target_rel);
@@ -158,7 +192,7 @@ pub async fn run(
             ),
         });
     }
-    let pruned = repo.prune_stale_runs()?;
+    let pruned = repo.prune_stale_runs(&worktrees_root)?;
     if !pruned.is_empty() {
         events.emit(Event::Notice {
             message: format!(
@@ -175,7 +209,6 @@ pub async fn run(
     let env =
         tokio::task::block_in_place(|| tools::resolve_env(&target, config.bootstrap, &progress))?;
 
-    let run_id = new_run_id();
     let mut log =
         ExperimentLog::open(&config.log_file).map_err(|e| SwarmError::invalid(e.to_string()))?;
     for s in &config.secrets {
@@ -186,7 +219,17 @@ pub async fn run(
             message: repair.to_string(),
         });
     }
-    let mut ws = RunWorkspace::create(&repo, &run_id, &info.head)?;
+    let mut ws = tokio::task::block_in_place(|| {
+        RunWorkspace::create(&repo, &worktrees_root, &run_id, &info.head)
+    })?;
+    if !ws.empty_submodules().is_empty() {
+        events.emit(Event::Notice {
+            message: format!(
+                "submodule(s) not initialised in your checkout stay empty in the run: {} (git submodule update --init fills them)",
+                ws.empty_submodules().join(", ")
+            ),
+        });
+    }
     let sandbox = match tokio::task::block_in_place(|| {
         Sandbox::new(SandboxPolicy::for_worktree(ws.path()), &env)
     }) {
@@ -232,7 +275,7 @@ pub async fn run(
     let (state, stop) = result?;
     let check = check.transpose()?;
     removal?;
-    deliver(config, &repo, &info.head, &state, stop, check, &mut rec)
+    deliver(config, &repo, &info.head, &state, stop, check, cancel, &mut rec)
 }
 
 /// A state that would be delivered (or offered) is checked once more with
@@ -405,6 +448,7 @@ fn deliver(
     state: &RunState,
     stop: StopReason,
     final_check: Option<FinalCheck>,
+    cancel: &Cancel,
     rec: &mut Recorder<'_>,
 ) -> Result<Summary, SwarmError> {
     let branch = format!("swarm/{}/best", state.run_id);
@@ -412,7 +456,8 @@ fn deliver(
     let green = state.best.is_green(state.baseline.pylint)
         && final_check.as_ref().is_none_or(|check| check.passed);
     let best_tip = repo.branch_tip(&branch)?.unwrap_or_else(|| start.clone());
-    let delivery = if stop == StopReason::Interrupted {
+    let interrupted = stop == StopReason::Interrupted || cancel.is_cancelled();
+    let delivery = if interrupted {
         Delivery::Left {
             reason: "the run was interrupted".into(),
             command: command.clone(),
@@ -428,18 +473,28 @@ fn deliver(
         }
     } else {
         let touched: Vec<String> = state.touched.iter().cloned().collect();
-        match repo.fast_forward(start, &best_tip, &branch, &touched)? {
-            FastForward::Updated { branch, to, .. } => Delivery::Updated {
+        // The merge cannot be interrupted half way (see git::fastforward);
+        // a Ctrl-C that arrives during it takes effect after it.
+        let outcome =
+            tokio::task::block_in_place(|| repo.fast_forward(start, &best_tip, &branch, &touched))?;
+        match outcome {
+            FastForward::Updated {
+                branch, to, undo, ..
+            } => Delivery::Updated {
                 branch,
                 commit: to.0,
+                undo,
             },
             FastForward::NothingToDo => Delivery::Unchanged,
             FastForward::Skipped { reason, command } => Delivery::Left { reason, command },
+            FastForward::Failed { reason, command } => Delivery::Failed { reason, command },
         }
     };
     let improved = green && &best_tip != start;
     let exit = match stop {
+        _ if matches!(delivery, Delivery::Failed { .. }) => ExitKind::Git,
         StopReason::Interrupted => ExitKind::Interrupted,
+        _ if interrupted && !matches!(delivery, Delivery::Updated { .. }) => ExitKind::Interrupted,
         StopReason::ModelFailure if !improved => ExitKind::Llm,
         _ if green => ExitKind::Success,
         _ => ExitKind::GaveUp,
@@ -450,6 +505,7 @@ fn deliver(
     };
     let summary = Summary {
         status: match exit {
+            ExitKind::Git => "delivery_failed",
             ExitKind::Success => "success",
             ExitKind::Interrupted => "interrupted",
             ExitKind::Llm => "model_failure",

@@ -42,8 +42,17 @@ pub struct Spend {
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum Delivery {
-    /// Fast-forwarded.
-    Updated { branch: String, commit: String },
+    /// Fast-forwarded (and checked); `undo` takes it back
+    /// (`git reset --keep refs/swarm/<run>/pre-ff`).
+    Updated {
+        branch: String,
+        commit: String,
+        undo: String,
+    },
+    /// The fast-forward was attempted but the checkout is not (or cannot be
+    /// shown to be) the complete result; `command` is the next step. The
+    /// run exits 3: never "success".
+    Failed { reason: String, command: String },
     /// The best state is the starting commit.
     Unchanged,
     /// Left on the run branch; `command` takes it.

@@ -108,19 +108,9 @@ pub fn assert_fixed_and_delivered(fx: &FixtureRepo, out: &std::process::Output, 
         assert_eq!(parents.split_whitespace().count(), 1);
     }
 
-    // No worktree left behind.
+    // No worktree or run lock left behind.
     assert_eq!(fx.repo.worktrees().len(), 1, "{:?}", fx.repo.worktrees());
-    let leftovers = fx.repo.root.join(".git/swarm/worktrees");
-    let remaining: Vec<_> = std::fs::read_dir(&leftovers)
-        .map(|d| d.flatten().map(|e| e.file_name()).collect())
-        .unwrap_or_default();
-    assert!(
-        remaining
-            .iter()
-            .all(|n| n.to_string_lossy().ends_with(".owner"))
-            && remaining.is_empty(),
-        "{remaining:?}"
-    );
+    assert_eq!(repos::leftover_runs(fx), Vec::<String>::new());
 
     assert_log_valid(
         &fx.log(),
@@ -237,6 +227,7 @@ mod failures;
 mod hooks;
 mod kill;
 mod providers;
+mod repos;
 mod review_rules;
 mod sandbox;
 mod trust;

@@ -2,8 +2,7 @@
 //! baseline, run worktree and branches, attempts, cleanup, fast-forward.
 
 use std::fs;
-use std::path::Path;
-use std::process::Command;
+use std::path::{Path, PathBuf};
 
 use swarm::git::{CommitId, FastForward, FileWrite, GitError, Repo, RunWorkspace};
 
@@ -11,9 +10,34 @@ use crate::support::repo::{git_in, git_ok, TestRepo};
 
 mod fast_forward;
 mod hook_env;
+mod location;
+mod locks;
+mod shapes;
 
 pub(crate) fn open(path: &Path) -> Repo {
     Repo::open(path).expect("open").expect("a repository")
+}
+
+/// The cache folder the tests use for `repo`: next to it, outside it.
+pub(crate) fn cache_of(repo: &TestRepo) -> PathBuf {
+    repo.tmp().join("cache")
+}
+
+/// Where `opened`'s run worktrees live with the test cache.
+pub(crate) fn runs_root(repo: &TestRepo, opened: &Repo) -> PathBuf {
+    opened
+        .worktrees_root(&cache_of(repo))
+        .expect("worktrees root")
+}
+
+/// A run workspace in the test cache.
+pub(crate) fn create(
+    repo: &TestRepo,
+    opened: &Repo,
+    run: &str,
+    base: &CommitId,
+) -> Result<RunWorkspace, GitError> {
+    RunWorkspace::create(opened, &runs_root(repo, opened), run, base)
 }
 
 pub(crate) fn write(path: &str, content: &str) -> FileWrite {
@@ -113,7 +137,7 @@ fn open_inside_a_linked_worktree_and_fast_forward_there() {
     assert_eq!(info.branch.as_deref(), Some("feature"));
     assert_eq!(opened.tracked_files().expect("ls")[0], "pkg/calc.py");
 
-    let mut ws = RunWorkspace::create(&opened, "run-linked", &info.head).expect("create");
+    let mut ws = create(&repo, &opened, "run-linked", &info.head).expect("create");
     let files = [write("pkg/util.py", "X = 2\n")];
     ws.write_files(&files).expect("write");
     let attempt = ws.commit_attempt(1, &files, MESSAGE).expect("commit");
@@ -170,17 +194,20 @@ fn init_with_baseline_commits_files_but_not_environments_or_caches() {
 }
 
 #[test]
-fn tracked_files_under_a_subfolder_come_from_the_index() {
+fn tracked_files_under_a_subfolder_come_from_head_not_the_index() {
     let repo = sample();
     repo.write("pkg/untracked.py", "u = 1\n");
     repo.write("pkg/staged.py", "s = 1\n");
     repo.git(&["add", "pkg/staged.py"]);
+    repo.git(&["rm", "--quiet", "--cached", "pkg/util.py"]);
     let pkg = open(&repo.root.join("pkg"));
+    // The run's worktree is a checkout of HEAD: a staged new file is not
+    // there, a file removed from the index only still is.
     assert_eq!(
         pkg.tracked_files().expect("ls"),
-        vec!["pkg/calc.py", "pkg/staged.py", "pkg/util.py"]
+        vec!["pkg/calc.py", "pkg/util.py"]
     );
-    assert_eq!(open(&repo.root).tracked_files().expect("ls").len(), 6);
+    assert_eq!(open(&repo.root).tracked_files().expect("ls").len(), 5);
 }
 
 #[test]
@@ -209,9 +236,12 @@ fn a_full_run_never_touches_the_user_checkout_until_the_fast_forward() {
     let opened = open(&repo.root.join("pkg"));
     let base = opened.info().head.clone();
 
-    let mut ws = RunWorkspace::create(&opened, "run-1", &base).expect("create");
+    let mut ws = create(&repo, &opened, "run-1", &base).expect("create");
     let common = repo.root.join(".git");
-    assert_eq!(ws.path(), common.join("swarm/worktrees/run-1"));
+    let runs = runs_root(&repo, &opened);
+    assert_eq!(ws.path(), runs.join("run-1"));
+    assert!(!ws.path().starts_with(&repo.root), "outside the repository");
+    assert!(runs.join("run-1.lock").is_file(), "the run's lock file");
     assert!(ws.path().join("pkg/calc.py").is_file());
     assert_eq!(ws.best_branch(), "swarm/run-1/best");
     assert_eq!(ws.run_branch_prefix(), "swarm/run-1/");
@@ -325,6 +355,8 @@ fn a_full_run_never_touches_the_user_checkout_until_the_fast_forward() {
     let path = ws.path().to_path_buf();
     ws.remove().expect("remove");
     assert!(!path.exists());
+    assert!(!runs.join("run-1.lock").exists());
+    assert!(!runs.exists(), "no empty folder is left in the cache");
     assert_eq!(repo.worktrees(), vec![repo.root.clone()]);
     assert!(!common.join("worktrees/run-1").exists());
     let branches = repo.git(&["branch", "--list", "swarm/*", "--format=%(refname:short)"]);
@@ -348,7 +380,8 @@ fn a_full_run_never_touches_the_user_checkout_until_the_fast_forward() {
         FastForward::Updated {
             branch: "main".into(),
             from: base.clone(),
-            to: first.clone()
+            to: first.clone(),
+            undo: "git reset --keep refs/swarm/run-1/pre-ff".into(),
         }
     );
     assert_eq!(repo.head(), first.0);
@@ -370,7 +403,7 @@ fn dropping_the_workspace_removes_the_worktree_and_keeps_the_branch() {
     let repo = sample();
     let opened = open(&repo.root);
     let path = {
-        let ws = RunWorkspace::create(&opened, "run-drop", &opened.info().head).expect("create");
+        let ws = create(&repo, &opened, "run-drop", &opened.info().head).expect("create");
         ws.path().to_path_buf()
     };
     assert!(!path.exists());
@@ -380,48 +413,9 @@ fn dropping_the_workspace_removes_the_worktree_and_keeps_the_branch() {
         opened.info().head.0
     );
     assert!(matches!(
-        RunWorkspace::create(&opened, "run-drop", &opened.info().head),
+        create(&repo, &opened, "run-drop", &opened.info().head),
         Err(GitError::BranchExists { .. })
     ));
-}
-
-#[test]
-fn prune_removes_runs_of_dead_processes_only() {
-    let repo = sample();
-    let opened = open(&repo.root);
-    let head = opened.info().head.clone();
-    let crashed = RunWorkspace::create(&opened, "run-crashed", &head).expect("create");
-    let crashed_path = crashed.path().to_path_buf();
-    std::mem::forget(crashed);
-    let vanished = RunWorkspace::create(&opened, "run-vanished", &head).expect("create");
-    fs::remove_dir_all(vanished.path()).expect("rm");
-    std::mem::forget(vanished);
-    let live = RunWorkspace::create(&opened, "run-live", &head).expect("create");
-
-    // A process that has exited stands for the crashed run's owner.
-    let mut child = Command::new("true").spawn().expect("spawn");
-    let dead_pid = child.id();
-    child.wait().expect("wait");
-    let owner = repo.root.join(".git/swarm/worktrees/run-crashed.owner");
-    fs::write(&owner, format!("pid {dead_pid}\n")).expect("write owner");
-
-    assert_eq!(
-        opened.prune_stale_runs().expect("prune"),
-        vec!["run-crashed", "run-vanished"]
-    );
-    assert!(!crashed_path.exists());
-    assert!(!owner.exists());
-    assert!(live.path().exists());
-    assert_eq!(
-        repo.worktrees(),
-        vec![repo.root.clone(), live.path().to_path_buf()]
-    );
-    assert_eq!(
-        opened.prune_stale_runs().expect("prune again"),
-        Vec::<String>::new()
-    );
-    live.remove().expect("remove");
-    assert_eq!(repo.worktrees(), vec![repo.root.clone()]);
 }
 
 #[test]
@@ -430,10 +424,10 @@ fn workspace_refuses_bad_paths_run_ids_and_backwards_moves() {
     let opened = open(&repo.root);
     let head = opened.info().head.clone();
     assert!(matches!(
-        RunWorkspace::create(&opened, "bad/id", &head),
+        create(&repo, &opened, "bad/id", &head),
         Err(GitError::InvalidRunId { .. })
     ));
-    let mut ws = RunWorkspace::create(&opened, "run-guard", &head).expect("create");
+    let mut ws = create(&repo, &opened, "run-guard", &head).expect("create");
     for bad in ["../escape.py", "/abs.py", ".git/config", "a//b.py", ""] {
         assert!(
             matches!(
@@ -444,7 +438,7 @@ fn workspace_refuses_bad_paths_run_ids_and_backwards_moves() {
         );
         assert!(ws.commit_attempt(9, &[write(bad, "x")], "m").is_err());
     }
-    assert!(!repo.tmp().join("repo/.git/swarm/escape.py").exists());
+    assert!(!runs_root(&repo, &opened).join("escape.py").exists());
 
     // Deleting the only file of a folder drops the folder from the tree.
     let only = [delete("tests/test_calc.py")];

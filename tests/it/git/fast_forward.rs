@@ -1,9 +1,9 @@
 //! The final fast-forward's refusals: dirty touched files, moved or
 //! detached HEAD, another branch checked out.
 
-use swarm::git::{CommitId, FastForward, Repo, RunWorkspace};
+use swarm::git::{CommitId, FastForward, Repo};
 
-use super::{open, sample, write, MESSAGE};
+use super::{create, open, sample, write, MESSAGE};
 use crate::support::repo::TestRepo;
 
 /// A run whose best commit changes `pkg/calc.py`; returns (repo, opened, base, best).
@@ -11,7 +11,7 @@ fn finished_run(run: &str) -> (TestRepo, Repo, CommitId, CommitId) {
     let repo = sample();
     let opened = open(&repo.root);
     let base = opened.info().head.clone();
-    let mut ws = RunWorkspace::create(&opened, run, &base).expect("create");
+    let mut ws = create(&repo, &opened, run, &base).expect("create");
     let files = [write("pkg/calc.py", "fixed\n")];
     let best = ws.commit_attempt(1, &files, MESSAGE).expect("commit");
     ws.advance_best(&best).expect("advance");
@@ -120,4 +120,152 @@ fn fast_forward_waits_for_no_one_holding_the_index_lock() {
         base.0
     );
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
+
+/// A finished run on `sample()` plus `.gitignore` entries, whose best commit
+/// writes `files`; returns (repo, opened, base, best).
+fn run_writing(
+    run: &str,
+    ignore: &str,
+    files: &[(&str, &str)],
+) -> (TestRepo, Repo, CommitId, CommitId) {
+    let repo = sample();
+    repo.write(".gitignore", ignore);
+    repo.commit_all("ignore rules");
+    let opened = open(&repo.root);
+    let base = opened.info().head.clone();
+    let mut ws = create(&repo, &opened, run, &base).expect("create");
+    let writes: Vec<_> = files.iter().map(|(p, c)| write(p, c)).collect();
+    let best = ws.commit_attempt(1, &writes, MESSAGE).expect("commit");
+    ws.advance_best(&best).expect("advance");
+    ws.remove().expect("remove");
+    (repo, opened, base, best)
+}
+
+#[test]
+fn fast_forward_never_overwrites_ignored_or_untracked_files() {
+    /// What the run writes, what the user has, the path the refusal names.
+    type Case = (
+        &'static [(&'static str, &'static str)],
+        fn(&TestRepo),
+        &'static str,
+    );
+    let cases: [Case; 4] = [
+        // An ignored file exactly where the run creates one: `git merge`
+        // would silently replace it.
+        (
+            &[("generated/data.py", "DATA = 2\n")],
+            |r| r.write("generated/data.py", "DATA = 'mine'\n"),
+            "generated/data.py",
+        ),
+        // An ignored file where the run needs a folder.
+        (
+            &[("cache/mod.py", "M = 1\n")],
+            |r| r.write("cache", "my cache\n"),
+            "cache",
+        ),
+        // An ignored folder holding the user's files where the run creates a file.
+        (
+            &[("generated", "now a file\n")],
+            |r| r.write("generated/keep.txt", "mine\n"),
+            "generated",
+        ),
+        // An untracked file where the run needs a folder.
+        (
+            &[("pkg/extra/mod.py", "M = 1\n")],
+            |r| r.write("pkg/extra", "mine\n"),
+            "pkg/extra",
+        ),
+    ];
+    for (i, (files, setup, named)) in cases.into_iter().enumerate() {
+        let run = format!("run-ignored-{i}");
+        let (repo, opened, base, best) = run_writing(&run, "generated/\ncache\n", files);
+        setup(&repo);
+        let before = repo.snapshot();
+        let outcome = opened
+            .fast_forward(&base, &best, &format!("swarm/{run}/best"), &[])
+            .expect("ff");
+        assert_skipped(outcome, &run, named);
+        assert_eq!(repo.snapshot(), before, "{named}: nothing written");
+        assert!(!repo.git_ok(&[
+            "rev-parse",
+            "--verify",
+            "-q",
+            &format!("refs/swarm/{run}/pre-ff")
+        ]));
+    }
+
+    // Ignored files elsewhere do not stand in the way.
+    let (repo, opened, base, best) = run_writing(
+        "run-ignored-ok",
+        "generated/\n",
+        &[("generated/data.py", "DATA = 2\n")],
+    );
+    repo.write("generated/other.py", "mine\n");
+    let outcome = opened
+        .fast_forward(&base, &best, "swarm/run-ignored-ok/best", &[])
+        .expect("ff");
+    assert!(
+        matches!(outcome, FastForward::Updated { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(repo.read("generated/other.py"), "mine\n");
+}
+
+#[test]
+fn an_updated_branch_comes_with_a_working_undo_command() {
+    let (repo, opened, base, best) = finished_run("run-undo");
+    repo.write("notes.txt", "mine\n");
+    let outcome = opened
+        .fast_forward(&base, &best, "swarm/run-undo/best", &[])
+        .expect("ff");
+    let FastForward::Updated { undo, .. } = outcome else {
+        panic!("expected Updated, got {outcome:?}");
+    };
+    assert_eq!(undo, "git reset --keep refs/swarm/run-undo/pre-ff");
+    assert_eq!(repo.read("pkg/calc.py"), "fixed\n");
+    let args: Vec<&str> = undo.split(' ').skip(1).collect();
+    repo.git(&args);
+    assert_eq!(repo.head(), base.0);
+    assert_eq!(
+        repo.read("pkg/calc.py"),
+        "def average(xs):\n    return sum(xs) / len(xs)\n"
+    );
+    assert_eq!(repo.read("notes.txt"), "mine\n");
+    assert_eq!(repo.git(&["status", "--porcelain"]), "?? notes.txt");
+}
+
+#[test]
+fn a_merge_that_leaves_a_half_state_is_a_failed_delivery() {
+    // A smudge filter that fails makes `git merge --ff-only` stop after it
+    // has already removed a file: neither the old nor the new state.
+    let (repo, opened, base, best) = run_writing(
+        "run-half",
+        "",
+        &[("pkg/calc.py", "fixed\n"), ("pkg/util.py", "X = 2\n")],
+    );
+    repo.write(".gitattributes", "pkg/*.py filter=broken\n");
+    repo.git(&["config", "filter.broken.smudge", "false"]);
+    repo.git(&["config", "filter.broken.clean", "cat"]);
+    repo.git(&["config", "filter.broken.required", "true"]);
+    let outcome = opened
+        .fast_forward(&base, &best, "swarm/run-half/best", &[])
+        .expect("ff");
+    let FastForward::Failed { reason, command } = outcome else {
+        panic!("expected Failed, got {outcome:?}");
+    };
+    assert!(reason.contains("failed"), "{reason}");
+    assert!(reason.contains("files differ from HEAD"), "{reason}");
+    assert!(reason.contains("refs/swarm/run-half/pre-ff"), "{reason}");
+    assert!(!reason.contains('\n'));
+    assert_eq!(
+        command,
+        "git restore --source=HEAD --staged --worktree -- pkg/calc.py pkg/util.py"
+    );
+    // With a working filter, the command restores the starting state.
+    repo.git(&["config", "filter.broken.smudge", "cat"]);
+    let args: Vec<&str> = command.split(' ').skip(1).collect();
+    repo.git(&args);
+    assert_eq!(repo.head(), base.0);
+    assert_eq!(repo.git(&["status", "--porcelain"]), "?? .gitattributes");
 }

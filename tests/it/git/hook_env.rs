@@ -66,7 +66,10 @@ fn child_run_with_hook_env() {
     };
     let opened = open(Path::new(&root));
     let base = opened.info().head.clone();
-    let mut ws = RunWorkspace::create(&opened, "run-hook", &base).expect("create");
+    let runs = opened
+        .worktrees_root(&Path::new(&root).with_file_name("cache"))
+        .expect("runs root");
+    let mut ws = RunWorkspace::create(&opened, &runs, "run-hook", &base).expect("create");
     let files = [write("pkg/calc.py", "from the hook\n")];
     ws.write_files(&files).expect("write");
     let best = ws.commit_attempt(1, &files, MESSAGE).expect("commit");
@@ -112,7 +115,10 @@ fn child_commit_without_identity() {
         return;
     };
     let opened = Repo::init_with_baseline(Path::new(&root), "baseline").expect("init");
-    let ws = RunWorkspace::create(&opened, "run-id", &opened.info().head).expect("create");
+    let runs = opened
+        .worktrees_root(&Path::new(&root).with_file_name("cache"))
+        .expect("runs root");
+    let ws = RunWorkspace::create(&opened, &runs, "run-id", &opened.info().head).expect("create");
     ws.commit_attempt(1, &[write("a.py", "a = 2\n")], "attempt")
         .expect("commit");
     ws.remove().expect("remove");
