@@ -57,6 +57,24 @@ pub struct FileConfig {
     pub size_limits: Option<SizeLimitsConfig>,
     /// Model id → USD per million input/output tokens.
     pub prices: Option<BTreeMap<String, PriceConfig>>,
+    /// The sandbox of the code under test.
+    pub sandbox: Option<SandboxConfig>,
+}
+
+/// `[sandbox]`: what confines pytest, pylint and the import checks.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct SandboxConfig {
+    /// `false` is `--no-sandbox`.
+    pub enabled: Option<bool>,
+    /// Address space per process, MiB (default 4096; 0 = no limit).
+    pub memory_mb: Option<u64>,
+    /// Largest file a process may write, MiB (default 1024; 0 = no limit).
+    pub file_size_mb: Option<u64>,
+    /// Processes and threads in the sandbox (default 1024; 0 = no limit).
+    pub processes: Option<u64>,
+    /// Extra folders the code under test may read (relative to the target).
+    pub read_paths: Option<Vec<PathBuf>>,
 }
 
 /// Changed-line limits per severity, and the changed bytes allowed per
@@ -157,7 +175,11 @@ static CAPTURED: std::sync::OnceLock<BTreeMap<String, String>> = std::sync::Once
 impl ProcessEnv {
     /// Keeps a copy of the environment as it is now (the first call wins).
     pub fn capture() {
-        CAPTURED.get_or_init(|| std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect());
+        CAPTURED.get_or_init(|| {
+            std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect()
+        });
     }
 }
 
@@ -173,10 +195,14 @@ impl Environment for ProcessEnv {
 
 /// Every variable that holds a provider key, for every provider.
 pub fn all_key_vars() -> Vec<&'static str> {
-    [ProviderKind::OpenAi, ProviderKind::Gemini, ProviderKind::Anthropic]
-        .into_iter()
-        .flat_map(|kind| key_vars(kind).iter().copied())
-        .collect()
+    [
+        ProviderKind::OpenAi,
+        ProviderKind::Gemini,
+        ProviderKind::Anthropic,
+    ]
+    .into_iter()
+    .flat_map(|kind| key_vars(kind).iter().copied())
+    .collect()
 }
 
 /// Picks the first of flag, env, file, default.

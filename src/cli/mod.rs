@@ -101,6 +101,11 @@ pub struct RunArgs {
     /// Never create a tool environment; fail with an install hint instead.
     #[arg(long)]
     pub no_bootstrap: bool,
+    /// Run pytest and pylint without namespaces, Landlock and resource limits
+    /// (the environment allow-list stays). For machines where they break a
+    /// suite; the summary says what was off.
+    #[arg(long)]
+    pub no_sandbox: bool,
     /// Seconds to wait while another run works on the same repository; 0 stops at once [default: 60].
     #[arg(long, value_name = "SECS")]
     pub lock_timeout: Option<u64>,

@@ -92,6 +92,9 @@ impl Printer {
                 "  target:   not updated — no state with all tests passing was reached; partial work is on the branch".into()
             }
         });
+        for line in &s.safety.shortfalls {
+            out.push(format!("  safety:   {line}"));
+        }
         out.push(format!("  log:      {}", s.log_file));
         self.line(&out.join("\n"));
     }

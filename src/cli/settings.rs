@@ -11,6 +11,7 @@ use crate::llm::{Price, PriceTable, ProviderConfig, ProviderKind};
 use crate::orchestrator::RunConfig;
 use crate::stage::judge::Limits;
 use crate::stage::reviewer::SizeLimits;
+use crate::tools::SandboxPolicy;
 
 /// Everything a run needs, and where each setting came from.
 pub struct Resolved {
@@ -219,6 +220,8 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
         ),
         &limits_source,
     );
+    let sandbox = sandbox_policy(args, &file, fp, &target);
+    row("sandbox", describe_sandbox(&sandbox.value), &sandbox.source);
     let lock_timeout = config::pick(args.lock_timeout, "--lock-timeout", None, None, 60);
     row(
         "lock_timeout",
@@ -317,6 +320,7 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
         prices,
         cache_dir,
         lock_timeout: Duration::from_secs(lock_timeout.value),
+        sandbox: sandbox.value,
     };
     Ok(Resolved {
         run,
@@ -324,6 +328,82 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
         record: args.record.clone(),
         rows,
     })
+}
+
+/// The sandbox policy: `--no-sandbox` over `[sandbox]` over the defaults.
+fn sandbox_policy(
+    args: &RunArgs,
+    file: &FileConfig,
+    fp: Option<&Path>,
+    target: &Path,
+) -> Sourced<SandboxPolicy> {
+    let mut policy = SandboxPolicy::for_worktree(PathBuf::new());
+    policy.writable.clear();
+    let table = file.sandbox.clone().unwrap_or_default();
+    let mb = |value: Option<u64>, default: Option<u64>| match value {
+        Some(0) => None,
+        Some(mb) => Some(mb.saturating_mul(1024 * 1024)),
+        None => default,
+    };
+    policy.limits.address_space = mb(table.memory_mb, policy.limits.address_space);
+    policy.limits.file_size = mb(table.file_size_mb, policy.limits.file_size);
+    policy.limits.processes = match table.processes {
+        Some(0) => None,
+        Some(n) => Some(n),
+        None => policy.limits.processes,
+    };
+    policy.readable = table
+        .read_paths
+        .unwrap_or_default()
+        .into_iter()
+        .map(|p| target.join(p))
+        .collect();
+    let source = match fp {
+        Some(p) if file.sandbox.is_some() => Source::File(p.to_path_buf()),
+        _ => Source::Default,
+    };
+    if args.no_sandbox {
+        policy.isolate = false;
+        return Sourced {
+            value: policy,
+            source: Source::Flag("--no-sandbox"),
+        };
+    }
+    policy.isolate = table.enabled.unwrap_or(true);
+    Sourced {
+        value: policy,
+        source,
+    }
+}
+
+/// `on: memory 4096 MiB, files 1024 MiB, 1024 processes` or `off (...)`.
+fn describe_sandbox(policy: &SandboxPolicy) -> String {
+    if !policy.isolate {
+        return "off: environment allow-list and parent-death signal only".into();
+    }
+    let mib = |v: Option<u64>| {
+        v.map_or("unlimited".to_string(), |b| {
+            format!("{} MiB", b / (1024 * 1024))
+        })
+    };
+    let mut text = format!(
+        "on: memory {}, files {}, {} processes",
+        mib(policy.limits.address_space),
+        mib(policy.limits.file_size),
+        policy
+            .limits
+            .processes
+            .map_or("unlimited".to_string(), |n| n.to_string())
+    );
+    if !policy.readable.is_empty() {
+        let paths: Vec<String> = policy
+            .readable
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        text.push_str(&format!("; also readable: {}", paths.join(", ")));
+    }
+    text
 }
 
 /// A file value with the file's path, when there is a file.

@@ -2,8 +2,10 @@
 //! runs at most `max_iterations` Fixer→Reviewer→Executor→Judge rounds keeping
 //! the best state, and delivers it. Stages are called here and nowhere else.
 
+mod deliver;
 mod record;
 mod round;
+mod setup;
 pub mod summary;
 mod verify;
 
@@ -13,18 +15,18 @@ use std::sync::Arc;
 
 use crate::analysis::Severity;
 use crate::cancel::Cancel;
-use crate::error::{ExitKind, SwarmError};
-use crate::git::{FastForward, Repo, RepoLock, RunWorkspace};
+use crate::error::SwarmError;
+use crate::git::RunWorkspace;
 use crate::llm::{ChatModel, PriceTable, Usage};
-use crate::log::{Event, EventSink, ExperimentLog};
+use crate::log::{Event, EventSink};
 use crate::stage::judge::{self, Limits, Snapshot};
 use crate::stage::planner::Plan;
 use crate::stage::prompt::PastAttempt;
 use crate::stage::reviewer::SizeLimits;
 use crate::stage::{auditor, prompt};
-use crate::tools::{self, PythonEnv, Sandbox, SandboxPolicy};
+use crate::tools::{PythonEnv, Sandbox, SandboxPolicy};
 use record::Recorder;
-pub use summary::{Delivery, Spend, StopReason, Summary, TestCount};
+pub use summary::{Delivery, Safety, Spend, StopReason, Summary, TestCount};
 pub use verify::FinalCheck;
 
 /// Everything a run needs besides the model.
@@ -52,6 +54,9 @@ pub struct RunConfig {
     pub cache_dir: Option<PathBuf>,
     /// How long to wait for another run on the same repository.
     pub lock_timeout: std::time::Duration,
+    /// What confines pytest, pylint and the import checks (`writable` is
+    /// filled in with the run's worktree).
+    pub sandbox: SandboxPolicy,
 }
 
 /// What every stage call of a run shares: settings, the model, where to
@@ -75,6 +80,8 @@ pub(crate) struct RunState {
     pub model_id: String,
     pub target_rel: String,
     pub files: Vec<String>,
+    /// Submodules under the target, target-relative: not ours to change.
+    pub submodules: Vec<String>,
     pub severities: BTreeMap<String, Severity>,
     pub plan: Plan,
     pub baseline: Snapshot,
@@ -116,166 +123,68 @@ pub async fn run(
     events: &dyn EventSink,
     cancel: &Cancel,
 ) -> Result<Summary, SwarmError> {
-    let target = config.target.canonicalize().map_err(|e| {
-        SwarmError::invalid(format!("cannot open {}: {e}", config.target.display()))
-    })?;
-    let repo = match Repo::open(&target)? {
-        Some(repo) => repo,
-        None => {
-            let repo = Repo::init_with_baseline(
-                &target,
-                "swarm: baseline of the files before refactoring",
-            )?;
-            events.emit(Event::Notice {
-                message: format!(
-                    "{} was not in a git repository: initialised one there with a baseline commit of its files",
-                    target.display()
-                ),
-            });
-            repo
-        }
-    };
-    repo.check_run_refs_possible()?;
-    let cache_dir = config.cache_dir.as_deref().ok_or_else(|| {
-        SwarmError::invalid("no cache folder for the run's worktree: set SWARM_CACHE_DIR (or HOME)")
-    })?;
-    let worktrees_root = repo.worktrees_root(cache_dir)?;
-    let run_id = new_run_id();
-    let _run_lock = tokio::task::block_in_place(|| {
-        RepoLock::acquire(
-            &repo.info().common_dir,
-            &run_id,
-            config.lock_timeout,
-            &|holder| {
-                events.emit(Event::Notice {
-                    message: format!(
-                        "another run ({holder}) is working on this repository: waiting up to {} s for it (--lock-timeout)",
-                        config.lock_timeout.as_secs()
-                    ),
-                })
-            },
-            &|| cancel.is_cancelled(),
-        )
-    })?;
-    // Reopen under the lock: HEAD may have moved while we waited.
-    let repo = Repo::open(&target)?.ok_or_else(|| {
-        SwarmError::git(format!(
-            "{} is no longer in a git repository",
-            target.display()
-        ))
-    })?;
-    let info = repo.info().clone();
-    let tracked = repo.tracked_files()?;
-    let files = auditor::python_files(&tracked, &info.target_rel);
-    if files.is_empty() {
-        return Err(SwarmError::invalid(format!(
-            "no committed Python files under {}: point --target_dir at a folder with .py files tracked by git",
-            target.display()
-        )));
-    }
-    let prefix = if info.target_rel.is_empty() {
-        String::new()
-    } else {
-        format!("{}/", info.target_rel)
-    };
-    let dirty: Vec<String> = repo
-        .dirty_paths()?
-        .into_iter()
-        .filter(|p| p.starts_with(&prefix))
-        .collect();
-    if !dirty.is_empty() {
+    let mut opened = setup::open(config, events, cancel)?;
+    let (mut ws, sandbox) = setup::start_workspace(config, &opened, events)?;
+    let safety = Safety::new(sandbox.report(), crate::harden::report());
+    for line in &safety.shortfalls {
         events.emit(Event::Notice {
-            message: format!(
-                "{} file(s) under the target have uncommitted changes; the run starts from the committed state (HEAD {}) and leaves them alone",
-                dirty.len(),
-                info.head.short()
-            ),
+            message: line.clone(),
         });
-    }
-    let pruned = repo.prune_stale_runs(&worktrees_root)?;
-    if !pruned.is_empty() {
-        events.emit(Event::Notice {
-            message: format!(
-                "removed worktrees left by interrupted runs: {}",
-                pruned.join(", ")
-            ),
-        });
-    }
-    let progress = |m: &str| {
-        events.emit(Event::Notice {
-            message: m.to_string(),
-        })
-    };
-    let env =
-        tokio::task::block_in_place(|| tools::resolve_env(&target, config.bootstrap, &progress))?;
-
-    let mut log =
-        ExperimentLog::open(&config.log_file).map_err(|e| SwarmError::invalid(e.to_string()))?;
-    for s in &config.secrets {
-        log.mask(s);
-    }
-    for repair in log.repairs() {
-        events.emit(Event::Notice {
-            message: repair.to_string(),
-        });
-    }
-    let mut ws = tokio::task::block_in_place(|| {
-        RunWorkspace::create(&repo, &worktrees_root, &run_id, &info.head)
-    })?;
-    if !ws.empty_submodules().is_empty() {
-        events.emit(Event::Notice {
-            message: format!(
-                "submodule(s) not initialised in your checkout stay empty in the run: {} (git submodule update --init fills them)",
-                ws.empty_submodules().join(", ")
-            ),
-        });
-    }
-    let sandbox = match tokio::task::block_in_place(|| {
-        Sandbox::new(SandboxPolicy::for_worktree(ws.path()), &env)
-    }) {
-        Ok(sandbox) => sandbox,
-        Err(e) => {
-            // Nothing else holds the worktree yet: take it away again.
-            let _ = ws.remove();
-            return Err(e.into());
-        }
-    };
-    for shortfall in sandbox.report().shortfalls() {
-        events.emit(Event::Notice { message: shortfall });
     }
     events.emit(Event::Started {
-        run_id: run_id.clone(),
-        target: target.clone(),
+        run_id: opened.scope.run_id.clone(),
+        target: opened.target.clone(),
         worktree: ws.path().to_path_buf(),
         model: model.model().to_string(),
     });
-    let mut rec = Recorder::new(&mut log, model.model(), &run_id);
-    let root = if info.target_rel.is_empty() {
+    let root = if opened.info.target_rel.is_empty() {
         ws.path().to_path_buf()
     } else {
-        ws.path().join(&info.target_rel)
+        ws.path().join(&opened.info.target_rel)
     };
     let cx = RunContext {
         config,
         model: &model,
         events,
         cancel,
-        env: &env,
+        env: &opened.env,
         sandbox: &sandbox,
         root: &root,
     };
-    let result = drive(&cx, &mut ws, &mut rec, &run_id, &info.target_rel, files).await;
+    let scope = std::mem::take(&mut opened.scope);
+    let run_id = scope.run_id.clone();
+    let mut rec = Recorder::new(&mut opened.log, model.model(), &run_id);
+    let result = match rec.safety(&safety) {
+        Ok(()) => drive(&cx, &mut ws, &mut rec, scope).await,
+        Err(e) => Err(e),
+    };
     let check = match &result {
         Ok((state, stop)) if wants_final_check(state, *stop, &ws) => {
-            Some(verify::final_check(&cx, &repo, &ws, state, &mut rec))
+            Some(verify::final_check(&cx, &opened.repo, &ws, state, &mut rec))
         }
         _ => None,
     };
+    let (branch, best) = (ws.best_branch(), ws.best().clone());
     let removal = ws.remove();
     let (state, stop) = result?;
-    let check = check.transpose()?;
+    let final_check = check.transpose()?;
     removal?;
-    deliver(config, &repo, &info.head, &state, stop, check, cancel, &mut rec)
+    let ending = deliver::Ending {
+        state,
+        stop,
+        final_check,
+        safety,
+        branch,
+        best,
+    };
+    deliver::deliver(
+        config,
+        &opened.repo,
+        &opened.info.head,
+        ending,
+        cancel,
+        &mut rec,
+    )
 }
 
 /// A state that would be delivered (or offered) is checked once more with
@@ -290,10 +199,14 @@ async fn drive(
     cx: &RunContext<'_>,
     ws: &mut RunWorkspace,
     rec: &mut Recorder<'_>,
-    run_id: &str,
-    target_rel: &str,
-    files: Vec<String>,
+    scope: setup::Scope,
 ) -> Result<(RunState, StopReason), SwarmError> {
+    let setup::Scope {
+        run_id,
+        target_rel,
+        files,
+        submodules,
+    } = scope;
     let RunContext {
         config,
         model,
@@ -329,9 +242,7 @@ async fn drive(
     let texts: BTreeMap<String, String> = files
         .iter()
         .filter(|f| !crate::stage::is_test_path(f))
-        .filter_map(|f| {
-            crate::stage::read_source_text(root, f).map(|text| (f.clone(), text))
-        })
+        .filter_map(|f| crate::stage::read_source_text(root, f).map(|text| (f.clone(), text)))
         .collect();
     let failing = snapshot
         .tests
@@ -366,10 +277,11 @@ async fn drive(
         None,
     )?;
     let mut state = RunState {
-        run_id: run_id.to_string(),
+        run_id,
         model_id: model.model().to_string(),
-        target_rel: target_rel.to_string(),
+        target_rel,
         files,
+        submodules,
         severities,
         plan: Plan::default(),
         baseline: snapshot.clone(),
@@ -438,102 +350,6 @@ fn over_budget(config: &RunConfig, spend: &Spend) -> bool {
         || config
             .max_cost
             .is_some_and(|max| spend.cost_usd.is_some_and(|c| c >= max))
-}
-
-/// Fast-forwards (or not) and builds the summary.
-fn deliver(
-    config: &RunConfig,
-    repo: &Repo,
-    start: &crate::git::CommitId,
-    state: &RunState,
-    stop: StopReason,
-    final_check: Option<FinalCheck>,
-    cancel: &Cancel,
-    rec: &mut Recorder<'_>,
-) -> Result<Summary, SwarmError> {
-    let branch = format!("swarm/{}/best", state.run_id);
-    let command = format!("git merge --ff-only {branch}");
-    let green = state.best.is_green(state.baseline.pylint)
-        && final_check.as_ref().is_none_or(|check| check.passed);
-    let best_tip = repo.branch_tip(&branch)?.unwrap_or_else(|| start.clone());
-    let interrupted = stop == StopReason::Interrupted || cancel.is_cancelled();
-    let delivery = if interrupted {
-        Delivery::Left {
-            reason: "the run was interrupted".into(),
-            command: command.clone(),
-        }
-    } else if !green {
-        Delivery::NotAccepted
-    } else if &best_tip == start {
-        Delivery::Unchanged
-    } else if config.dry_run {
-        Delivery::Left {
-            reason: "dry run: the target was not updated".into(),
-            command: command.clone(),
-        }
-    } else {
-        let touched: Vec<String> = state.touched.iter().cloned().collect();
-        // The merge cannot be interrupted half way (see git::fastforward);
-        // a Ctrl-C that arrives during it takes effect after it.
-        let outcome =
-            tokio::task::block_in_place(|| repo.fast_forward(start, &best_tip, &branch, &touched))?;
-        match outcome {
-            FastForward::Updated {
-                branch, to, undo, ..
-            } => Delivery::Updated {
-                branch,
-                commit: to.0,
-                undo,
-            },
-            FastForward::NothingToDo => Delivery::Unchanged,
-            FastForward::Skipped { reason, command } => Delivery::Left { reason, command },
-            FastForward::Failed { reason, command } => Delivery::Failed { reason, command },
-        }
-    };
-    let improved = green && &best_tip != start;
-    let exit = match stop {
-        _ if matches!(delivery, Delivery::Failed { .. }) => ExitKind::Git,
-        StopReason::Interrupted => ExitKind::Interrupted,
-        _ if interrupted && !matches!(delivery, Delivery::Updated { .. }) => ExitKind::Interrupted,
-        StopReason::ModelFailure if !improved => ExitKind::Llm,
-        _ if green => ExitKind::Success,
-        _ => ExitKind::GaveUp,
-    };
-    let count = |s: &Snapshot| {
-        let (passed, total) = s.counts();
-        TestCount { passed, total }
-    };
-    let summary = Summary {
-        status: match exit {
-            ExitKind::Git => "delivery_failed",
-            ExitKind::Success => "success",
-            ExitKind::Interrupted => "interrupted",
-            ExitKind::Llm => "model_failure",
-            _ => "gave_up",
-        },
-        exit_code: exit.code(),
-        exit,
-        run_id: state.run_id.clone(),
-        branch: branch.clone(),
-        stop_reason: stop,
-        verified_by_tests: state.best.has_tests(),
-        tests_before: count(&state.baseline),
-        tests_after: count(&state.best),
-        pylint_before: state.baseline.pylint,
-        pylint_after: state.best.pylint,
-        iterations: state.iterations,
-        attempts: state.commits.len() as u32,
-        accepted: state.accepted,
-        commits: state.commits.clone(),
-        tokens: state.spend,
-        delivery,
-        inspect: format!("git log {branch}"),
-        log_file: config.log_file.display().to_string(),
-        dry_run: config.dry_run,
-        final_check,
-    };
-    rec.system_end(&summary)?;
-    Ok(summary)
 }
 
 /// `20261122-101500-7f3a`.

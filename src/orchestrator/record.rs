@@ -229,12 +229,34 @@ impl<'a> Recorder<'a> {
         self.write(e)
     }
 
+    /// What confines the code under test in this run (said once per run).
+    pub fn safety(&mut self, safety: &super::Safety) -> Result<(), SwarmError> {
+        let output = if safety.shortfalls.is_empty() {
+            "every layer active".to_string()
+        } else {
+            safety.shortfalls.join("\n")
+        };
+        let e = self
+            .entry(
+                Agent::System,
+                Action::CodeAnalysis,
+                "sandbox for pytest, pylint and import checks; swarm's own hardening",
+                output,
+            )
+            .detail("kind", "safety")
+            .detail("safety", json!(safety));
+        self.write(e)
+    }
+
     /// The final check of the best state with the base commit's harness.
     pub fn final_check(&mut self, check: &super::verify::FinalCheck) -> Result<(), SwarmError> {
         let restored = if check.restored.is_empty() {
             "no harness file changed".to_string()
         } else {
-            format!("restored to the base version: {}", check.restored.join(", "))
+            format!(
+                "restored to the base version: {}",
+                check.restored.join(", ")
+            )
         };
         let e = self
             .entry(

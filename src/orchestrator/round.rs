@@ -313,7 +313,7 @@ fn attempt(
             limits: config.size_limits,
             allow_test_edits: config.allow_test_edits,
             seen: &state.seen,
-            submodules: &[],
+            submodules: &state.submodules,
         };
         reviewer::review(proposal, &ctx)
     };

@@ -88,4 +88,45 @@ pub struct Summary {
     /// The best state measured once more with the base commit's test files
     /// and configuration; `None` when nothing was to be delivered.
     pub final_check: Option<super::FinalCheck>,
+    /// What confined the code under test, and what did not.
+    pub safety: Safety,
+}
+
+/// What confined the code under test during the run, and what did not.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Safety {
+    /// Each layer of the sandbox every tool process ran in.
+    pub sandbox: crate::tools::SandboxReport,
+    /// swarm itself was non-dumpable (its memory and environment unreadable
+    /// through `/proc` without `CAP_SYS_PTRACE`).
+    pub non_dumpable: bool,
+    /// swarm's initial environment block (what `/proc/<pid>/environ`
+    /// shows) was cleared.
+    pub environ_cleared: bool,
+    /// One line per protection that did not apply; empty when all did.
+    pub shortfalls: Vec<String>,
+}
+
+impl Safety {
+    /// The sandbox's report plus swarm's own hardening (`None` when it did
+    /// not run, as in library use).
+    pub fn new(
+        sandbox: &crate::tools::SandboxReport,
+        hardening: Option<&crate::harden::Hardening>,
+    ) -> Self {
+        let mut shortfalls = sandbox.shortfalls();
+        match hardening {
+            Some(h) => shortfalls.extend(h.notes.iter().cloned()),
+            None => shortfalls.push(
+                "swarm's own process was not hardened (the library was used without the CLI)"
+                    .to_string(),
+            ),
+        }
+        Self {
+            sandbox: sandbox.clone(),
+            non_dumpable: hardening.is_some_and(|h| h.non_dumpable),
+            environ_cleared: hardening.is_some_and(|h| h.environ_cleared),
+            shortfalls,
+        }
+    }
 }

@@ -68,11 +68,7 @@ impl TestState {
             let ran_now = |id: &String| {
                 state.passed.contains(id) || state.failing.iter().any(|c| &c.id == id)
             };
-            state.vanished = reference
-                .ran()
-                .filter(|id| !ran_now(id))
-                .cloned()
-                .collect();
+            state.vanished = reference.ran().filter(|id| !ran_now(id)).cloned().collect();
             state.total += state.vanished.len();
         }
         if run.timed_out {
@@ -451,15 +447,27 @@ mod tests {
         let tests = deselected.tests.as_ref().unwrap();
         assert_eq!(tests.vanished, BTreeSet::from(["t::b".to_string()]));
         assert!(!tests.all_pass());
-        assert_eq!(tests.describe(), "1/2 passed, 1 baseline test(s) missing, deselected or skipped");
-        assert_eq!(compare(&baseline, &deselected, Some(5.0)), Verdict::Regressed);
+        assert_eq!(
+            tests.describe(),
+            "1/2 passed, 1 baseline test(s) missing, deselected or skipped"
+        );
+        assert_eq!(
+            compare(&baseline, &deselected, Some(5.0)),
+            Verdict::Regressed
+        );
 
         // Skipped now where it ran before: the same.
-        let skipped = state_of(&run_of(&[("t::a", Passed), ("t::b", Skipped), ("t::c", Skipped)]), reference);
+        let skipped = state_of(
+            &run_of(&[("t::a", Passed), ("t::b", Skipped), ("t::c", Skipped)]),
+            reference,
+        );
         assert_eq!(compare(&baseline, &skipped, Some(5.0)), Verdict::Regressed);
 
         // A test that was skipped at the baseline may stay skipped; the real fix is green.
-        let fixed = state_of(&run_of(&[("t::a", Passed), ("t::b", Passed), ("t::c", Skipped)]), reference);
+        let fixed = state_of(
+            &run_of(&[("t::a", Passed), ("t::b", Passed), ("t::c", Skipped)]),
+            reference,
+        );
         assert!(fixed.tests.as_ref().unwrap().vanished.is_empty());
         assert_eq!(compare(&baseline, &fixed, Some(5.0)), Verdict::Green);
 

@@ -167,7 +167,11 @@ pub fn read_source(root: &std::path::Path, rel: &str) -> Option<Vec<u8>> {
             return None;
         }
         path.push(part);
-        if std::fs::symlink_metadata(&path).ok()?.file_type().is_symlink() {
+        if std::fs::symlink_metadata(&path)
+            .ok()?
+            .file_type()
+            .is_symlink()
+        {
             return None;
         }
     }
@@ -207,7 +211,10 @@ mod read_source_tests {
         std::os::unix::fs::symlink(root.path().join("pkg/a.py"), root.path().join("inner.py"))
             .unwrap();
 
-        assert_eq!(read_source(root.path(), "pkg/a.py").as_deref(), Some(&b"x = 1\n"[..]));
+        assert_eq!(
+            read_source(root.path(), "pkg/a.py").as_deref(),
+            Some(&b"x = 1\n"[..])
+        );
         assert_eq!(read_source(root.path(), "leak.py"), None);
         assert_eq!(read_source(root.path(), "linked/id_rsa"), None);
         // Even a link that stays inside is not followed: one rule, no judgement.

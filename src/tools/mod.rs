@@ -24,9 +24,7 @@ pub mod sandbox;
 
 pub use env::{resolve_env_with, EnvSettings, PYLINT_PIN, PYTEST_PIN};
 pub use process::{Ending, ProcessBuilder, ProcessError, ProcessOutput};
-pub use sandbox::{
-    LayerState, ResourceLimits, Sandbox, SandboxPolicy, SandboxReport,
-};
+pub use sandbox::{LayerState, ResourceLimits, Sandbox, SandboxPolicy, SandboxReport};
 
 /// Errors that stop a tool from giving any result at all.
 #[derive(Debug, thiserror::Error)]

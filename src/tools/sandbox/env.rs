@@ -182,7 +182,10 @@ mod tests {
             Some(OsStr::new("/scratch/cell-1/home/.cache"))
         );
         assert_eq!(get(&all, "TMPDIR"), Some(OsStr::new("/scratch/cell-1/tmp")));
-        assert_eq!(get(&all, "VIRTUAL_ENV"), Some(OsStr::new("/srv/project/.venv")));
+        assert_eq!(
+            get(&all, "VIRTUAL_ENV"),
+            Some(OsStr::new("/srv/project/.venv"))
+        );
         assert_eq!(
             get(&all, "PYTHONUSERBASE"),
             Some(OsStr::new("/home/user/.local"))

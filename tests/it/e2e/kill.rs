@@ -79,8 +79,13 @@ struct Scene {
 impl Scene {
     fn new() -> Self {
         let fx = FixtureRepo::new("single_module");
-        let daemon_mark = format!("9{}.{}", fastrand::u32(10_000..99_999), fastrand::u16(100..999));
-        fx.repo.write("conftest.py", &CONFTEST.replace("{mark}", &daemon_mark));
+        let daemon_mark = format!(
+            "9{}.{}",
+            fastrand::u32(10_000..99_999),
+            fastrand::u16(100..999)
+        );
+        fx.repo
+            .write("conftest.py", &CONFTEST.replace("{mark}", &daemon_mark));
         fx.repo.write("NOTES.md", "notes\n");
         fx.repo.write(".gitattributes", "stats.py filter=slow\n");
         // A smudge filter that is slow in the user's checkout only, so the
@@ -207,7 +212,11 @@ fn working_files(root: &Path) -> BTreeMap<String, Vec<u8>> {
             if path.is_dir() {
                 stack.push(path);
             } else {
-                let rel = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                let rel = path
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
                 files.insert(rel, std::fs::read(&path).unwrap());
             }
         }
@@ -321,9 +330,7 @@ fn kill_and_recover(point: Point) {
         "the merge never finished"
     );
     assert!(
-        procs::wait_until(Duration::from_secs(10), || scene
-            .run_processes()
-            .is_empty()),
+        procs::wait_until(Duration::from_secs(10), || scene.run_processes().is_empty()),
         "{point:?}: processes of the run survived: {:#?}",
         scene.run_processes()
     );
@@ -334,7 +341,11 @@ fn kill_and_recover(point: Point) {
     } else {
         // Exactly the fast-forwarded state: the run branch's tip, every file
         // the run changed at its new version, everything else as it was.
-        let runs = repo.git(&["for-each-ref", "--format=%(refname:short)", "refs/heads/swarm/"]);
+        let runs = repo.git(&[
+            "for-each-ref",
+            "--format=%(refname:short)",
+            "refs/heads/swarm/",
+        ]);
         let best = runs
             .lines()
             .find(|b| b.ends_with("/best"))
@@ -347,7 +358,10 @@ fn kill_and_recover(point: Point) {
             let content = repo.git(&["show", &format!("HEAD:{path}")]);
             expected.insert(path.to_string(), format!("{content}\n").into_bytes());
         }
-        assert_eq!(after.files, expected, "{point:?}: the working tree is not the fast-forward");
+        assert_eq!(
+            after.files, expected,
+            "{point:?}: the working tree is not the fast-forward"
+        );
         assert!(
             repo.git_ok(&["diff", "--cached", "--quiet"]),
             "{point:?}: the index holds staged changes"
@@ -363,20 +377,34 @@ fn kill_and_recover(point: Point) {
         "{point:?}: the next run failed:\n{}",
         String::from_utf8_lossy(&next.stderr)
     );
-    assert!(scene.run_worktrees().is_empty(), "{:?}", scene.run_worktrees());
+    assert!(
+        scene.run_worktrees().is_empty(),
+        "{:?}",
+        scene.run_worktrees()
+    );
     for path in dead {
-        assert!(!path.exists(), "{point:?}: {} is still there", path.display());
+        assert!(
+            !path.exists(),
+            "{point:?}: {} is still there",
+            path.display()
+        );
     }
 }
 
 #[test]
 fn killed_during_the_audits_pytest() {
-    kill_and_recover(Point::Tool { needle: "-m pytest", nth: 1 });
+    kill_and_recover(Point::Tool {
+        needle: "-m pytest",
+        nth: 1,
+    });
 }
 
 #[test]
 fn killed_during_the_audits_pylint() {
-    kill_and_recover(Point::Tool { needle: "-m pylint", nth: 1 });
+    kill_and_recover(Point::Tool {
+        needle: "-m pylint",
+        nth: 1,
+    });
 }
 
 #[test]
@@ -399,12 +427,18 @@ fn killed_while_reviewing_and_applying() {
 
 #[test]
 fn killed_during_the_judges_pytest() {
-    kill_and_recover(Point::Tool { needle: "-m pytest", nth: 2 });
+    kill_and_recover(Point::Tool {
+        needle: "-m pytest",
+        nth: 2,
+    });
 }
 
 #[test]
 fn killed_during_the_judges_pylint() {
-    kill_and_recover(Point::Tool { needle: "-m pylint", nth: 2 });
+    kill_and_recover(Point::Tool {
+        needle: "-m pylint",
+        nth: 2,
+    });
 }
 
 #[test]
@@ -414,7 +448,10 @@ fn killed_right_after_the_commit() {
 
 #[test]
 fn killed_during_the_final_check_before_the_fast_forward() {
-    kill_and_recover(Point::Tool { needle: "-m pytest", nth: 3 });
+    kill_and_recover(Point::Tool {
+        needle: "-m pytest",
+        nth: 3,
+    });
 }
 
 #[test]

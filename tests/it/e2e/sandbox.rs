@@ -97,7 +97,11 @@ fn a_hostile_test_can_neither_steal_nor_reach_out_nor_write_nor_linger() {
     std::fs::create_dir_all(&secret_dir).unwrap();
     let secret_file = secret_dir.join("credentials");
     std::fs::write(&secret_file, "aws_secret_access_key = FILE-SECRET-7731\n").unwrap();
-    let mark = format!("8{}.{}", fastrand::u32(10_000..99_999), fastrand::u16(100..999));
+    let mark = format!(
+        "8{}.{}",
+        fastrand::u32(10_000..99_999),
+        fastrand::u16(100..999)
+    );
     let probe = PROBE
         .replace("{port}", &port.to_string())
         .replace("{repo}", &fx.repo.root.to_string_lossy())
@@ -142,7 +146,10 @@ fn a_hostile_test_can_neither_steal_nor_reach_out_nor_write_nor_linger() {
     let line = |name: &str| {
         report
             .lines()
-            .find(|l| l.trim_start_matches(['E', ' ']).starts_with(&format!("{name}: ")))
+            .find(|l| {
+                l.trim_start_matches(['E', ' '])
+                    .starts_with(&format!("{name}: "))
+            })
             .unwrap_or_else(|| panic!("no {name} line in {report}"))
             .to_string()
     };
@@ -173,7 +180,8 @@ fn a_hostile_test_can_neither_steal_nor_reach_out_nor_write_nor_linger() {
         panic!("the code under test connected: {accepted:?}");
     }
     assert!(
-        procs::wait_until(Duration::from_secs(5), || procs::with_cmdline(&mark).is_empty()),
+        procs::wait_until(Duration::from_secs(5), || procs::with_cmdline(&mark)
+            .is_empty()),
         "the test's daemon outlived the run: {:?}",
         procs::with_cmdline(&mark)
     );

@@ -81,7 +81,10 @@ fn deselecting_the_failing_tests_is_a_regression_not_green() {
         &format!("swarm/{run_id}/attempt-1"),
     ]);
     assert!(message.contains("Swarm-Verdict: regressed"), "{message}");
-    assert!(message.contains("missing, deselected or skipped"), "{message}");
+    assert!(
+        message.contains("missing, deselected or skipped"),
+        "{message}"
+    );
     let log = fx.log();
     let judged = log
         .iter()
@@ -93,7 +96,11 @@ fn deselecting_the_failing_tests_is_a_regression_not_green() {
         .iter()
         .map(|v| v.as_str().unwrap())
         .collect();
-    assert_eq!(vanished, STILL_FAILING.iter().copied().collect(), "{judged}");
+    assert_eq!(
+        vanished,
+        STILL_FAILING.iter().copied().collect(),
+        "{judged}"
+    );
 }
 
 #[test]
@@ -131,12 +138,19 @@ fn a_plugin_that_passes_failing_tests_fails_the_final_check() {
     assert_eq!(summary["delivery"]["state"], "not_accepted", "{summary}");
     let check = &summary["final_check"];
     assert_eq!(check["passed"], false, "{summary}");
-    assert_eq!(check["restored"], serde_json::json!(["setup.cfg"]), "{summary}");
+    assert_eq!(
+        check["restored"],
+        serde_json::json!(["setup.cfg"]),
+        "{summary}"
+    );
     assert!(
         check["tests"].as_str().unwrap().starts_with("4/8 passed"),
         "{check}"
     );
-    assert!(stderr.contains("FAILED with the base commit's tests"), "{stderr}");
+    assert!(
+        stderr.contains("FAILED with the base commit's tests"),
+        "{stderr}"
+    );
     assert_eq!(fx.repo.snapshot(), before, "the user's repository changed");
 
     // Fooled inside the loop (the plugin was active), the run branch holds
@@ -144,13 +158,32 @@ fn a_plugin_that_passes_failing_tests_fails_the_final_check() {
     let run_id = summary["run_id"].as_str().unwrap();
     let best = format!("swarm/{run_id}/best");
     let check_dir = fx.repo.tmp().join("check");
-    fx.repo.git(&["worktree", "add", "--detach", check_dir.to_str().unwrap(), &best]);
+    fx.repo.git(&[
+        "worktree",
+        "add",
+        "--detach",
+        check_dir.to_str().unwrap(),
+        &best,
+    ]);
     let pytest = std::process::Command::new("python3")
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts="])
+        .args([
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "addopts=",
+        ])
         .current_dir(&check_dir)
         .output()
         .unwrap();
-    assert_eq!(pytest.status.code(), Some(1), "{}", String::from_utf8_lossy(&pytest.stdout));
+    assert_eq!(
+        pytest.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&pytest.stdout)
+    );
 
     let log = fx.log();
     let final_entry = log

@@ -1,0 +1,135 @@
+//! The end of a run: what happens to the user's branch (fast-forwarded,
+//! left with the command that takes it, or nothing to take), the exit
+//! code that follows, and the summary.
+//!
+//! The user's checkout is written here and nowhere else, and only through
+//! [`Repo::fast_forward`], which checks first, shields the merge from
+//! signals and verifies after.
+
+use super::record::Recorder;
+use super::summary::Safety;
+use super::{Delivery, FinalCheck, RunConfig, RunState, StopReason, Summary, TestCount};
+use crate::cancel::Cancel;
+use crate::error::{ExitKind, SwarmError};
+use crate::git::{CommitId, FastForward, Repo};
+use crate::stage::judge::Snapshot;
+
+/// How the loop ended, with everything the summary reports.
+pub(crate) struct Ending {
+    pub state: RunState,
+    pub stop: StopReason,
+    /// The best state measured with the base commit's harness.
+    pub final_check: Option<FinalCheck>,
+    pub safety: Safety,
+    /// The run branch, `swarm/<run>/best`.
+    pub branch: String,
+    /// Its tip: the best state.
+    pub best: CommitId,
+}
+
+/// Fast-forwards (or not) and builds the summary.
+pub(crate) fn deliver(
+    config: &RunConfig,
+    repo: &Repo,
+    start: &CommitId,
+    ending: Ending,
+    cancel: &Cancel,
+    rec: &mut Recorder<'_>,
+) -> Result<Summary, SwarmError> {
+    let Ending {
+        state,
+        stop,
+        final_check,
+        safety,
+        branch,
+        best,
+    } = ending;
+    let green = state.best.is_green(state.baseline.pylint)
+        && final_check.as_ref().is_none_or(|check| check.passed);
+    let interrupted = stop == StopReason::Interrupted || cancel.is_cancelled();
+    let delivery = if interrupted {
+        left(&branch, "the run was interrupted")
+    } else if !green {
+        Delivery::NotAccepted
+    } else if &best == start {
+        Delivery::Unchanged
+    } else if config.dry_run {
+        left(&branch, "dry run: the target was not updated")
+    } else {
+        let touched: Vec<String> = state.touched.iter().cloned().collect();
+        // The merge cannot be interrupted half way (see git::fastforward);
+        // a Ctrl-C that arrives during it takes effect after it.
+        let outcome =
+            tokio::task::block_in_place(|| repo.fast_forward(start, &best, &branch, &touched))?;
+        match outcome {
+            FastForward::Updated {
+                branch, to, undo, ..
+            } => Delivery::Updated {
+                branch,
+                commit: to.0,
+                undo,
+            },
+            FastForward::NothingToDo => Delivery::Unchanged,
+            FastForward::Skipped { reason, command } => Delivery::Left { reason, command },
+            FastForward::Failed { reason, command } => Delivery::Failed { reason, command },
+        }
+    };
+    let improved = green && &best != start;
+    let exit = match stop {
+        _ if matches!(delivery, Delivery::Failed { .. }) => ExitKind::Git,
+        StopReason::Interrupted => ExitKind::Interrupted,
+        _ if interrupted && !matches!(delivery, Delivery::Updated { .. }) => ExitKind::Interrupted,
+        StopReason::ModelFailure if !improved => ExitKind::Llm,
+        _ if green => ExitKind::Success,
+        _ => ExitKind::GaveUp,
+    };
+    let count = |s: &Snapshot| {
+        let (passed, total) = s.counts();
+        TestCount { passed, total }
+    };
+    let summary = Summary {
+        status: status_of(exit),
+        exit_code: exit.code(),
+        exit,
+        run_id: state.run_id.clone(),
+        branch: branch.clone(),
+        stop_reason: stop,
+        verified_by_tests: state.best.has_tests(),
+        tests_before: count(&state.baseline),
+        tests_after: count(&state.best),
+        pylint_before: state.baseline.pylint,
+        pylint_after: state.best.pylint,
+        iterations: state.iterations,
+        attempts: state.commits.len() as u32,
+        accepted: state.accepted,
+        commits: state.commits.clone(),
+        tokens: state.spend,
+        delivery,
+        inspect: format!("git log {branch}"),
+        log_file: config.log_file.display().to_string(),
+        dry_run: config.dry_run,
+        final_check,
+        safety,
+    };
+    rec.system_end(&summary)?;
+    Ok(summary)
+}
+
+/// Left on the run branch, with the command that takes it.
+fn left(branch: &str, reason: &str) -> Delivery {
+    Delivery::Left {
+        reason: reason.to_string(),
+        command: format!("git merge --ff-only {branch}"),
+    }
+}
+
+/// The summary's `status` for an exit kind.
+fn status_of(exit: ExitKind) -> &'static str {
+    match exit {
+        ExitKind::Git => "delivery_failed",
+        ExitKind::Success => "success",
+        ExitKind::Interrupted => "interrupted",
+        ExitKind::Llm => "model_failure",
+        _ => "gave_up",
+    }
+}

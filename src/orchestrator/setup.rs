@@ -1,0 +1,215 @@
+//! Setting a run up, before the Auditor: the repository (opened, or made
+//! with a baseline commit), the per-repository run lock, the files to work
+//! on, stale runs pruned, the Python tools, the experiment log, and then the
+//! run's worktree with the sandbox its tools run in.
+//!
+//! Everything that can refuse the run refuses here, before any model call.
+
+use std::path::{Path, PathBuf};
+
+use super::RunConfig;
+use crate::cancel::Cancel;
+use crate::error::SwarmError;
+use crate::git::{Repo, RepoInfo, RepoLock, RunWorkspace};
+use crate::log::{Event, EventSink, ExperimentLog};
+use crate::stage::auditor;
+use crate::tools::{self, PythonEnv, Sandbox};
+
+/// What the run works on.
+#[derive(Default)]
+pub(crate) struct Scope {
+    pub run_id: String,
+    /// The target folder relative to the repository root (`""` for the root).
+    pub target_rel: String,
+    /// Python files under the target in HEAD's tree, target-relative.
+    pub files: Vec<String>,
+    /// Submodule paths under the target, target-relative: not ours to change.
+    pub submodules: Vec<String>,
+}
+
+/// What a run holds from its start to its end.
+pub(crate) struct Opened {
+    pub scope: Scope,
+    /// The target folder, canonical.
+    pub target: PathBuf,
+    pub repo: Repo,
+    /// The repository as it was when the lock was taken.
+    pub info: RepoInfo,
+    pub env: PythonEnv,
+    pub log: ExperimentLog,
+    /// Where this repository's run worktrees live.
+    pub worktrees_root: PathBuf,
+    /// Held until the run ends: one run per repository at a time.
+    _lock: RepoLock,
+}
+
+/// Opens the repository under its run lock and prepares the tools and log.
+pub(crate) fn open(
+    config: &RunConfig,
+    events: &dyn EventSink,
+    cancel: &Cancel,
+) -> Result<Opened, SwarmError> {
+    let notice = |message: String| events.emit(Event::Notice { message });
+    let target = config.target.canonicalize().map_err(|e| {
+        SwarmError::invalid(format!("cannot open {}: {e}", config.target.display()))
+    })?;
+    let repo = open_or_init(&target, &notice)?;
+    repo.check_run_refs_possible()?;
+    let cache_dir = config.cache_dir.as_deref().ok_or_else(|| {
+        SwarmError::invalid("no cache folder for the run's worktree: set SWARM_CACHE_DIR (or HOME)")
+    })?;
+    let worktrees_root = repo.worktrees_root(cache_dir)?;
+    let run_id = super::new_run_id();
+    let lock = tokio::task::block_in_place(|| {
+        RepoLock::acquire(
+            &repo.info().common_dir,
+            &run_id,
+            config.lock_timeout,
+            &|holder| {
+                notice(format!(
+                    "another run ({holder}) is working on this repository: waiting up to {} s for it (--lock-timeout)",
+                    config.lock_timeout.as_secs()
+                ))
+            },
+            &|| cancel.is_cancelled(),
+        )
+    })?;
+    // Reopen under the lock: HEAD may have moved while we waited.
+    let repo = Repo::open(&target)?.ok_or_else(|| {
+        SwarmError::git(format!(
+            "{} is no longer in a git repository",
+            target.display()
+        ))
+    })?;
+    let info = repo.info().clone();
+    let files = auditor::python_files(&repo.tracked_files()?, &info.target_rel);
+    if files.is_empty() {
+        return Err(SwarmError::invalid(format!(
+            "no committed Python files under {}: point --target_dir at a folder with .py files tracked by git",
+            target.display()
+        )));
+    }
+    let submodules = under_target(repo.submodule_paths()?, &info.target_rel);
+    tell_about_uncommitted(&repo, &info, &notice)?;
+    let pruned = repo.prune_stale_runs(&worktrees_root)?;
+    if !pruned.is_empty() {
+        notice(format!(
+            "removed worktrees left by interrupted runs: {}",
+            pruned.join(", ")
+        ));
+    }
+    let progress = |m: &str| notice(m.to_string());
+    let env =
+        tokio::task::block_in_place(|| tools::resolve_env(&target, config.bootstrap, &progress))?;
+    let mut log =
+        ExperimentLog::open(&config.log_file).map_err(|e| SwarmError::invalid(e.to_string()))?;
+    for secret in &config.secrets {
+        log.mask(secret);
+    }
+    for repair in log.repairs() {
+        notice(repair.to_string());
+    }
+    Ok(Opened {
+        scope: Scope {
+            run_id,
+            target_rel: info.target_rel.clone(),
+            files,
+            submodules,
+        },
+        target,
+        repo,
+        info,
+        env,
+        log,
+        worktrees_root,
+        _lock: lock,
+    })
+}
+
+/// The run's worktree at HEAD and the sandbox confining its tools to it.
+pub(crate) fn start_workspace(
+    config: &RunConfig,
+    opened: &Opened,
+    events: &dyn EventSink,
+) -> Result<(RunWorkspace, Sandbox), SwarmError> {
+    let ws = tokio::task::block_in_place(|| {
+        RunWorkspace::create(
+            &opened.repo,
+            &opened.worktrees_root,
+            &opened.scope.run_id,
+            &opened.info.head,
+        )
+    })?;
+    if !ws.empty_submodules().is_empty() {
+        events.emit(Event::Notice {
+            message: format!(
+                "submodule(s) not initialised in your checkout stay empty in the run: {} (git submodule update --init fills them)",
+                ws.empty_submodules().join(", ")
+            ),
+        });
+    }
+    let mut policy = config.sandbox.clone();
+    policy.writable = vec![ws.path().to_path_buf()];
+    match tokio::task::block_in_place(|| Sandbox::new(policy, &opened.env)) {
+        Ok(sandbox) => Ok((ws, sandbox)),
+        Err(e) => {
+            // Nothing else holds the worktree yet: take it away again.
+            let _ = ws.remove();
+            Err(e.into())
+        }
+    }
+}
+
+/// The repository holding `target`; a folder outside any repository gets
+/// one with a baseline commit of its files.
+fn open_or_init(target: &Path, notice: &dyn Fn(String)) -> Result<Repo, SwarmError> {
+    if let Some(repo) = Repo::open(target)? {
+        return Ok(repo);
+    }
+    let repo = Repo::init_with_baseline(target, "swarm: baseline of the files before refactoring")?;
+    notice(format!(
+        "{} was not in a git repository: initialised one there with a baseline commit of its files",
+        target.display()
+    ));
+    Ok(repo)
+}
+
+/// Says so when files under the target have uncommitted changes: the run
+/// starts from HEAD and leaves them alone.
+fn tell_about_uncommitted(
+    repo: &Repo,
+    info: &RepoInfo,
+    notice: &dyn Fn(String),
+) -> Result<(), SwarmError> {
+    let prefix = prefix_of(&info.target_rel);
+    let dirty = repo
+        .dirty_paths()?
+        .into_iter()
+        .filter(|p| p.starts_with(&prefix))
+        .count();
+    if dirty > 0 {
+        notice(format!(
+            "{dirty} file(s) under the target have uncommitted changes; the run starts from the committed state (HEAD {}) and leaves them alone",
+            info.head.short()
+        ));
+    }
+    Ok(())
+}
+
+/// Repo-relative paths under the target, made target-relative.
+fn under_target(paths: Vec<String>, target_rel: &str) -> Vec<String> {
+    let prefix = prefix_of(target_rel);
+    paths
+        .into_iter()
+        .filter_map(|p| p.strip_prefix(&prefix).map(str::to_string))
+        .collect()
+}
+
+/// `dir/` for a target folder, `` for the root.
+fn prefix_of(target_rel: &str) -> String {
+    if target_rel.is_empty() {
+        String::new()
+    } else {
+        format!("{target_rel}/")
+    }
+}
