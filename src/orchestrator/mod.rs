@@ -154,7 +154,10 @@ pub async fn run(
     let scope = std::mem::take(&mut opened.scope);
     let run_id = scope.run_id.clone();
     let mut rec = Recorder::new(&mut opened.log, model.model(), &run_id);
-    let result = match rec.safety(&safety) {
+    let opening = rec
+        .system_start(config, &scope.files)
+        .and_then(|()| rec.safety(&safety));
+    let result = match opening {
         Ok(()) => drive(&cx, &mut ws, &mut rec, scope).await,
         Err(e) => Err(e),
     };
@@ -216,7 +219,6 @@ async fn drive(
         sandbox,
         root,
     } = *cx;
-    rec.system_start(config, &files)?;
     let metrics = auditor::measure_files(root, &files);
     rec.metrics(&metrics)?;
     let baseline = tokio::task::block_in_place(|| {
