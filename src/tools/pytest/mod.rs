@@ -3,7 +3,8 @@
 //!
 //! `python -m pytest -q -p no:cacheprovider --rootdir <root> -c <config>
 //! --confcutdir <config's folder> --junitxml <cell>/junit.xml -o
-//! junit_family=xunit1`, cwd `root`. The configuration file is the one
+//! junit_family=xunit1`, cwd `root`, plus `--ignore` for every symlink that
+//! leads out of the worktree ([`links`]). The configuration file is the one
 //! pytest would find, but never above the worktree ([`config`]); without one
 //! it is an empty `pytest.ini` in the cell and `--confcutdir` is `root`,
 //! which is what pytest does by itself then. Failing tests,
@@ -15,6 +16,7 @@ use std::path::Path;
 use std::time::Duration;
 
 mod config;
+mod links;
 
 use super::junit::parse_junit;
 use super::process::{cap_text, Ending};
@@ -50,7 +52,8 @@ pub(super) fn run(
             (empty, root.clone())
         }
     };
-    let builder = cell
+    let escaping = links::leading_out(root, &sandbox.boundary_of(root));
+    let mut builder = cell
         .command(&env.python)
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir"])
         .arg(root)
@@ -63,6 +66,9 @@ pub(super) fn run(
         .args(["-o", "junit_family=xunit1", "--color=no"])
         .cwd(root)
         .timeout(timeout);
+    for link in &escaping {
+        builder = builder.arg(format!("--ignore={}", link.display()));
+    }
     let out = builder.run(cancel).map_err(|e| ToolError::Failed {
         command: builder.command_line(),
         message: e.to_string(),
@@ -71,6 +77,16 @@ pub(super) fn run(
         return Err(ToolError::Cancelled);
     }
     let mut output = cap_text(&out.combined(), TEST_OUTPUT_CAP);
+    if !escaping.is_empty() {
+        let names: Vec<String> = escaping
+            .iter()
+            .map(|l| l.strip_prefix(root).unwrap_or(l).display().to_string())
+            .collect();
+        output.push_str(&format!(
+            "\n[swarm] not collected: symlinks leading out of the project: {}",
+            names.join(", ")
+        ));
+    }
     let cases = match std::fs::read_to_string(&junit) {
         Ok(xml) => match parse_junit(&xml, root) {
             Ok(cases) => cases,

@@ -95,6 +95,22 @@ fn test_edits_are_rejected_unless_allowed() {
 
 #[test]
 fn ctrl_c_cleans_up_and_exits_130() {
+    interrupted_by(libc::SIGINT);
+}
+
+#[test]
+fn sigterm_is_handled_like_ctrl_c() {
+    interrupted_by(libc::SIGTERM);
+}
+
+#[test]
+fn sighup_is_handled_like_ctrl_c() {
+    interrupted_by(libc::SIGHUP);
+}
+
+/// Sends `signal` to a run waiting on the model: exit 130, the worktree
+/// removed, the user's repository untouched.
+fn interrupted_by(signal: libc::c_int) {
     let fx = FixtureRepo::new("single_module");
     let before = fx.repo.snapshot();
     // A model that takes its time, so the run is mid-call when interrupted.
@@ -129,8 +145,8 @@ fn ctrl_c_cleans_up_and_exits_130() {
         "the run's worktree exists mid-run"
     );
     let pid = i32::try_from(child.id()).unwrap();
-    // SAFETY: sending SIGINT to our own child process.
-    unsafe { libc::kill(pid, libc::SIGINT) };
+    // SAFETY: sending a signal to our own child process.
+    unsafe { libc::kill(pid, signal) };
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");

@@ -193,3 +193,35 @@ fn a_plugin_that_passes_failing_tests_fails_the_final_check() {
     assert_eq!(final_entry["agent"], "Judge");
     assert_eq!(final_entry["details"]["passed"], false);
 }
+
+#[test]
+fn a_committed_symlink_to_a_file_outside_never_reaches_the_model_or_the_log() {
+    let fx = FixtureRepo::new("single_module");
+    let outside = fx.repo.tmp().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let marker = "TOP-SECRET-d41d8cd98f";
+    std::fs::write(outside.join("secret.py"), format!("KEY = \"{marker}\"\n")).unwrap();
+    std::os::unix::fs::symlink(outside.join("secret.py"), fx.repo.root.join("leak.py")).unwrap();
+    std::os::unix::fs::symlink(&outside, fx.repo.root.join("linked")).unwrap();
+    fx.repo.commit_all("links to files outside the repository");
+    let start = fx.repo.head();
+
+    let server = LlmServer::start(crate::support::fixture::good_model("single_module", ""));
+    let out = run_openai(&fx, &server, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_ne!(fx.repo.head(), start, "the fix was delivered");
+    for request in server.requests() {
+        assert!(
+            !request.body_text().contains(marker),
+            "a prompt showed the file behind the link"
+        );
+    }
+    let log = std::fs::read_to_string(fx.repo.tmp().join("cwd/logs/experiment_data.json")).unwrap();
+    assert!(!log.contains(marker), "the log holds the file behind the link");
+    // The links are still links, untouched.
+    assert!(std::fs::symlink_metadata(fx.repo.root.join("leak.py"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}
