@@ -11,6 +11,7 @@ pub mod error;
 pub mod git;
 pub mod harden;
 pub mod llm;
+mod lockfile;
 pub mod log;
 pub mod orchestrator;
 pub mod patch;

@@ -15,12 +15,13 @@
 //! messages); whether a lock is held is asked of the kernel, never read from
 //! the file.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::GitError;
+use crate::lockfile::{self, Attempt};
 
 /// An exclusive `flock` on a lock file, released when dropped.
 #[derive(Debug)]
@@ -46,38 +47,17 @@ impl LockFile {
     /// between the open and the lock is retried, so the lock held always
     /// belongs to the file now at `path`.
     pub(crate) fn try_lock(path: &Path, create: bool) -> Result<TryLock, GitError> {
-        for _ in 0..20 {
-            let file = match OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(create)
-                .truncate(false)
-                .open(path)
-            {
-                Ok(file) => file,
-                Err(e) if e.kind() == ErrorKind::NotFound && !create => {
-                    return Ok(TryLock::Missing)
-                }
-                Err(e) => return Err(GitError::io("open the lock file", path, e)),
-            };
-            if !flock_exclusive(&file).map_err(|e| GitError::io("lock", path, e))? {
-                return Ok(TryLock::Held {
-                    content: read_content(path),
-                });
-            }
-            if same_file(&file, path) {
-                return Ok(TryLock::Acquired(LockFile {
-                    file,
-                    path: path.to_path_buf(),
-                }));
-            }
-            if !create {
-                return Ok(TryLock::Missing);
-            }
-        }
-        Err(GitError::Failed {
-            op: format!("lock {}", path.display()),
-            message: "the lock file keeps being replaced by another process".to_string(),
+        let attempt =
+            lockfile::try_lock(path, create).map_err(|e| GitError::io("lock", path, e))?;
+        Ok(match attempt {
+            Attempt::Locked(file) => TryLock::Acquired(LockFile {
+                file,
+                path: path.to_path_buf(),
+            }),
+            Attempt::Held => TryLock::Held {
+                content: read_content(path),
+            },
+            Attempt::Missing => TryLock::Missing,
         })
     }
 
@@ -178,49 +158,6 @@ fn read_content(path: &Path) -> String {
         let _ = file.take(4096).read_to_string(&mut text);
     }
     text
-}
-
-/// `flock(LOCK_EX | LOCK_NB)`: `Ok(false)` when another open file holds it.
-#[cfg(unix)]
-fn flock_exclusive(file: &File) -> std::io::Result<bool> {
-    use std::os::fd::AsRawFd;
-    loop {
-        // SAFETY: the descriptor is valid for the life of `file`; flock only
-        // changes the lock state of the open file description.
-        let result = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if result == 0 {
-            return Ok(true);
-        }
-        let error = std::io::Error::last_os_error();
-        match error.raw_os_error() {
-            Some(libc::EWOULDBLOCK) => return Ok(false),
-            Some(libc::EINTR) => continue,
-            _ => return Err(error),
-        }
-    }
-}
-
-/// Without `flock` every lock is granted: runs are not protected from each
-/// other on such systems.
-#[cfg(not(unix))]
-fn flock_exclusive(_file: &File) -> std::io::Result<bool> {
-    Ok(true)
-}
-
-/// Whether the open `file` is still the file at `path` (not removed or
-/// replaced since it was opened).
-#[cfg(unix)]
-fn same_file(file: &File, path: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (file.metadata(), fs::metadata(path)) {
-        (Ok(open), Ok(now)) => open.dev() == now.dev() && open.ino() == now.ino(),
-        _ => false,
-    }
-}
-
-#[cfg(not(unix))]
-fn same_file(_file: &File, path: &Path) -> bool {
-    path.exists()
 }
 
 #[cfg(test)]

@@ -10,10 +10,12 @@
 //! This module owns opening and locking only; what is read or written under
 //! the lock belongs to `store`.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io;
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+use crate::lockfile::{self, Attempt};
 
 /// The longest pause between two tries while another process holds the lock.
 const MAX_PAUSE: Duration = Duration::from_millis(20);
@@ -51,64 +53,21 @@ impl LockedFile {
         let started = Instant::now();
         let mut pause = Duration::from_millis(1);
         loop {
-            let file = match OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(create)
-                .truncate(false)
-                .open(path)
-            {
-                Ok(file) => file,
-                Err(e) if !create && e.kind() == io::ErrorKind::NotFound => return Ok(None),
-                Err(e) => return Err(e.into()),
-            };
-            while !try_lock(&file)? {
-                if started.elapsed() >= timeout {
-                    return Err(LockError::Busy);
+            match lockfile::try_lock(path, create)? {
+                Attempt::Locked(file) => return Ok(Some(Self { file })),
+                Attempt::Missing => return Ok(None),
+                Attempt::Held if started.elapsed() >= timeout => return Err(LockError::Busy),
+                Attempt::Held => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(MAX_PAUSE);
                 }
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(MAX_PAUSE);
             }
-            if is_at_path(&file, path)? {
-                return Ok(Some(Self { file }));
-            }
-            // Renamed or removed while we waited: lock what is there now.
         }
     }
 
     /// The open file.
     pub fn file(&self) -> &File {
         &self.file
-    }
-}
-
-/// Whether `file` is still the file at `path` (same device and inode).
-fn is_at_path(file: &File, path: &Path) -> io::Result<bool> {
-    use std::os::unix::fs::MetadataExt;
-    let held = file.metadata()?;
-    match std::fs::metadata(path) {
-        Ok(now) => Ok(now.dev() == held.dev() && now.ino() == held.ino()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(e),
-    }
-}
-
-/// Tries once to take the exclusive lock; `false` when another handle holds it.
-fn try_lock(file: &File) -> io::Result<bool> {
-    use std::os::fd::AsRawFd;
-    loop {
-        // SAFETY: flock only reads the descriptor, which `file` keeps open
-        // for the duration of the call.
-        let result = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if result == 0 {
-            return Ok(true);
-        }
-        let error = io::Error::last_os_error();
-        match error.raw_os_error() {
-            Some(libc::EWOULDBLOCK) => return Ok(false),
-            Some(libc::EINTR) => continue,
-            _ => return Err(error),
-        }
     }
 }
 

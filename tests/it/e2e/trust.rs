@@ -218,7 +218,10 @@ fn a_committed_symlink_to_a_file_outside_never_reaches_the_model_or_the_log() {
         );
     }
     let log = std::fs::read_to_string(fx.repo.tmp().join("cwd/logs/experiment_data.json")).unwrap();
-    assert!(!log.contains(marker), "the log holds the file behind the link");
+    assert!(
+        !log.contains(marker),
+        "the log holds the file behind the link"
+    );
     // The links are still links, untouched.
     assert!(std::fs::symlink_metadata(fx.repo.root.join("leak.py"))
         .unwrap()
