@@ -186,3 +186,145 @@ fn a_hostile_test_can_neither_steal_nor_reach_out_nor_write_nor_linger() {
         procs::with_cmdline(&mark)
     );
 }
+
+/// Runs swarm in a user namespace that may not create further ones, as in
+/// a container without unprivileged user namespaces.
+fn run_without_user_namespaces(fx: &FixtureRepo, server: &LlmServer) -> std::process::Output {
+    let base = format!("{}/v1", server.base_url());
+    let target = fx.target.to_string_lossy().into_owned();
+    let cwd = fx.repo.tmp().join("cwd");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let script = "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$@\"";
+    let mut command = crate::support::fixture::swarm_command(
+        &cwd,
+        &fx.repo.home,
+        &[],
+        &[("OPENAI_API_KEY", FAKE_KEY), ("OPENAI_BASE_URL", &base)],
+    );
+    let swarm = command.get_program().to_os_string();
+    let mut unshare = std::process::Command::new("unshare");
+    unshare
+        .args(["--user", "--map-root-user", "sh", "-c", script, "sh"])
+        .arg(swarm)
+        .args(["--target_dir", &target, "--json"])
+        .current_dir(&cwd);
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => unshare.env(key, value),
+            None => unshare.env_remove(key),
+        };
+    }
+    unshare.output().expect("unshare runs")
+}
+
+#[test]
+fn a_layer_the_kernel_refuses_is_said_in_the_summary_and_the_log_and_the_rest_still_holds() {
+    let fx = FixtureRepo::new("single_module");
+    let start = fx.repo.head();
+    let server = LlmServer::start(good_model("single_module", &fx.target_rel));
+    let out = run_without_user_namespaces(&fx, &server);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_ne!(fx.repo.head(), start, "the fix was delivered");
+
+    // Said once as a notice, and in the summary.
+    let said = stderr
+        .lines()
+        .filter(|l| l.contains("namespaces unavailable"))
+        .count();
+    assert_eq!(said, 2, "one notice and one summary line:\n{stderr}");
+    assert!(
+        stderr.contains("  safety:   sandbox layer namespaces unavailable"),
+        "{stderr}"
+    );
+    let summary = super::summary_of(&out.stdout);
+    let safety = &summary["safety"];
+    assert_eq!(
+        safety["sandbox"]["namespaces"]["state"], "unavailable",
+        "{safety}"
+    );
+    assert_eq!(safety["sandbox"]["landlock"]["state"], "active", "{safety}");
+    assert_eq!(
+        safety["sandbox"]["environment"]["state"], "active",
+        "{safety}"
+    );
+    assert_eq!(safety["non_dumpable"], true);
+    assert_eq!(safety["environ_cleared"], true);
+    let shortfalls: Vec<&str> = safety["shortfalls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert_eq!(shortfalls.len(), 1, "{shortfalls:?}");
+
+    // And in the log, once.
+    let log = fx.log();
+    let entries: Vec<&serde_json::Value> = log
+        .iter()
+        .filter(|e| e["details"]["kind"] == "safety")
+        .collect();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0]["agent"], "System");
+    assert!(
+        entries[0]["details"]["output_response"]
+            .as_str()
+            .unwrap()
+            .contains("namespaces unavailable"),
+        "{}",
+        entries[0]
+    );
+}
+
+#[test]
+fn with_every_layer_the_summary_says_so() {
+    let fx = FixtureRepo::new("single_module");
+    let server = LlmServer::start(good_model("single_module", &fx.target_rel));
+    let out = super::run_openai(&fx, &server, &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let summary = super::summary_of(&out.stdout);
+    assert_eq!(
+        summary["safety"]["shortfalls"],
+        serde_json::json!([]),
+        "{summary}"
+    );
+    for layer in [
+        "environment",
+        "parent_death",
+        "namespaces",
+        "landlock",
+        "limits",
+    ] {
+        assert_eq!(
+            summary["safety"]["sandbox"][layer]["state"], "active",
+            "{layer}"
+        );
+    }
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("safety:"));
+}
+
+#[test]
+fn no_sandbox_turns_the_isolating_layers_off_and_says_so() {
+    let fx = FixtureRepo::new("single_module");
+    let server = LlmServer::start(good_model("single_module", &fx.target_rel));
+    let out = super::run_openai(&fx, &server, &["--no-sandbox"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let summary = super::summary_of(&out.stdout);
+    for layer in ["namespaces", "landlock", "limits"] {
+        assert_eq!(
+            summary["safety"]["sandbox"][layer]["state"], "disabled",
+            "{layer}"
+        );
+        assert!(
+            stderr.contains(&format!(
+                "safety:   sandbox layer {layer} disabled (--no-sandbox)"
+            )),
+            "{stderr}"
+        );
+    }
+    assert_eq!(
+        summary["safety"]["sandbox"]["environment"]["state"],
+        "active"
+    );
+}
