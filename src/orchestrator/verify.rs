@@ -4,9 +4,9 @@
 //! Whatever the Reviewer's rules let through (with `--allow-test-edits`, or
 //! by a path no rule foresaw), the state the user receives must pass the
 //! tests the user had: every harness file the run changed (see
-//! [`crate::stage::is_test_harness_path`]) is put back to its base version
-//! in the worktree, pytest runs, and the worktree goes back to the best
-//! state. With `--allow-test-edits`, test files keep their changes (that is
+//! [`crate::stage::is_test_harness_path`]), and pylint's `pylintrc` /
+//! `.pylintrc`, is put back to its base version in the worktree, pytest and
+//! pylint run, and the worktree goes back to the best state. With `--allow-test-edits`, test files keep their changes (that is
 //! what the flag is for) but test configuration is still restored.
 
 use super::record::Recorder;
@@ -86,12 +86,19 @@ fn base_harness(
             continue;
         };
         let keep_edit = allow_test_edits && is_test_path(rel) && !is_configuration(rel);
-        if is_test_harness_path(rel) && !keep_edit {
+        if (is_test_harness_path(rel) || is_lint_configuration(rel)) && !keep_edit {
             let content = repo.file_at(ws.base(), &path)?;
             overlay.push(FileWrite { path, content });
         }
     }
     Ok(overlay)
+}
+
+/// pylint's own configuration files: the score the Judge compares (and,
+/// without tests, its verdict) is measured with the base commit's.
+fn is_lint_configuration(rel: &str) -> bool {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    matches!(name, "pylintrc" | ".pylintrc")
 }
 
 /// Harness files that configure pytest rather than hold tests.
