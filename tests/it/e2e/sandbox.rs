@@ -195,7 +195,7 @@ fn run_without_user_namespaces(fx: &FixtureRepo, server: &LlmServer) -> std::pro
     let cwd = fx.repo.tmp().join("cwd");
     std::fs::create_dir_all(&cwd).unwrap();
     let script = "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$@\"";
-    let mut command = crate::support::fixture::swarm_command(
+    let command = crate::support::fixture::swarm_command(
         &cwd,
         &fx.repo.home,
         &[],
