@@ -242,10 +242,22 @@ pub(crate) fn remove_run(
         }
     };
     remove_dir(path)?;
+    remove_dir(&scratch_of(path))?;
     for admin in admin_dirs {
         remove_dir(&admin)?;
     }
     Ok(())
+}
+
+/// The run's scratch folder beside its worktree, `<run>.scratch`: where the
+/// sandbox gives each tool process its HOME and TMPDIR. It goes with the
+/// worktree, so a killed run leaves nothing in the system's temp folder.
+pub(crate) fn scratch_of(worktree: &Path) -> PathBuf {
+    let name = worktree
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    worktree.with_file_name(format!("{name}.scratch"))
 }
 
 fn remove_dir(path: &Path) -> Result<(), GitError> {

@@ -375,6 +375,13 @@ impl RunWorkspace {
 
     /// Removes the worktree folder, its administrative entry and its lock
     /// file, then releases the lock; branches stay.
+    /// The run's scratch folder, `<run>.scratch` beside the worktree (not
+    /// created here): removed with the worktree, also by the pruning of a
+    /// killed run.
+    pub fn scratch_dir(&self) -> PathBuf {
+        super::prune::scratch_of(&self.path)
+    }
+
     pub fn remove(mut self) -> Result<(), GitError> {
         self.remove_all()
     }

@@ -150,6 +150,7 @@ pub(crate) fn start_workspace(
     }
     let mut policy = config.sandbox.clone();
     policy.writable = vec![ws.path().to_path_buf()];
+    policy.scratch_parent = Some(ws.scratch_dir());
     match tokio::task::block_in_place(|| Sandbox::new(policy, &opened.env)) {
         Ok(sandbox) => Ok((ws, sandbox)),
         Err(e) => {

@@ -87,6 +87,9 @@ pub struct SandboxPolicy {
     /// `false` (`--no-sandbox`): only the environment allow-list and the
     /// parent-death signal; namespaces, Landlock and limits are off.
     pub isolate: bool,
+    /// Where the scratch folder is made (created if missing); the system's
+    /// temp folder when `None`.
+    pub scratch_parent: Option<PathBuf>,
 }
 
 impl SandboxPolicy {
@@ -97,6 +100,7 @@ impl SandboxPolicy {
             readable: Vec::new(),
             limits: ResourceLimits::default(),
             isolate: true,
+            scratch_parent: None,
         }
     }
 }
@@ -200,10 +204,15 @@ impl Sandbox {
             command: "sandbox".to_string(),
             message,
         };
-        let scratch = tempfile::Builder::new()
-            .prefix("swarm-sandbox-")
-            .tempdir()
-            .map_err(|e| failed(format!("cannot create a scratch folder: {e}")))?;
+        let mut builder = tempfile::Builder::new();
+        builder.prefix("swarm-sandbox-");
+        let scratch = match &policy.scratch_parent {
+            Some(parent) => {
+                std::fs::create_dir_all(parent).and_then(|()| builder.tempdir_in(parent))
+            }
+            None => builder.tempdir(),
+        }
+        .map_err(|e| failed(format!("cannot create a scratch folder: {e}")))?;
         let absolute = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
         let writable: Vec<PathBuf> = policy.writable.iter().map(absolute).collect();
         let mut read_roots: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();

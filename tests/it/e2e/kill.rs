@@ -392,12 +392,28 @@ fn kill_and_recover(point: Point) -> bool {
         scene.run_worktrees()
     );
     for path in dead {
-        assert!(
-            !path.exists(),
-            "{point:?}: {} is still there",
-            path.display()
-        );
+        // The worktree and the sandbox's scratch folder beside it.
+        let scratch = PathBuf::from(format!("{}.scratch", path.display()));
+        for leftover in [&path, &scratch] {
+            assert!(
+                !leftover.exists(),
+                "{point:?}: {} is still there",
+                leftover.display()
+            );
+        }
     }
+    // Nothing of either run is left in the cache but the repository's folder.
+    let cache = scene.fx.repo.home.join(".cache/swarm/worktrees");
+    assert!(cache.is_dir(), "runs work under {}", cache.display());
+    let left: Vec<PathBuf> = std::fs::read_dir(&cache)
+        .map(|dirs| {
+            dirs.flatten()
+                .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten())
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{point:?}: left in the cache: {left:?}");
     delivered
 }
 
