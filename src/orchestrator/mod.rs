@@ -226,6 +226,11 @@ async fn drive(
     })?;
     rec.measurement(crate::log::Agent::Auditor, &baseline, None)?;
     let snapshot = baseline.snapshot;
+    for note in &snapshot.lint.notes {
+        events.emit(Event::Notice {
+            message: format!("pylint: {note}"),
+        });
+    }
     events.emit(Event::Audited {
         files: files.len(),
         tests_passed: snapshot.counts().0,

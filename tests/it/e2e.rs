@@ -226,6 +226,7 @@ mod delivery;
 mod failures;
 mod hooks;
 mod kill;
+mod lint;
 mod providers;
 mod repos;
 mod review_rules;

@@ -224,8 +224,14 @@ fn working_files(root: &Path) -> BTreeMap<String, Vec<u8>> {
     files
 }
 
-/// Waits for `point` while swarm runs, then kills it with SIGKILL.
-fn kill_at(scene: &Scene, child: &mut Child, point: Point) {
+/// Waits for `point` while swarm runs, then sends it `signal`; returns how
+/// it ended (`None` when it had ended by itself right at the point).
+fn signal_at(
+    scene: &Scene,
+    child: &mut Child,
+    point: Point,
+    signal: libc::c_int,
+) -> Option<std::process::ExitStatus> {
     let start_ref = std::fs::read_to_string(scene.fx.repo.root.join(".git/refs/heads/main"))
         .unwrap_or_default();
     let mut seen: Vec<i32> = Vec::new();
@@ -265,11 +271,11 @@ fn kill_at(scene: &Scene, child: &mut Child, point: Point) {
             }
         };
         if hit {
-            if exited.is_none() {
-                sigkill(child.id());
+            if exited.is_some() {
+                return None;
             }
-            let _ = child.wait();
-            return;
+            send(child.id(), signal);
+            return child.wait().ok();
         }
         if let Some(status) = exited {
             let out = child.wait_with_output_lossy();
@@ -279,9 +285,9 @@ fn kill_at(scene: &Scene, child: &mut Child, point: Point) {
     }
 }
 
-fn sigkill(pid: u32) {
+fn send(pid: u32, signal: libc::c_int) {
     // SAFETY: a plain signal to our own child, which has not been reaped.
-    let rc = unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+    let rc = unsafe { libc::kill(pid as libc::pid_t, signal) };
     assert_eq!(rc, 0, "kill failed: {}", std::io::Error::last_os_error());
 }
 
@@ -325,7 +331,7 @@ fn kill_and_recover(point: Point) -> bool {
     let before = scene.user_state();
     let start = before.head.clone();
     let mut child = scene.spawn();
-    kill_at(&scene, &mut child, point);
+    signal_at(&scene, &mut child, point, libc::SIGKILL);
 
     // A fast-forward under way finishes by itself (it is shielded from
     // swarm's fate); wait for it before looking.
@@ -499,4 +505,28 @@ fn killed_during_the_fast_forward() {
 fn killed_right_after_the_fast_forward() {
     let delivered = kill_and_recover(Point::BranchMoved);
     assert!(delivered, "a fast-forward that started completes");
+}
+
+#[test]
+fn sigterm_during_the_judges_pytest_stops_the_run_and_every_tool() {
+    let scene = Scene::new();
+    let before = scene.user_state();
+    let mut child = scene.spawn();
+    let point = Point::Tool {
+        needle: "-m pytest",
+        nth: 2,
+    };
+    let status = signal_at(&scene, &mut child, point, libc::SIGTERM).expect("stopped mid-run");
+    assert_eq!(status.code(), Some(130), "{status}");
+    assert!(
+        procs::wait_until(Duration::from_secs(10), || scene.run_processes().is_empty()),
+        "processes of the run survived SIGTERM: {:#?}",
+        scene.run_processes()
+    );
+    assert!(
+        scene.run_worktrees().is_empty(),
+        "{:?}",
+        scene.run_worktrees()
+    );
+    assert_eq!(scene.user_state(), before);
 }

@@ -1,0 +1,93 @@
+//! pylint as people's repositories meet it: file names that look like
+//! options, and a file too large to lint within `--lint-timeout`.
+
+use super::{run_openai, summary_of};
+use crate::support::fixture::{good_model, FixtureRepo};
+use crate::support::llm_server::LlmServer;
+
+#[test]
+fn file_names_that_look_like_options_are_linted_not_obeyed() {
+    let fx = FixtureRepo::new("single_module");
+    let marker = fx.repo.tmp().join("PWNED");
+    // A file whose name, read as pylint's `--init-hook`, writes `marker`
+    // (a file name cannot hold '/', so the path is built with chr(47)).
+    let parts: Vec<String> = marker
+        .iter()
+        .skip(1)
+        .map(|p| format!("'{}'", p.to_string_lossy()))
+        .collect();
+    let name = format!(
+        "--init-hook=open(chr(47).join(['', {}]),'w').py",
+        parts.join(", ")
+    );
+    fx.repo
+        .write(&name, "\"\"\"A module with an odd name.\"\"\"\n");
+    fx.repo
+        .write("--output=stats.py", "\"\"\"Another one.\"\"\"\n");
+    fx.repo.commit_all("modules with names like options");
+    let start = fx.repo.head();
+
+    let server = LlmServer::start(good_model("single_module", &fx.target_rel));
+    // Without the sandbox, which would also stop the write: this checks
+    // the command line itself.
+    let out = run_openai(&fx, &server, &["--no-sandbox"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!marker.exists(), "pylint ran code from a file name");
+    assert_ne!(fx.repo.head(), start);
+    assert_eq!(
+        fx.repo.read("--output=stats.py"),
+        "\"\"\"Another one.\"\"\"\n"
+    );
+    let log = fx.log();
+    let pylint = log
+        .iter()
+        .find(|e| e["details"]["tool"] == "pylint")
+        .expect("a pylint entry");
+    let command = pylint["details"]["input_prompt"].as_str().unwrap();
+    assert!(command.contains("./--init-hook="), "{command}");
+    assert!(command.contains("./--output=stats.py"), "{command}");
+}
+
+#[test]
+fn a_file_too_big_for_pylint_is_skipped_with_a_note_and_the_run_succeeds() {
+    let fx = FixtureRepo::new("single_module");
+    // About 48,000 lines: pylint needs well over a minute for it here.
+    let mut big = String::from("\"\"\"Generated tables.\"\"\"\n");
+    for i in 0..8000 {
+        big.push_str(&format!(
+            "\n\ndef function_{i}(value, other=None):\n    \"\"\"Doc.\"\"\"\n    if value > {i} and other is not None:\n        return [value * k for k in range({})] + [other]\n    return value\n",
+            i % 7
+        ));
+    }
+    fx.repo.write("big.py", &big);
+    fx.repo.commit_all("a generated module");
+    let start = fx.repo.head();
+
+    let server = LlmServer::start(good_model("single_module", &fx.target_rel));
+    let out = run_openai(&fx, &server, &["--lint-timeout", "10"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_ne!(fx.repo.head(), start, "the fix was delivered");
+    assert!(
+        stderr.contains("pylint: skipped the lint of big.py"),
+        "{stderr}"
+    );
+    let summary = summary_of(&out.stdout);
+    assert!(summary["pylint_after"].as_f64().is_some(), "{summary}");
+    // Every measurement of the run says so in the log.
+    let notes = fx
+        .log()
+        .iter()
+        .filter(|e| e["details"]["tool"] == "pylint")
+        .filter(|e| {
+            e["details"]["output_response"]
+                .as_str()
+                .is_some_and(|o| o.contains("skipped the lint of big.py"))
+        })
+        .count();
+    assert!(
+        notes >= 2,
+        "{notes} pylint entries mention the skipped file"
+    );
+}
