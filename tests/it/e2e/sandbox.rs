@@ -165,11 +165,14 @@ fn a_hostile_test_can_neither_steal_nor_reach_out_nor_write_nor_linger() {
     for name in ["network", "repo", "home", "secret", "memory"] {
         assert!(line(name).contains("refused"), "{name}: {report}");
     }
+    // HOME is the process's scratch cell beside the run's worktree, never
+    // the user's own.
     let home = report
         .lines()
-        .find(|l| l.contains("home is "))
+        .find_map(|l| l.split_once("home is ").map(|(_, h)| h.trim()))
         .expect("a home line");
-    assert!(!home.contains(&*fx.repo.home.to_string_lossy()), "{report}");
+    assert_ne!(home, fx.repo.home.to_string_lossy(), "{report}");
+    assert!(home.contains(".scratch/"), "{report}");
 
     // And on the machine: nothing written, nobody connected, no daemon left.
     assert!(!fx.repo.root.join("owned.txt").exists());
