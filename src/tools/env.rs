@@ -42,7 +42,8 @@ pub struct EnvSettings {
     pub swarm_python: Option<PathBuf>,
     /// `VIRTUAL_ENV`: the active virtualenv.
     pub virtual_env: Option<PathBuf>,
-    /// `SWARM_CACHE_DIR`: where tool environments live (else the user cache dir).
+    /// swarm's cache folder ([`crate::config::cache_dir`]: `SWARM_CACHE_DIR`,
+    /// else `<user cache>/swarm`); tool environments live in its `tools/`.
     pub cache_dir: Option<PathBuf>,
     /// `PATH`, to find `python3`.
     pub path: Option<OsString>,
@@ -55,18 +56,14 @@ impl EnvSettings {
         Self {
             swarm_python: non_empty("SWARM_PYTHON").map(PathBuf::from),
             virtual_env: non_empty("VIRTUAL_ENV").map(PathBuf::from),
-            cache_dir: non_empty("SWARM_CACHE_DIR").map(PathBuf::from),
+            cache_dir: crate::config::cache_dir(&crate::config::ProcessEnv),
             path: std::env::var_os("PATH"),
         }
     }
 
-    /// The folder holding tool environments: `SWARM_CACHE_DIR` or `<user cache>/swarm`.
+    /// The folder holding tool environments, `<cache>/tools`.
     pub fn tools_dir(&self) -> Option<PathBuf> {
-        let base = match &self.cache_dir {
-            Some(dir) => dir.clone(),
-            None => dirs::cache_dir()?.join("swarm"),
-        };
-        Some(base.join("tools"))
+        self.cache_dir.as_ref().map(|dir| dir.join("tools"))
     }
 }
 
