@@ -12,7 +12,7 @@ use crate::cancel::Cancel;
 use crate::error::SwarmError;
 use crate::git::{Repo, RepoInfo, RepoLock, RunWorkspace};
 use crate::log::{Event, EventSink, ExperimentLog};
-use crate::stage::auditor;
+use crate::stage::{auditor, target_path};
 use crate::tools::{self, PythonEnv, Sandbox};
 
 /// What the run works on.
@@ -89,7 +89,11 @@ pub(crate) fn open(
             target.display()
         )));
     }
-    let submodules = under_target(repo.submodule_paths()?, &info.target_rel);
+    let submodules = repo
+        .submodule_paths()?
+        .iter()
+        .filter_map(|p| target_path(&info.target_rel, p).map(str::to_string))
+        .collect();
     tell_about_uncommitted(&repo, &info, &notice)?;
     let pruned = repo.prune_stale_runs(&worktrees_root)?;
     if !pruned.is_empty() {
@@ -182,11 +186,10 @@ fn tell_about_uncommitted(
     info: &RepoInfo,
     notice: &dyn Fn(String),
 ) -> Result<(), SwarmError> {
-    let prefix = prefix_of(&info.target_rel);
     let dirty = repo
         .dirty_paths()?
-        .into_iter()
-        .filter(|p| p.starts_with(&prefix))
+        .iter()
+        .filter(|p| target_path(&info.target_rel, p).is_some())
         .count();
     if dirty > 0 {
         notice(format!(
@@ -195,22 +198,4 @@ fn tell_about_uncommitted(
         ));
     }
     Ok(())
-}
-
-/// Repo-relative paths under the target, made target-relative.
-fn under_target(paths: Vec<String>, target_rel: &str) -> Vec<String> {
-    let prefix = prefix_of(target_rel);
-    paths
-        .into_iter()
-        .filter_map(|p| p.strip_prefix(&prefix).map(str::to_string))
-        .collect()
-}
-
-/// `dir/` for a target folder, `` for the root.
-fn prefix_of(target_rel: &str) -> String {
-    if target_rel.is_empty() {
-        String::new()
-    } else {
-        format!("{target_rel}/")
-    }
 }

@@ -14,7 +14,7 @@ use super::{RunContext, RunState};
 use crate::error::SwarmError;
 use crate::git::{FileWrite, Repo, RunWorkspace};
 use crate::log::Agent;
-use crate::stage::{is_test_harness_path, is_test_path, judge};
+use crate::stage::{is_test_harness_path, is_test_path, judge, target_path};
 
 /// What the final check found.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -73,16 +73,11 @@ fn base_harness(
     state: &RunState,
     allow_test_edits: bool,
 ) -> Result<Vec<FileWrite>, SwarmError> {
-    let prefix = if state.target_rel.is_empty() {
-        String::new()
-    } else {
-        format!("{}/", state.target_rel)
-    };
     let mut overlay = Vec::new();
     for path in ws.files_changed_since_base()? {
         // Paths outside the target cannot change; judge the rest by their
         // place in the target, as the Reviewer does.
-        let Some(rel) = path.strip_prefix(&prefix) else {
+        let Some(rel) = target_path(&state.target_rel, &path) else {
             continue;
         };
         let keep_edit = allow_test_edits && is_test_path(rel) && !is_configuration(rel);

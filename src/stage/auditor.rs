@@ -28,14 +28,9 @@ const SKIPPED_DIRS: &[&str] = &[
 
 /// Target-relative Python files among `tracked` (repo-relative) paths.
 pub fn python_files(tracked: &[String], target_rel: &str) -> Vec<String> {
-    let prefix = if target_rel.is_empty() {
-        String::new()
-    } else {
-        format!("{target_rel}/")
-    };
     let mut files: Vec<String> = tracked
         .iter()
-        .filter_map(|p| p.strip_prefix(&prefix))
+        .filter_map(|p| super::target_path(target_rel, p))
         .filter(|p| p.ends_with(".py"))
         .filter(|p| {
             let dirs: Vec<&str> = p.split('/').collect();

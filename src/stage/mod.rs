@@ -18,6 +18,17 @@ pub fn repo_path(target_rel: &str, rel: &str) -> String {
     }
 }
 
+/// The inverse of [`repo_path`]: a repo-relative path made relative to the
+/// target folder; `None` when it lies outside the target.
+pub fn target_path<'a>(target_rel: &str, repo_rel: &'a str) -> Option<&'a str> {
+    if target_rel.is_empty() {
+        return Some(repo_rel);
+    }
+    repo_rel
+        .strip_prefix(target_rel)
+        .and_then(|rest| rest.strip_prefix('/'))
+}
+
 /// Whether a target-relative path is a test file the Fixer must leave alone:
 /// `test_*.py`, `*_test.py`, `conftest.py`, or anything under a `tests/` or
 /// `test/` folder.
@@ -106,6 +117,16 @@ mod tests {
         ] {
             assert!(!is_test_harness_path(p), "{p}");
         }
+    }
+
+    #[test]
+    fn paths_go_between_the_repository_and_the_target() {
+        assert_eq!(target_path("", "a/b.py"), Some("a/b.py"));
+        assert_eq!(target_path("svc", "svc/a.py"), Some("a.py"));
+        assert_eq!(target_path("svc", "svc2/a.py"), None);
+        assert_eq!(target_path("svc", "svc"), None);
+        assert_eq!(target_path("svc", "other/a.py"), None);
+        assert_eq!(repo_path("svc", "a.py"), "svc/a.py");
     }
 
     #[test]
