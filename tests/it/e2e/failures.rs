@@ -2,7 +2,7 @@
 //! target untouched.
 
 use super::{assert_log_valid, run_openai, summary_of, FAKE_KEY};
-use crate::support::fixture::{fixture_dir, prompt_of, FixtureRepo};
+use crate::support::fixture::{plan_then, prompt_of, FixtureRepo};
 use crate::support::llm_server::{LlmServer, Reply};
 
 #[test]
@@ -29,19 +29,6 @@ fn a_model_that_keeps_failing_exits_2_and_touches_nothing() {
         .as_str()
         .unwrap()
         .contains("500"));
-}
-
-/// A model that writes single_module's plan, then answers every fix request with `reply`.
-fn plan_then(reply: &'static str) -> LlmServer {
-    let plan = std::fs::read_to_string(fixture_dir("single_module").join("plan.md")).unwrap();
-    LlmServer::start(move |req| {
-        let text = if prompt_of(req).starts_with("Write a refactoring plan") {
-            plan.as_str()
-        } else {
-            reply
-        };
-        Reply::text_for(req, text)
-    })
 }
 
 #[test]

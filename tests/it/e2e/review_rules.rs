@@ -9,8 +9,10 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::{run_openai, summary_of};
-use crate::support::fixture::{fixture_dir, good_model_reply, prompt_of, FixtureRepo};
-use crate::support::llm_server::{LlmServer, RecordedRequest, Reply};
+use crate::support::fixture::{
+    fixture_dir, good_model_reply, plan_then, plan_then_answer, prompt_of, FixtureRepo,
+};
+use crate::support::llm_server::Reply;
 
 /// `stats.py` as committed in the fixture, and its fixed version.
 fn stats(version: &str) -> String {
@@ -26,22 +28,6 @@ fn diff(path: &str, before: &str, after: &str) -> String {
         .header(&format!("a/{path}"), &format!("b/{path}"))
         .to_string();
     format!("```diff\n{body}```\n")
-}
-
-/// A model that writes single_module's plan, then answers every fix request with `answer`.
-fn attacker(answer: impl Fn(&RecordedRequest) -> Reply + Send + Sync + 'static) -> LlmServer {
-    LlmServer::start(move |req| {
-        if prompt_of(req).starts_with("Write a refactoring plan") {
-            Reply::text_for(req, &good_model_reply("single_module", "", &prompt_of(req)))
-        } else {
-            answer(req)
-        }
-    })
-}
-
-/// A model that answers every fix request with the same text.
-fn replying(text: String) -> LlmServer {
-    attacker(move |req| Reply::text_for(req, &text))
 }
 
 /// A file outside the repository that hostile code would create.
@@ -124,7 +110,7 @@ fn a_pytest_plugin_loaded_by_setup_cfg_addopts_is_refused() {
         diff("helper.py", "", &plugin),
         diff("setup.cfg", "", "[tool:pytest]\naddopts = -p helper\n")
     );
-    let server = replying(reply);
+    let server = plan_then(reply);
     let out = run_openai(&fx, &server, &["--max-iterations", "2"]);
     assert_nothing_delivered(&fx, &out, &before);
     let reviews = assert_rejected_by(&fx, "test_config");
@@ -153,7 +139,7 @@ fn a_partial_fix_that_deselects_the_failing_test_is_refused() {
         diff("stats.py", &stats("project"), &partial),
         diff("setup.cfg", "", setup)
     );
-    let server = replying(reply);
+    let server = plan_then(reply);
     let out = run_openai(&fx, &server, &["--max-iterations", "2"]);
     assert_nothing_delivered(&fx, &out, &before);
     assert_rejected_by(&fx, "test_config");
@@ -167,7 +153,7 @@ fn a_conftest_written_by_the_model_is_refused() {
         "open({:?}, \"w\").close()\n\n\ndef pytest_collection_modifyitems(items):\n    items.clear()\n",
         marker(&fx).display().to_string()
     );
-    let server = replying(format!(
+    let server = plan_then(format!(
         "Tidy the tests.\n{}",
         diff("conftest.py", "", &conftest)
     ));
@@ -189,7 +175,7 @@ fn a_dynamic_import_of_os_system_is_refused_and_never_runs() {
         ),
         1,
     );
-    let server = replying(format!(
+    let server = plan_then(format!(
         "Fix the bugs.\n{}",
         diff("stats.py", &stats("project"), &evil)
     ));
@@ -206,7 +192,7 @@ fn a_whole_file_headed_with_a_git_hook_path_is_refused_by_name() {
     let fx = FixtureRepo::new("single_module");
     let before = fx.repo.snapshot();
     // Valid Python that would fix stats.py if it were (wrongly) applied there.
-    let server = replying(format!(
+    let server = plan_then(format!(
         "FILE: .git/hooks/post-merge\n```python\n{}```\n",
         stats("fixed")
     ));
@@ -249,7 +235,7 @@ fn garbled_fix() -> String {
 fn a_reply_that_is_not_utf8_is_refused_with_its_reason_never_committed() {
     let fx = FixtureRepo::new("single_module");
     let before = fx.repo.snapshot();
-    let server = attacker(|_| not_utf8(&garbled_fix()));
+    let server = plan_then_answer(|_| not_utf8(&garbled_fix()));
     let out = run_openai(&fx, &server, &["--max-iterations", "2"]);
     assert_nothing_delivered(&fx, &out, &before);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -288,7 +274,7 @@ fn after_a_reply_that_is_not_utf8_the_model_is_asked_again_and_its_answer_is_use
     let fx = FixtureRepo::new("single_module");
     let start = fx.repo.head();
     let fixes = AtomicUsize::new(0);
-    let server = attacker(move |req| match fixes.fetch_add(1, Ordering::SeqCst) {
+    let server = plan_then_answer(move |req| match fixes.fetch_add(1, Ordering::SeqCst) {
         0 => not_utf8(&garbled_fix()),
         _ => Reply::text_for(req, &good_model_reply("single_module", "", &prompt_of(req))),
     });
@@ -319,7 +305,7 @@ fn a_ten_megabyte_line_is_refused_by_its_bytes() {
         stats("fixed"),
         "x".repeat(10 * 1024 * 1024)
     );
-    let server = replying(format!(
+    let server = plan_then(format!(
         "Fix the bugs.\n{}",
         diff("stats.py", &stats("project"), &huge)
     ));

@@ -4,21 +4,8 @@
 //! through and the Judge alone must see through them.
 
 use super::{run_openai, summary_of};
-use crate::support::fixture::{fixture_dir, prompt_of, FixtureRepo};
-use crate::support::llm_server::{LlmServer, Reply};
-
-/// A model that writes single_module's plan, then answers every fix request with `reply`.
-fn plan_then(reply: String) -> LlmServer {
-    let plan = std::fs::read_to_string(fixture_dir("single_module").join("plan.md")).unwrap();
-    LlmServer::start(move |req| {
-        let text = if prompt_of(req).starts_with("Write a refactoring plan") {
-            plan.as_str()
-        } else {
-            reply.as_str()
-        };
-        Reply::text_for(req, text)
-    })
-}
+use crate::support::fixture::{plan_then, FixtureRepo};
+use crate::support::llm_server::LlmServer;
 
 /// A fenced diff creating `path` with `lines`.
 fn new_file(path: &str, lines: &[&str]) -> String {

@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 use regex::Regex;
 use serde_json::Value;
 
-use super::llm_server::{RecordedRequest, Reply};
+use super::llm_server::{LlmServer, RecordedRequest, Reply};
 use super::repo::TestRepo;
 
 /// Keys and variables that must not leak in from the developer's shell.
@@ -242,4 +242,26 @@ pub fn good_model(
             &good_model_reply(&name, &target_rel, &prompt_of(request)),
         )
     }
+}
+
+/// A model that writes single_module's plan, then answers every fix
+/// request with `answer` (an attack, a useless reply, a fault).
+pub fn plan_then_answer(
+    answer: impl Fn(&RecordedRequest) -> Reply + Send + Sync + 'static,
+) -> LlmServer {
+    LlmServer::start(move |req| {
+        let prompt = prompt_of(req);
+        if prompt.starts_with("Write a refactoring plan") {
+            Reply::text_for(req, &good_model_reply("single_module", "", &prompt))
+        } else {
+            answer(req)
+        }
+    })
+}
+
+/// A model that writes single_module's plan, then answers every fix
+/// request with `reply`.
+pub fn plan_then(reply: impl Into<String>) -> LlmServer {
+    let reply = reply.into();
+    plan_then_answer(move |req| Reply::text_for(req, &reply))
 }
