@@ -29,8 +29,6 @@ pub struct TestState {
     pub passed: BTreeSet<String>,
     /// Failed or errored cases, with messages.
     pub failing: Vec<TestCase>,
-    /// Skipped or xfailed cases.
-    pub skipped: BTreeSet<String>,
     /// Tests that ran at the baseline (passed, failed or errored there) but
     /// not now: missing, deselected, or skipped. Each counts as a failure,
     /// whatever made it vanish (a changed configuration, a plugin, a
@@ -56,20 +54,21 @@ impl TestState {
                     state.passed.insert(case.id.clone());
                 }
                 TestOutcome::Failed | TestOutcome::Error => state.failing.push(case.clone()),
-                TestOutcome::Skipped => {
-                    state.skipped.insert(case.id.clone());
-                }
+                TestOutcome::Skipped => {}
             }
             if case.outcome != TestOutcome::Skipped {
                 state.total += 1;
             }
         }
         if let Some(reference) = reference {
-            let ran_now = |id: &String| {
-                state.passed.contains(id) || state.failing.iter().any(|c| &c.id == id)
-            };
-            state.vanished = reference.ran().filter(|id| !ran_now(id)).cloned().collect();
-            state.total += state.vanished.len();
+            let ran_now: BTreeSet<&String> = state.ran().collect();
+            let vanished: BTreeSet<String> = reference
+                .ran()
+                .filter(|id| !ran_now.contains(id))
+                .cloned()
+                .collect();
+            state.total += vanished.len();
+            state.vanished = vanished;
         }
         if run.timed_out {
             state.failing.push(TestCase {
