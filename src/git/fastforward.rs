@@ -30,6 +30,11 @@ pub fn pre_ff_ref(run_id: &str) -> String {
     format!("refs/swarm/{run_id}/pre-ff")
 }
 
+/// The command that takes a run's result by hand: `git merge --ff-only <run branch>`.
+pub fn take_command(run_branch: &str) -> String {
+    format!("git merge --ff-only {run_branch}")
+}
+
 /// The command that takes a fast-forward back:
 /// `git reset --keep refs/swarm/<run>/pre-ff` (it refuses rather than
 /// overwrite files changed since).
@@ -70,7 +75,7 @@ impl Repo {
         let skip = |reason: String| {
             Ok(FastForward::Skipped {
                 reason,
-                command: format!("git merge --ff-only {run_branch}"),
+                command: take_command(run_branch),
             })
         };
         let git = self.git()?;

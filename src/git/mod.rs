@@ -20,7 +20,7 @@ mod submodule;
 mod workspace;
 
 pub use command::SCRUBBED_ENV;
-pub use fastforward::{pre_ff_ref, run_id_of_branch, undo_command};
+pub use fastforward::{pre_ff_ref, run_id_of_branch, take_command, undo_command};
 pub use lock::{RepoLock, REPO_LOCK};
 pub use prune::LEGACY_RUNS_DIR;
 pub use repo::{BASELINE_EXCLUDES, FALLBACK_EMAIL, FALLBACK_NAME};

@@ -119,7 +119,7 @@ pub(crate) fn deliver(
 fn left(branch: &str, reason: &str) -> Delivery {
     Delivery::Left {
         reason: reason.to_string(),
-        command: format!("git merge --ff-only {branch}"),
+        command: crate::git::take_command(branch),
     }
 }
 
