@@ -11,7 +11,7 @@ use crate::llm::{Price, PriceTable, ProviderConfig, ProviderKind};
 use crate::orchestrator::RunConfig;
 use crate::stage::judge::Limits;
 use crate::stage::reviewer::SizeLimits;
-use crate::tools::SandboxPolicy;
+use crate::tools::{ResourceLimits, SandboxPolicy};
 
 /// Everything a run needs, and where each setting came from.
 pub struct Resolved {
@@ -337,39 +337,41 @@ fn sandbox_policy(
     fp: Option<&Path>,
     target: &Path,
 ) -> Sourced<SandboxPolicy> {
-    let mut policy = SandboxPolicy::for_worktree(PathBuf::new());
-    policy.writable.clear();
     let table = file.sandbox.clone().unwrap_or_default();
-    let mb = |value: Option<u64>, default: Option<u64>| match value {
+    // A size in MiB from the file; 0 means no limit.
+    let limit = |value: Option<u64>, scale: u64, default: Option<u64>| match value {
         Some(0) => None,
-        Some(mb) => Some(mb.saturating_mul(1024 * 1024)),
+        Some(n) => Some(n.saturating_mul(scale)),
         None => default,
     };
-    policy.limits.address_space = mb(table.memory_mb, policy.limits.address_space);
-    policy.limits.file_size = mb(table.file_size_mb, policy.limits.file_size);
-    policy.limits.processes = match table.processes {
-        Some(0) => None,
-        Some(n) => Some(n),
-        None => policy.limits.processes,
+    let defaults = ResourceLimits::default();
+    let mib = 1024 * 1024;
+    let policy = SandboxPolicy {
+        // The run's worktree and scratch folder are filled in when they exist.
+        writable: Vec::new(),
+        readable: table
+            .read_paths
+            .unwrap_or_default()
+            .into_iter()
+            .map(|p| target.join(p))
+            .collect(),
+        limits: ResourceLimits {
+            address_space: limit(table.memory_mb, mib, defaults.address_space),
+            file_size: limit(table.file_size_mb, mib, defaults.file_size),
+            processes: limit(table.processes, 1, defaults.processes),
+            ..defaults
+        },
+        isolate: !args.no_sandbox && table.enabled.unwrap_or(true),
+        scratch_parent: None,
     };
-    policy.readable = table
-        .read_paths
-        .unwrap_or_default()
-        .into_iter()
-        .map(|p| target.join(p))
-        .collect();
-    let source = match fp {
-        Some(p) if file.sandbox.is_some() => Source::File(p.to_path_buf()),
-        _ => Source::Default,
+    let source = if args.no_sandbox {
+        Source::Flag("--no-sandbox")
+    } else {
+        match fp {
+            Some(p) if file.sandbox.is_some() => Source::File(p.to_path_buf()),
+            _ => Source::Default,
+        }
     };
-    if args.no_sandbox {
-        policy.isolate = false;
-        return Sourced {
-            value: policy,
-            source: Source::Flag("--no-sandbox"),
-        };
-    }
-    policy.isolate = table.enabled.unwrap_or(true);
     Sourced {
         value: policy,
         source,
