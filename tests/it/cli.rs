@@ -218,6 +218,47 @@ fn config_shows_sources_and_masks_keys() {
 }
 
 #[test]
+fn config_shows_the_sandbox_from_the_file_and_the_flag() {
+    let repo = TestRepo::with_files(&[
+        ("a.py", "x = 1\n"),
+        (
+            ".swarm.toml",
+            "[sandbox]\nmemory-mb = 2048\nfile-size-mb = 0\nprocesses = 64\nread-paths = ['data']\n",
+        ),
+    ]);
+    let target = repo.root.to_str().unwrap();
+    let sandbox_line = |extra: &[&str]| {
+        let mut args = vec!["config", "--target_dir", target];
+        args.extend_from_slice(extra);
+        let out = swarm(&repo, &args, &[KEY]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find(|l| l.starts_with("sandbox"))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let from_file = sandbox_line(&[]);
+    assert!(
+        from_file.contains("on: memory 2048 MiB, files unlimited, 64 processes")
+            && from_file.contains(&format!("also readable: {target}/data"))
+            && from_file.contains(".swarm.toml"),
+        "{from_file}"
+    );
+    let off = sandbox_line(&["--no-sandbox"]);
+    assert!(
+        off.contains("off: environment allow-list and parent-death signal only")
+            && off.contains("flag --no-sandbox"),
+        "{off}"
+    );
+}
+
+#[test]
 fn a_folder_outside_any_repository_gets_one() {
     let repo = TestRepo::empty();
     repo.write("calc.py", "def add(a, b):\n    return a + b\n");
