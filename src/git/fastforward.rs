@@ -181,45 +181,19 @@ impl Repo {
                         first_lines(&output.stderr)
                     )
                 };
-                let failed = match state {
-                    Ok(state) => {
-                        let mut found = Vec::new();
-                        if state.branch.as_deref() != Some(branch.as_str()) {
-                            found.push(format!("HEAD is no longer on {branch}"));
-                        }
-                        if &state.head != to {
-                            found.push(format!(
-                                "HEAD is at {} (expected {})",
-                                state.head.short(),
-                                to.short()
-                            ));
-                        }
-                        if !state.mismatched.is_empty() {
-                            found.push(format!(
-                                "files differ from HEAD: {}",
-                                state.mismatched.join(", ")
-                            ));
-                        }
-                        let restorable: BTreeSet<String> = tree_files(&objects, &state.head)?
-                            .into_iter()
-                            .map(|(path, _)| path)
-                            .collect();
-                        let paths: Vec<&str> = changed
-                            .iter()
-                            .map(String::as_str)
-                            .filter(|path| restorable.contains(*path))
-                            .collect();
-                        FastForward::Failed {
-                            reason: format!("{what} {}; undo ref {undo}", found.join("; ")),
-                            command: restore_command(&paths),
-                        }
-                    }
+                Ok(match state {
+                    Ok(state) => FastForward::Failed {
+                        reason: format!(
+                            "{what} {}; undo ref {undo}",
+                            state.differences(&branch, to).join("; ")
+                        ),
+                        command: restore_command(&state.restorable(&objects, &changed)?),
+                    },
                     Err(error) => FastForward::Failed {
                         reason: format!("{what} the result could not be checked: {error}"),
                         command: "git status".to_string(),
                     },
-                };
-                Ok(failed)
+                })
             }
         }
     }
@@ -270,6 +244,45 @@ impl CheckoutState {
     /// On `branch` at `commit`, with every path matching it.
     fn clean_at(&self, branch: &str, commit: &CommitId) -> bool {
         self.branch.as_deref() == Some(branch) && &self.head == commit && self.mismatched.is_empty()
+    }
+
+    /// How the checkout differs from `branch` at `commit`, one phrase each.
+    fn differences(&self, branch: &str, commit: &CommitId) -> Vec<String> {
+        let mut found = Vec::new();
+        if self.branch.as_deref() != Some(branch) {
+            found.push(format!("HEAD is no longer on {branch}"));
+        }
+        if &self.head != commit {
+            found.push(format!(
+                "HEAD is at {} (expected {})",
+                self.head.short(),
+                commit.short()
+            ));
+        }
+        if !self.mismatched.is_empty() {
+            found.push(format!(
+                "files differ from HEAD: {}",
+                self.mismatched.join(", ")
+            ));
+        }
+        found
+    }
+
+    /// Those of `changed` that HEAD has, so `git restore` can put them back.
+    fn restorable<'a>(
+        &self,
+        objects: &Repository,
+        changed: &'a [String],
+    ) -> Result<Vec<&'a str>, GitError> {
+        let in_head: BTreeSet<String> = tree_files(objects, &self.head)?
+            .into_iter()
+            .map(|(path, _)| path)
+            .collect();
+        Ok(changed
+            .iter()
+            .map(String::as_str)
+            .filter(|path| in_head.contains(*path))
+            .collect())
     }
 }
 
