@@ -44,7 +44,9 @@ const MAX_POLL: Duration = Duration::from_millis(50);
 const READER_GRACE: Duration = Duration::from_secs(2);
 
 /// Variables removed from a child's environment (besides every name that
-/// ends in one of [`SCRUBBED_SUFFIXES`]) — the deny-list for swarm's own
+/// ends in one of [`SCRUBBED_SUFFIXES`], and git's repository-selecting
+/// family [`crate::git::SCRUBBED_ENV`]: a hook that runs swarm must not make
+/// a test's own `git` calls act on the user's repository) — the deny-list for swarm's own
 /// processes (the environment probe, the bootstrap). Code under test runs in
 /// a sandbox cell, whose environment is an allow-list instead.
 pub const SCRUBBED_VARS: &[&str] = &[
@@ -59,18 +61,6 @@ pub const SCRUBBED_VARS: &[&str] = &[
     "ANTHROPIC_BASE_URL",
     "GEMINI_BASE_URL",
     "SWARM_API_KEY",
-    // git's repository-selecting family: a hook that runs swarm must not make
-    // a test's own `git` calls act on the user's repository.
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-    "GIT_CEILING_DIRECTORIES",
-    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
     // Extra pytest options from the user's shell would change what we parse.
     "PYTEST_ADDOPTS",
 ];
@@ -87,7 +77,9 @@ pub const PYTHON_VARS: &[(&str, &str)] = &[
 
 /// Whether a variable of this name is removed from a child's environment.
 pub fn is_scrubbed(name: &str) -> bool {
-    SCRUBBED_VARS.contains(&name) || SCRUBBED_SUFFIXES.iter().any(|s| name.ends_with(s))
+    SCRUBBED_VARS.contains(&name)
+        || crate::git::SCRUBBED_ENV.contains(&name)
+        || SCRUBBED_SUFFIXES.iter().any(|s| name.ends_with(s))
 }
 
 /// Why a process could not be run at all.
