@@ -59,6 +59,20 @@ pub struct FileConfig {
     pub prices: Option<BTreeMap<String, PriceConfig>>,
     /// The sandbox of the code under test.
     pub sandbox: Option<SandboxConfig>,
+    /// The model's context window in tokens (known models have a default).
+    pub context_window: Option<u64>,
+    /// Prompt allowances per request kind.
+    pub budget: Option<BudgetConfig>,
+}
+
+/// `[budget]`: how many tokens each kind of prompt may take (each capped by
+/// the context window).
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct BudgetConfig {
+    pub plan_tokens: Option<u64>,
+    pub fix_tokens: Option<u64>,
+    pub test_tokens: Option<u64>,
 }
 
 /// `[sandbox]`: what confines pytest, pylint and the import checks.

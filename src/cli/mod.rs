@@ -106,6 +106,10 @@ pub struct RunArgs {
     /// suite; the summary says what was off.
     #[arg(long)]
     pub no_sandbox: bool,
+    /// The model's context window in tokens: no request is sent past it
+    /// [default: known for common models].
+    #[arg(long, value_name = "TOKENS")]
+    pub context_window: Option<u64>,
     /// Seconds to wait while another run works on the same repository; 0 stops at once [default: 60].
     #[arg(long, value_name = "SECS")]
     pub lock_timeout: Option<u64>,

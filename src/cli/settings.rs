@@ -9,6 +9,7 @@ use crate::config::{self, Environment, FileConfig, Source, Sourced};
 use crate::error::SwarmError;
 use crate::llm::{Price, PriceTable, ProviderConfig, ProviderKind};
 use crate::orchestrator::RunConfig;
+use crate::stage::budget::{Budget, BudgetSettings};
 use crate::stage::judge::Limits;
 use crate::stage::reviewer::SizeLimits;
 use crate::tools::{ResourceLimits, SandboxPolicy};
@@ -222,6 +223,8 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
     );
     let sandbox = sandbox_policy(args, &file, fp, &target);
     row("sandbox", describe_sandbox(&sandbox.value), &sandbox.source);
+    let budget = budget_settings(args, &file, fp, &model.value)?;
+    row("budget", describe_budget(&budget.value), &budget.source);
     let lock_timeout = config::pick(args.lock_timeout, "--lock-timeout", None, None, 60);
     row(
         "lock_timeout",
@@ -321,6 +324,7 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
         cache_dir,
         lock_timeout: Duration::from_secs(lock_timeout.value),
         sandbox: sandbox.value,
+        budget: budget.value,
     };
     Ok(Resolved {
         run,
@@ -409,6 +413,56 @@ fn describe_sandbox(policy: &SandboxPolicy) -> String {
 }
 
 /// A file value with the file's path, when there is a file.
+/// The prompt allowances from `--context-window`, `context-window` and
+/// `[budget]`, checked against the model's window now, before anything runs.
+fn budget_settings(
+    args: &RunArgs,
+    file: &FileConfig,
+    fp: Option<&Path>,
+    model: &str,
+) -> Result<Sourced<BudgetSettings>, SwarmError> {
+    let window = config::pick(
+        args.context_window.map(Some),
+        "--context-window",
+        None,
+        in_file(fp, file.context_window.map(Some)),
+        None,
+    );
+    let table = file.budget.unwrap_or_default();
+    let defaults = BudgetSettings::default();
+    let settings = BudgetSettings {
+        context_window: window.value,
+        plan_tokens: table.plan_tokens.unwrap_or(defaults.plan_tokens),
+        fix_tokens: table.fix_tokens.unwrap_or(defaults.fix_tokens),
+        test_tokens: table.test_tokens.unwrap_or(defaults.test_tokens),
+    };
+    if settings.context_window == Some(0) {
+        return Err(SwarmError::invalid(
+            "context-window must be a positive number of tokens",
+        ));
+    }
+    Budget::new(&settings, model).map_err(|e| SwarmError::invalid(e.to_string()))?;
+    let source = match (&window.source, file.budget.is_some(), fp) {
+        (Source::Default, true, Some(p)) => Source::File(p.to_path_buf()),
+        (source, _, _) => source.clone(),
+    };
+    Ok(Sourced {
+        value: settings,
+        source,
+    })
+}
+
+fn describe_budget(settings: &BudgetSettings) -> String {
+    let window = settings
+        .context_window
+        .map(|w| format!("window {w} tokens"))
+        .unwrap_or_else(|| "window of the model (built-in when known)".into());
+    format!(
+        "{window}; prompts: plan {}, fix {}, tests {} tokens",
+        settings.plan_tokens, settings.fix_tokens, settings.test_tokens
+    )
+}
+
 fn in_file<T>(fp: Option<&Path>, v: Option<T>) -> Option<(T, &Path)> {
     v.and_then(|v| fp.map(|p| (v, p)))
 }

@@ -20,6 +20,7 @@ mod replay;
 mod reply;
 mod retry;
 mod utf8;
+mod window;
 
 pub use anthropic::AnthropicChat;
 pub use cassette::{Cassette, Interaction, RecordedResponse, Recorder};
@@ -29,6 +30,7 @@ pub use price::{price_for, Price, PriceTable};
 pub use replay::ReplayModel;
 pub use reply::{estimate_tokens, is_empty_reply, looks_like_refusal};
 pub use retry::{RetryPolicy, DEFAULT_ATTEMPT_TIMEOUT};
+pub use window::{budget_tokens, context_window_for, prompt_tokens, Windowed};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -236,6 +238,19 @@ pub enum LlmError {
     NotUtf8 { provider: String, detail: String },
     #[error("replay: {0}")]
     Replay(String),
+    /// A request the model's context window cannot hold, refused before
+    /// sending (see [`Windowed`]).
+    #[error(
+        "{model}: a request of about {prompt} prompt tokens plus {reply} reply tokens does not fit \
+         the context window of {window} tokens, so it was not sent; declare a bigger \
+         `context-window` if the model has one, or use a model with a larger window"
+    )]
+    OverWindow {
+        model: String,
+        prompt: u64,
+        reply: u32,
+        window: u64,
+    },
 }
 
 impl LlmError {

@@ -17,8 +17,9 @@ use crate::analysis::Severity;
 use crate::cancel::Cancel;
 use crate::error::SwarmError;
 use crate::git::RunWorkspace;
-use crate::llm::{ChatModel, PriceTable, Usage};
+use crate::llm::{ChatModel, PriceTable, Usage, Windowed};
 use crate::log::{Event, EventSink};
+use crate::stage::budget::{Budget, BudgetSettings};
 use crate::stage::judge::{self, Limits, Snapshot};
 use crate::stage::planner::Plan;
 use crate::stage::prompt::PastAttempt;
@@ -57,6 +58,8 @@ pub struct RunConfig {
     /// What confines pytest, pylint and the import checks (`writable` is
     /// filled in with the run's worktree).
     pub sandbox: SandboxPolicy,
+    /// Prompt allowances and the declared context window.
+    pub budget: BudgetSettings,
 }
 
 /// What every stage call of a run shares: settings, the model, where to
@@ -72,6 +75,8 @@ pub(crate) struct RunContext<'a> {
     /// What every tool process of the run is confined by.
     pub sandbox: &'a Sandbox,
     pub root: &'a std::path::Path,
+    /// How big each kind of request may be.
+    pub budget: &'a Budget,
 }
 
 /// What the run knows while it loops.
@@ -123,6 +128,12 @@ pub async fn run(
     events: &dyn EventSink,
     cancel: &Cancel,
 ) -> Result<Summary, SwarmError> {
+    let budget = Budget::new(&config.budget, model.model())
+        .map_err(|e| SwarmError::invalid(e.to_string()))?;
+    let model: Arc<dyn ChatModel> = match budget.window {
+        Some(window) => Arc::new(Windowed::new(model, window)),
+        None => model,
+    };
     let mut opened = setup::open(config, events, cancel)?;
     let (mut ws, sandbox) = setup::start_workspace(config, &opened, events)?;
     let safety = Safety::new(sandbox.report(), crate::harden::report());
@@ -150,6 +161,7 @@ pub async fn run(
         env: &opened.env,
         sandbox: &sandbox,
         root: &root,
+        budget: &budget,
     };
     let scope = std::mem::take(&mut opened.scope);
     let run_id = scope.run_id.clone();
@@ -218,6 +230,7 @@ async fn drive(
         env,
         sandbox,
         root,
+        ..
     } = *cx;
     let metrics = auditor::measure_files(root, &files);
     rec.metrics(&metrics)?;

@@ -11,13 +11,14 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::record::Recorder;
-use super::{RunConfig, RunContext, RunState, StopReason};
+use super::{RunContext, RunState, StopReason};
 use crate::cancel::Cancel;
 use crate::error::SwarmError;
 use crate::git::RunWorkspace;
 use crate::llm::LlmError;
 use crate::log::{Action, Agent, Event};
 use crate::patch::ReplyContext;
+use crate::stage::budget::Allowance;
 use crate::stage::executor::{self, AttemptRecord};
 use crate::stage::fixer::{self, Proposal};
 use crate::stage::judge;
@@ -66,6 +67,7 @@ struct FixJob {
     history: Vec<PastAttempt>,
     max_changed_lines: usize,
     max_changed_bytes: usize,
+    allowance: Allowance,
 }
 
 impl FixJob {
@@ -80,6 +82,7 @@ impl FixJob {
             history: &self.history,
             max_changed_lines: self.max_changed_lines,
             max_changed_bytes: self.max_changed_bytes,
+            allowance: self.allowance,
         }
     }
 }
@@ -116,7 +119,8 @@ fn choose_files(state: &RunState, root: &Path) -> Vec<String> {
     files
 }
 
-fn job_for(state: &RunState, config: &RunConfig, root: &Path, file: &str) -> FixJob {
+fn job_for(cx: &RunContext<'_>, state: &RunState, file: &str) -> FixJob {
+    let (config, root) = (cx.config, cx.root);
     let read = |p: &str| crate::stage::read_source_text(root, p);
     let failing: Vec<TestCase> = state
         .best
@@ -160,6 +164,7 @@ fn job_for(state: &RunState, config: &RunConfig, root: &Path, file: &str) -> Fix
         history: state.history.get(file).cloned().unwrap_or_default(),
         max_changed_lines: config.size_limits.for_severity(severity),
         max_changed_bytes: config.size_limits.bytes_for_severity(severity),
+        allowance: cx.budget.fix,
     }
 }
 
@@ -195,7 +200,7 @@ pub(crate) async fn run_round(
     let permits = Arc::new(Semaphore::new(config.jobs.max(1)));
     let mut set: JoinSet<ProposalResult> = JoinSet::new();
     for (index, file) in files.iter().enumerate() {
-        let job = job_for(state, config, root, file);
+        let job = job_for(cx, state, file);
         let model = Arc::clone(model);
         let ctx = ReplyContext {
             target_prefix: state.target_rel.clone(),

@@ -406,6 +406,7 @@ mod tests {
             history: &[],
             max_changed_lines: 40,
             max_changed_bytes: 4_800,
+            allowance: crate::stage::budget::Budget::default().fix,
         }
     }
 

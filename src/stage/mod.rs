@@ -2,6 +2,7 @@
 //! none prints and none calls another — the orchestrator wires them.
 
 pub mod auditor;
+pub mod budget;
 pub mod executor;
 pub mod fixer;
 pub mod judge;

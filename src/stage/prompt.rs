@@ -3,14 +3,13 @@
 
 use std::fmt::Write as _;
 
+use super::budget::Allowance;
 use crate::analysis::FileMetrics;
 use crate::llm::{ChatMessage, ChatRequest, Role};
 use crate::tools::{LintMessage, TestCase};
 
 /// Output budget of a plan request.
 const PLAN_MAX_TOKENS: u32 = 4096;
-/// Output budget of a fix request.
-const FIX_MAX_TOKENS: u32 = 8192;
 /// How much of one file the plan prompt shows.
 const PLAN_FILE_CHARS: usize = 12_000;
 /// How much of all files the plan prompt shows.
@@ -134,6 +133,8 @@ pub struct FixInput<'a> {
     pub max_changed_lines: usize,
     /// The byte limit of a change to this file.
     pub max_changed_bytes: usize,
+    /// How big the prompt may be and the reply limit to ask for.
+    pub allowance: Allowance,
 }
 
 impl FixInput<'_> {
@@ -195,7 +196,7 @@ pub fn fix_request(input: &FixInput<'_>) -> ChatRequest {
     ChatRequest {
         system: FIX_SYSTEM.into(),
         messages: vec![user(p)],
-        max_output_tokens: FIX_MAX_TOKENS,
+        max_output_tokens: input.allowance.reply_tokens,
         temperature: 0.2,
     }
 }
@@ -329,6 +330,7 @@ mod tests {
             history,
             max_changed_lines: 40,
             max_changed_bytes: 4_800,
+            allowance: crate::stage::budget::Budget::default().fix,
         }
     }
 
