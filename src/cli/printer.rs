@@ -72,6 +72,13 @@ impl Printer {
             ),
             format!("  branch:   {}  (inspect: {})", s.branch, s.inspect),
         ];
+        let c = &s.coverage;
+        if c.summarised + c.not_reached > 0 {
+            out.push(format!(
+                "  files:    {} of {} looked at in depth, {} summarised, {} not reached ({} plan(s))",
+                c.in_depth, c.source_files, c.summarised, c.not_reached, c.plans
+            ));
+        }
         if let Some(check) = s.final_check.as_ref().filter(|c| !c.passed) {
             out.push(format!(
                 "  check:    FAILED with the base commit's tests and test configuration — {}; not delivered",

@@ -104,6 +104,7 @@ pub(crate) fn deliver(
         accepted: state.accepted,
         commits: state.commits.clone(),
         tokens: state.spend,
+        coverage: state.coverage.summary(),
         delivery,
         inspect: format!("git log {branch}"),
         log_file: config.log_file.display().to_string(),

@@ -3,6 +3,7 @@
 //! the best state, and delivers it. Stages are called here and nowhere else.
 
 mod deliver;
+mod plan;
 mod record;
 mod round;
 mod setup;
@@ -13,18 +14,18 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::analysis::Severity;
+use crate::analysis::{FileMetrics, Severity};
 use crate::cancel::Cancel;
 use crate::error::SwarmError;
 use crate::git::RunWorkspace;
 use crate::llm::{ChatModel, PriceTable, Usage, Windowed};
 use crate::log::{Event, EventSink};
+use crate::stage::auditor;
 use crate::stage::budget::{Budget, BudgetSettings};
-use crate::stage::judge::{self, Limits, Snapshot};
+use crate::stage::judge::{Limits, Snapshot};
 use crate::stage::planner::Plan;
 use crate::stage::prompt::PastAttempt;
 use crate::stage::reviewer::SizeLimits;
-use crate::stage::{auditor, prompt};
 use crate::tools::{PythonEnv, Sandbox, SandboxPolicy};
 use record::Recorder;
 pub use summary::{Delivery, Safety, Spend, StopReason, Summary, TestCount};
@@ -87,8 +88,12 @@ pub(crate) struct RunState {
     pub files: Vec<String>,
     /// Submodules under the target, target-relative: not ours to change.
     pub submodules: Vec<String>,
+    /// The audit's metrics of each file (the plan's ranking reads them).
+    pub metrics: BTreeMap<String, FileMetrics>,
     pub severities: BTreeMap<String, Severity>,
     pub plan: Plan,
+    /// What plans and Fixer prompts have looked at.
+    pub coverage: plan::Coverage,
     pub baseline: Snapshot,
     pub best: Snapshot,
     pub history: BTreeMap<String, Vec<PastAttempt>>,
@@ -232,78 +237,34 @@ async fn drive(
         root,
         ..
     } = *cx;
-    let metrics = auditor::measure_files(root, &files);
-    rec.metrics(&metrics)?;
-    let baseline = tokio::task::block_in_place(|| {
-        judge::measure(env, sandbox, root, &files, config.limits, cancel, None)
+    let audit = tokio::task::block_in_place(|| {
+        auditor::audit(env, sandbox, root, files, config.limits, cancel)
     })?;
-    rec.measurement(crate::log::Agent::Auditor, &baseline, None)?;
-    let snapshot = baseline.snapshot;
+    rec.metrics(&audit.metrics)?;
+    rec.measurement(crate::log::Agent::Auditor, &audit.baseline, None)?;
+    let snapshot = audit.baseline.snapshot;
     for note in &snapshot.lint.notes {
         events.emit(Event::Notice {
             message: format!("pylint: {note}"),
         });
     }
     events.emit(Event::Audited {
-        files: files.len(),
+        files: audit.files.len(),
         tests_passed: snapshot.counts().0,
         tests_total: snapshot.counts().1,
         no_tests: !snapshot.has_tests(),
         pylint: snapshot.pylint,
     });
-    let severities: BTreeMap<String, Severity> = files
-        .iter()
-        .map(|f| {
-            let lint = auditor::lint_for(&snapshot.lint.messages, f);
-            (f.clone(), auditor::severity(metrics.get(f), &lint))
-        })
-        .collect();
-
-    let texts: BTreeMap<String, String> = files
-        .iter()
-        .filter(|f| !crate::stage::is_test_path(f))
-        .filter_map(|f| crate::stage::read_source_text(root, f).map(|text| (f.clone(), text)))
-        .collect();
-    let failing = snapshot
-        .tests
-        .as_ref()
-        .map(|t| t.failing.clone())
-        .unwrap_or_default();
-    let plan_input = prompt::PlanInput {
-        files: texts
-            .iter()
-            .filter_map(|(f, text)| {
-                let m = metrics.get(f)?;
-                Some((
-                    f.as_str(),
-                    text.as_str(),
-                    m,
-                    auditor::lint_for(&snapshot.lint.messages, f),
-                ))
-            })
-            .collect(),
-        pylint_score: snapshot.pylint,
-        tests_summary: snapshot.describe(),
-        failing: &failing,
-    };
-    let request = prompt::plan_request(&plan_input);
-    let (call, reply) =
-        round::cancellable(cancel, crate::stage::call_model(model.as_ref(), request)).await?;
-    rec.model_call(
-        crate::log::Agent::Auditor,
-        crate::log::Action::CodeAnalysis,
-        &call,
-        None,
-        None,
-    )?;
     let mut state = RunState {
         run_id,
         model_id: model.model().to_string(),
         target_rel,
-        files,
+        files: audit.files,
         submodules,
-        severities,
+        metrics: audit.metrics,
+        severities: audit.severities,
         plan: Plan::default(),
+        coverage: plan::Coverage::default(),
         baseline: snapshot.clone(),
         best: snapshot,
         history: BTreeMap::new(),
@@ -315,27 +276,22 @@ async fn drive(
         touched: BTreeSet::new(),
         spend: Spend::default(),
     };
-    let reply = match reply {
-        Ok(r) => r,
-        Err(e) => {
-            events.emit(Event::Notice {
-                message: format!("the model could not write the plan: {e}"),
-            });
-            return Ok((state, StopReason::ModelFailure));
-        }
-    };
-    state.add_usage(&reply.usage, &config.prices);
-    let source_files: Vec<String> = texts.keys().cloned().collect();
-    state.plan = Plan::parse(&reply.text, &source_files);
-    state.pending_plan = state.plan.items.keys().map(|f| (f.clone(), 0)).collect();
-    events.emit(Event::Planned {
-        files: state.plan.items.keys().cloned().collect(),
-    });
+    if let Some(stop) = plan::plan_batch(cx, rec, &mut state).await? {
+        return Ok((state, stop));
+    }
 
     let mut idle_rounds = 0;
     let stop = loop {
         if cancel.is_cancelled() {
             break StopReason::Interrupted;
+        }
+        let more = state.pending_plan.is_empty()
+            && state.iterations < config.max_iterations
+            && state.coverage.wants_batch(state.iterations);
+        if more && !over_budget(config, &state.spend) {
+            if let Some(stop) = plan::plan_batch(cx, rec, &mut state).await? {
+                break stop;
+            }
         }
         if state.is_done() {
             break StopReason::Green;

@@ -163,6 +163,45 @@ impl<'a> Recorder<'a> {
         self.write(e)
     }
 
+    /// What a plan request shows: the files in full and why, how many only
+    /// as a line or a count, and its size against the allowance.
+    pub fn plan_selection(
+        &mut self,
+        selection: &crate::stage::planner::Selection,
+    ) -> Result<(), SwarmError> {
+        /// Names of summarised files kept in the entry.
+        const NAMED: usize = 200;
+        let e = self
+            .entry(
+                Agent::Auditor,
+                Action::CodeAnalysis,
+                format!(
+                    "plan {} context: {} file(s) in full, {} as one line, {} counted per folder",
+                    selection.batch,
+                    selection.in_full.len(),
+                    selection.summarised.len(),
+                    selection.counted_files()
+                ),
+                format!(
+                    "about {} of {} prompt tokens",
+                    selection.prompt_tokens, selection.allowance_tokens
+                ),
+            )
+            .detail("kind", "plan_selection")
+            .detail("batch", selection.batch)
+            .detail("in_full", json!(selection.in_full))
+            .detail(
+                "summarised",
+                json!(selection.summarised.iter().take(NAMED).collect::<Vec<_>>()),
+            )
+            .detail("summarised_count", selection.summarised.len())
+            .detail("counted", json!(selection.counted))
+            .detail("counted_count", selection.counted_files())
+            .detail("prompt_tokens", selection.prompt_tokens)
+            .detail("allowance_tokens", selection.allowance_tokens);
+        self.write(e)
+    }
+
     /// One model call with its exact prompt and raw reply.
     pub fn model_call(
         &mut self,

@@ -102,7 +102,18 @@ fn choose_files(state: &RunState, root: &Path) -> Vec<String> {
         .map(|c| c.problems.iter().map(|(p, _)| p.clone()).collect())
         .unwrap_or_default();
     let mut planned: Vec<&String> = state.pending_plan.keys().collect();
-    planned.sort_by_key(|f| std::cmp::Reverse(state.severities.get(*f).copied()));
+    // Most urgent first: the evidence ranking of the last plan, then severity.
+    planned.sort_by_key(|f| {
+        (
+            state
+                .coverage
+                .urgency
+                .get(*f)
+                .copied()
+                .unwrap_or(usize::MAX),
+            std::cmp::Reverse(state.severities.get(*f).copied()),
+        )
+    });
     others.extend(planned.into_iter().cloned());
     let read = |p: &str| crate::stage::read_source_text(root, p);
     let mut files = fixer::implicated_files(&failing, &state.files, &read, &others);
@@ -200,6 +211,7 @@ pub(crate) async fn run_round(
     let permits = Arc::new(Semaphore::new(config.jobs.max(1)));
     let mut set: JoinSet<ProposalResult> = JoinSet::new();
     for (index, file) in files.iter().enumerate() {
+        state.coverage.in_depth.insert(file.clone());
         let job = job_for(cx, state, file);
         let model = Arc::clone(model);
         let ctx = ReplyContext {

@@ -38,6 +38,21 @@ pub struct Spend {
     pub calls: u32,
 }
 
+/// How much of the target the run looked at.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Coverage {
+    /// Python files of the target that are not tests.
+    pub source_files: usize,
+    /// Shown in full (or in excerpts) to a plan or to the Fixer.
+    pub in_depth: usize,
+    /// Shown to a plan as one line only.
+    pub summarised: usize,
+    /// Only counted per folder, or never shown.
+    pub not_reached: usize,
+    /// Plan requests sent (more than one when the repository needed batches).
+    pub plans: u32,
+}
+
 /// What happened to the user's branch.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
@@ -81,6 +96,8 @@ pub struct Summary {
     pub accepted: u32,
     pub commits: Vec<String>,
     pub tokens: Spend,
+    /// How much of the target was looked at in depth, summarised, or not reached.
+    pub coverage: Coverage,
     pub delivery: Delivery,
     pub inspect: String,
     pub log_file: String,

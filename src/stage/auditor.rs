@@ -1,12 +1,64 @@
 //! The Auditor: finds the target's Python files, measures them (tree-sitter
-//! metrics), and takes the baseline (pytest, pylint) through the Judge's
-//! measurement. The plan itself is the planner's.
+//! metrics), takes the baseline (pytest, pylint) through the Judge's
+//! measurement, and grades each file's severity. What the plan shows of all
+//! this is the Planner's business.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use super::judge::{self, Limits, Measurement};
 use crate::analysis::{self, FileMetrics, Severity};
-use crate::tools::LintMessage;
+use crate::cancel::Cancel;
+use crate::tools::{LintMessage, PythonEnv, Sandbox, ToolError};
+
+/// What the audit found.
+pub struct Audit {
+    /// The target's Python files, target-relative, sorted.
+    pub files: Vec<String>,
+    /// Metrics of every file that could be read.
+    pub metrics: BTreeMap<String, FileMetrics>,
+    /// pytest (or import checks) and pylint of the starting state.
+    pub baseline: Measurement,
+    /// Each file's severity: its metrics', raised by pylint errors.
+    pub severities: BTreeMap<String, Severity>,
+}
+
+impl Audit {
+    /// The files that are not tests.
+    pub fn sources(&self) -> Vec<String> {
+        self.files
+            .iter()
+            .filter(|f| !super::is_test_path(f))
+            .cloned()
+            .collect()
+    }
+}
+
+/// Audits `files` (target-relative) in `root`: metrics, then the baseline.
+pub fn audit(
+    env: &PythonEnv,
+    sandbox: &Sandbox,
+    root: &Path,
+    files: Vec<String>,
+    limits: Limits,
+    cancel: &Cancel,
+) -> Result<Audit, ToolError> {
+    let metrics = measure_files(root, &files);
+    let baseline = judge::measure(env, sandbox, root, &files, limits, cancel, None)?;
+    let severities = files
+        .iter()
+        .map(|f| {
+            let lint = lint_for(&baseline.snapshot.lint.messages, f);
+            (f.clone(), severity(metrics.get(f), &lint))
+        })
+        .collect();
+    Ok(Audit {
+        files,
+        metrics,
+        baseline,
+        severities,
+    })
+}
 
 /// Folders never treated as the project's own code.
 const SKIPPED_DIRS: &[&str] = &[

@@ -281,12 +281,12 @@ pub fn failures_for<'a>(
 }
 
 /// The test module of a case (`tests/test_x.py` of `tests/test_x.py::test_y`).
-fn test_module(case: &TestCase) -> Option<&str> {
+pub(crate) fn test_module(case: &TestCase) -> Option<&str> {
     case.id.split("::").next().filter(|f| f.ends_with(".py"))
 }
 
 /// Whether a case's message or traceback names `file` (target-relative).
-fn traceback_mentions(case: &TestCase, file: &str) -> bool {
+pub(crate) fn traceback_mentions(case: &TestCase, file: &str) -> bool {
     static PATH: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
     let re = PATH.get_or_init(|| Regex::new(r"([A-Za-z0-9_./\\-]+\.py)").expect("static regex"));
     [case.message.as_deref(), case.details.as_deref()]
@@ -298,7 +298,7 @@ fn traceback_mentions(case: &TestCase, file: &str) -> bool {
 }
 
 /// Whether `modules` (from [`imported_modules`]) include the module of `file`.
-fn imports(modules: &[String], file: &str) -> bool {
+pub(crate) fn imports(modules: &[String], file: &str) -> bool {
     let stem = file.trim_end_matches(".py").trim_end_matches("/__init__");
     modules.iter().any(|module| {
         let as_path = module.replace('.', "/");
@@ -308,7 +308,7 @@ fn imports(modules: &[String], file: &str) -> bool {
 
 /// Modules named by `import x.y` and `from x.y import z` (and `from x import y`
 /// as `x.y`, which may be a submodule).
-fn imported_modules(text: &str) -> Vec<String> {
+pub(crate) fn imported_modules(text: &str) -> Vec<String> {
     static IMPORT: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
     let re = IMPORT.get_or_init(|| {
         Regex::new(r"(?m)^\s*(?:from\s+([\w.]+)\s+import\s+([\w, ]+)|import\s+([\w.]+))")

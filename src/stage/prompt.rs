@@ -4,20 +4,8 @@
 use std::fmt::Write as _;
 
 use super::budget::Allowance;
-use crate::analysis::FileMetrics;
 use crate::llm::{ChatMessage, ChatRequest, Role};
 use crate::tools::{LintMessage, TestCase};
-
-/// Output budget of a plan request.
-const PLAN_MAX_TOKENS: u32 = 4096;
-/// How much of one file the plan prompt shows.
-const PLAN_FILE_CHARS: usize = 12_000;
-/// How much of all files the plan prompt shows.
-const PLAN_TOTAL_CHARS: usize = 60_000;
-
-const PLAN_SYSTEM: &str = "You are the Auditor of swarm, an automated refactoring tool for Python \
-projects. You read static analysis results, test results and source code, and write a precise, \
-actionable refactoring plan in Markdown. You never write code in the plan; the Fixer does that later.";
 
 const FIX_SYSTEM: &str = "You are the Fixer of swarm, an automated refactoring tool for Python \
 projects. You fix bugs so that the project's tests pass, and you clean up code (names, docstrings, \
@@ -25,87 +13,6 @@ simpler logic) without changing tested behaviour. You answer with a unified diff
 current text of the file you are given, in a ```diff fenced block, with `--- a/<path>` and \
 `+++ b/<path>` headers and enough unchanged context lines (3) for every hunk to be located. You \
 never modify test files. You keep each change small and focused.";
-
-/// What the plan prompt is built from.
-pub struct PlanInput<'a> {
-    /// Target-relative path, text, metrics and pylint messages of each file.
-    pub files: Vec<(&'a str, &'a str, &'a FileMetrics, Vec<&'a LintMessage>)>,
-    pub pylint_score: Option<f64>,
-    /// `3/6 passed` or a no-tests description.
-    pub tests_summary: String,
-    pub failing: &'a [TestCase],
-}
-
-/// The Auditor's request for a refactoring plan.
-pub fn plan_request(input: &PlanInput<'_>) -> ChatRequest {
-    let mut p = String::new();
-    p.push_str("Write a refactoring plan for this Python project.\n\n");
-    let score = input
-        .pylint_score
-        .map(|s| format!("{s:.2}/10"))
-        .unwrap_or_else(|| "none".into());
-    let _ = writeln!(
-        p,
-        "## Facts\n- pylint score: {score}\n- tests: {}",
-        input.tests_summary
-    );
-    if !input.failing.is_empty() {
-        p.push_str("\n## Failing tests\n");
-        for case in input.failing.iter().take(20) {
-            let _ = writeln!(
-                p,
-                "- `{}`: {}",
-                case.id,
-                stable(&one_line(case.message.as_deref()))
-            );
-        }
-    }
-    p.push_str("\n## Files\n");
-    let mut budget = PLAN_TOTAL_CHARS;
-    for (path, text, metrics, lint) in &input.files {
-        let _ =
-            writeln!(
-            p,
-            "\n### {path}\nlines of code: {}, functions: {}, max complexity: {}, severity: {:?}{}",
-            metrics.loc,
-            metrics.functions.len(),
-            metrics.functions.iter().map(|f| f.complexity).max().unwrap_or(0),
-            metrics.severity,
-            if metrics.hotspots.is_empty() {
-                String::new()
-            } else {
-                format!(", hotspots: {}", metrics.hotspots.join(", "))
-            }
-        );
-        if !metrics.syntax_errors.is_empty() {
-            let _ = writeln!(p, "syntax errors at lines: {:?}", metrics.syntax_errors);
-        }
-        for m in lint.iter().take(30) {
-            let _ = writeln!(
-                p,
-                "- pylint {} ({}) line {}: {}",
-                m.message_id, m.symbol, m.line, m.message
-            );
-        }
-        let shown = clip(text, PLAN_FILE_CHARS.min(budget));
-        budget = budget.saturating_sub(shown.len());
-        let _ = writeln!(p, "```python\n{shown}\n```");
-    }
-    p.push_str(
-        "\n## What to write\nA Markdown document:\n\
-         # Refactoring plan\n## Summary\n(two to five sentences)\n\
-         then one section per file that needs work, headed `## <path>` with the path exactly as above, \
-         listing issues as bullets, each with **Type** (bug, style, complexity, docs), **Severity** \
-         (low, medium, high), **Location** (function and line), **Description** and **Suggested fix**. \
-         Put bugs that make tests fail first. Do not plan changes to test files.\n",
-    );
-    ChatRequest {
-        system: PLAN_SYSTEM.into(),
-        messages: vec![user(p)],
-        max_output_tokens: PLAN_MAX_TOKENS,
-        temperature: 0.2,
-    }
-}
 
 /// One earlier attempt on a file, as the Fixer remembers it.
 #[derive(Clone, Debug)]

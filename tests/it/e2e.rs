@@ -222,6 +222,7 @@ fn fixes_a_project_without_tests() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("NOT verified by tests"));
 }
 
+mod budget;
 mod delivery;
 mod failures;
 mod hooks;

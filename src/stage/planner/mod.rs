@@ -1,7 +1,31 @@
-//! The plan: asks the model for the Markdown refactoring plan and splits it
-//! into the items of each file.
+//! The Planner: ranks the files by evidence ([`evidence`]), builds the plan
+//! request within its allowance ([`request`]), asks the model, and splits
+//! the Markdown plan into the items of each file. A repository with more
+//! files in need of work than one plan can show is planned in batches: the
+//! orchestrator asks for the next batch once the last one is worked off.
+
+pub mod evidence;
+pub mod request;
 
 use std::collections::BTreeMap;
+
+pub use evidence::{rank, Facts, Ranked, Reason};
+pub use request::{plan_request, PlanInput, PlanTooBig, Selection, Shown};
+
+use super::{call_model, ModelCall};
+use crate::llm::{ChatModel, ChatRequest, ChatResponse, LlmError};
+
+/// Asks the model for a plan: the call for the log, and the reply with the
+/// plan read from it (split over the known `files`).
+pub async fn ask(
+    model: &dyn ChatModel,
+    request: ChatRequest,
+    files: &[String],
+) -> (ModelCall, Result<(Plan, ChatResponse), LlmError>) {
+    let (call, reply) = call_model(model, request).await;
+    let planned = reply.map(|r| (Plan::parse(&r.text, files), r));
+    (call, planned)
+}
 
 /// The refactoring plan and its per-file sections.
 #[derive(Clone, Debug, Default)]
@@ -12,6 +36,19 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// Adds a later batch's plan: its Markdown after this one's, its items
+    /// after this one's items for the same file.
+    pub fn extend(&mut self, later: Plan) {
+        if !self.markdown.is_empty() {
+            self.markdown.push_str("\n\n");
+        }
+        self.markdown.push_str(&later.markdown);
+        for (file, text) in later.items {
+            let entry = self.items.entry(file).or_default();
+            entry.push_str(&text);
+        }
+    }
+
     /// Splits `markdown` into sections for the known `files`: a heading that
     /// names a file starts its section, the next heading of the same or a
     /// higher level ends it.

@@ -1,0 +1,173 @@
+//! Planning in batches: each plan request shows what the evidence ranks
+//! highest within the plan allowance; when a plan's files are worked off
+//! and files the evidence says need work were never shown in full, the
+//! next batch is planned (within the iteration limit). What each plan
+//! showed is logged, and the run's coverage goes into the summary.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::record::Recorder;
+use super::round::cancellable;
+use super::{RunContext, RunState, StopReason};
+use crate::error::SwarmError;
+use crate::log::{Action, Agent, Event};
+use crate::stage::planner::{self, Facts, PlanInput, Selection};
+
+/// What the run's plans and Fixer prompts have looked at.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Coverage {
+    /// Source files of the target.
+    pub sources: usize,
+    /// Shown in full to a plan, or to the Fixer.
+    pub in_depth: BTreeSet<String>,
+    /// Shown in full to a plan (a later batch only names them).
+    pub planned: BTreeSet<String>,
+    /// Shown to a plan as one line only.
+    pub summarised: BTreeSet<String>,
+    /// Source files the evidence says need work.
+    pub needs_work: BTreeSet<String>,
+    /// Plan requests sent.
+    pub batches: u32,
+    /// The last batch showed nothing new: no further batch helps.
+    pub exhausted: bool,
+    /// The round count when the last batch was planned (one batch per round).
+    pub last_round: u32,
+    /// Each source file's place in the last evidence ranking (0 = most urgent).
+    pub urgency: BTreeMap<String, usize>,
+}
+
+impl Coverage {
+    /// Files that need work and no plan has shown in full yet.
+    fn unplanned_needs(&self) -> usize {
+        self.needs_work.difference(&self.planned).count()
+    }
+
+    /// Whether another plan batch is worth asking for after `rounds`
+    /// rounds: files in need of work were never shown in full, the last
+    /// batch showed something new, and a round ran since it.
+    pub fn wants_batch(&self, rounds: u32) -> bool {
+        !self.exhausted && rounds > self.last_round && self.unplanned_needs() > 0
+    }
+
+    /// For the summary.
+    pub fn summary(&self) -> super::summary::Coverage {
+        let in_depth = self.in_depth.len();
+        let summarised = self.summarised.difference(&self.in_depth).count();
+        super::summary::Coverage {
+            source_files: self.sources,
+            in_depth,
+            summarised,
+            not_reached: self.sources.saturating_sub(in_depth + summarised),
+            plans: self.batches,
+        }
+    }
+}
+
+/// Asks for the next plan batch and folds it into the state. `Some` stop
+/// reason when the model could not write it; `Err` (exit 1) when not even
+/// the essentials fit the plan allowance.
+pub(crate) async fn plan_batch(
+    cx: &RunContext<'_>,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+) -> Result<Option<StopReason>, SwarmError> {
+    let root = cx.root;
+    let read = |path: &str| crate::stage::read_source_text(root, path);
+    let sources: Vec<String> = state
+        .files
+        .iter()
+        .filter(|f| !crate::stage::is_test_path(f))
+        .cloned()
+        .collect();
+    let failing = state
+        .best
+        .tests
+        .as_ref()
+        .map(|t| t.failing.clone())
+        .unwrap_or_default();
+    let facts = Facts {
+        sources: &sources,
+        metrics: &state.metrics,
+        lint: &state.best.lint.messages,
+        failing: &failing,
+        read: &read,
+    };
+    let ranked = planner::rank(&facts);
+    state.coverage.sources = sources.len();
+    state.coverage.urgency = ranked
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.path.clone(), i))
+        .collect();
+    state.coverage.needs_work.extend(
+        ranked
+            .iter()
+            .filter(|r| r.needs_work())
+            .map(|r| r.path.clone()),
+    );
+    let input = PlanInput {
+        ranked: &ranked,
+        metrics: &state.metrics,
+        lint: &state.best.lint.messages,
+        read: &read,
+        pylint_score: state.best.pylint,
+        tests_summary: state.best.describe(),
+        failing: &failing,
+        planned: &state.coverage.planned,
+        batch: state.coverage.batches + 1,
+        allowance: cx.budget.plan,
+    };
+    let (request, selection) =
+        planner::plan_request(&input).map_err(|e| SwarmError::invalid(e.to_string()))?;
+    rec.plan_selection(&selection)?;
+    note_selection(&mut state.coverage, &selection, state.iterations);
+    let (call, reply) = cancellable(
+        cx.cancel,
+        planner::ask(cx.model.as_ref(), request, &sources),
+    )
+    .await?;
+    rec.model_call(Agent::Auditor, Action::CodeAnalysis, &call, None, None)?;
+    let (plan, reply) = match reply {
+        Ok(planned) => planned,
+        Err(e) => {
+            cx.events.emit(Event::Notice {
+                message: format!("the model could not write the plan: {e}"),
+            });
+            return Ok(Some(StopReason::ModelFailure));
+        }
+    };
+    state.add_usage(&reply.usage, &cx.config.prices);
+    let new: Vec<String> = plan
+        .items
+        .keys()
+        .filter(|f| !state.plan.items.contains_key(*f))
+        .cloned()
+        .collect();
+    for file in &new {
+        state.pending_plan.insert(file.clone(), 0);
+    }
+    state.plan.extend(plan);
+    cx.events.emit(Event::Planned { files: new });
+    Ok(None)
+}
+
+/// Records what a plan showed in the run's coverage.
+fn note_selection(coverage: &mut Coverage, selection: &Selection, round: u32) {
+    coverage.batches += 1;
+    coverage.last_round = round;
+    let fresh = selection
+        .in_full
+        .iter()
+        .filter(|s| !coverage.planned.contains(&s.path))
+        .count();
+    for shown in &selection.in_full {
+        coverage.planned.insert(shown.path.clone());
+        coverage.in_depth.insert(shown.path.clone());
+    }
+    coverage
+        .summarised
+        .extend(selection.summarised.iter().cloned());
+    if fresh == 0 {
+        coverage.exhausted = true;
+    }
+}
