@@ -171,3 +171,50 @@ fn note_selection(coverage: &mut Coverage, selection: &Selection, round: u32) {
         coverage.exhausted = true;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stage::planner::Shown;
+
+    fn shown(paths: &[&str]) -> Selection {
+        Selection {
+            in_full: paths
+                .iter()
+                .map(|p| Shown {
+                    path: p.to_string(),
+                    why: vec![],
+                    partial: false,
+                })
+                .collect(),
+            summarised: vec!["quiet.py".into()],
+            ..Selection::default()
+        }
+    }
+
+    #[test]
+    fn batches_follow_unplanned_needs_once_per_round_until_nothing_new_is_shown() {
+        let mut coverage = Coverage {
+            sources: 4,
+            needs_work: ["a.py", "b.py"].iter().map(|s| s.to_string()).collect(),
+            ..Coverage::default()
+        };
+        note_selection(&mut coverage, &shown(&["a.py"]), 0);
+        assert!(!coverage.wants_batch(0), "no round ran since the plan");
+        assert!(coverage.wants_batch(1), "b.py was never shown in full");
+        note_selection(&mut coverage, &shown(&["b.py"]), 1);
+        assert!(!coverage.wants_batch(5), "everything in need was planned");
+        coverage.needs_work.insert("c.py".into());
+        note_selection(&mut coverage, &shown(&["a.py"]), 2);
+        assert!(
+            coverage.exhausted,
+            "a batch that shows nothing new ends batching"
+        );
+        assert!(!coverage.wants_batch(9));
+        let summary = coverage.summary();
+        assert_eq!(summary.plans, 3);
+        assert_eq!(summary.in_depth, 2);
+        assert_eq!(summary.summarised, 1);
+        assert_eq!(summary.not_reached, 1);
+    }
+}
