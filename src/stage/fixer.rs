@@ -8,7 +8,8 @@ use std::collections::BTreeSet;
 
 use regex::Regex;
 
-use super::prompt::{self, FixInput};
+use super::excerpt::Excerpt;
+use super::prompt::{self, FixInput, FixPrompt};
 use super::{call_model, is_test_path, ModelCall};
 use crate::llm::{self, ChatModel, Finish, LlmError};
 use crate::patch::{self, FileEdit, ReplyContext};
@@ -25,6 +26,8 @@ pub struct Proposal {
     pub edits: Result<Vec<FileEdit>, Unusable>,
     /// Whether the prompt analysed errors (logged as DEBUG) or not (FIX).
     pub debugging: bool,
+    /// The parts of the file the prompt showed, when it did not show it whole.
+    pub excerpts: Option<Vec<Excerpt>>,
 }
 
 /// What is wrong with one reply, so that nothing in it can be used.
@@ -129,13 +132,14 @@ pub async fn propose(
     input: &FixInput<'_>,
     ctx: &ReplyContext,
 ) -> (Vec<ModelCall>, Result<Proposal, LlmError>) {
-    let request = prompt::fix_request(input);
+    let FixPrompt { request, excerpts } = prompt::fix_prompt(input);
     let debugging = input.is_debugging();
     let proposal = |reply: String, edits| Proposal {
         file: input.path.to_string(),
         reply,
         edits,
         debugging,
+        excerpts: excerpts.clone(),
     };
     let mut calls = Vec::new();
     let (call, first) = call_model(model, request.clone()).await;
@@ -153,7 +157,7 @@ pub async fn propose(
         ReplyProblem::NotUtf8 { .. } => UNREADABLE_REPLY,
         _ => first_text.as_str(),
     };
-    let retry = prompt::follow_up(request, shown, follow);
+    let retry = prompt::follow_up_within(request, shown, follow, input.allowance);
     let (call, second) = call_model(model, retry).await;
     calls.push(call);
     let (text, edits) = match read_reply(second, ctx) {
@@ -575,6 +579,7 @@ mod tests {
             reply: "Fix average() on empty input.\n```diff\n--- a/a.py\n```".into(),
             edits: Err(ReplyProblem::Empty.into()),
             debugging: true,
+            excerpts: None,
         };
         assert_eq!(p.summary(), "Fix average() on empty input");
         let q = Proposal {

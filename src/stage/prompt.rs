@@ -3,9 +3,10 @@
 
 use std::fmt::Write as _;
 
-use super::budget::Allowance;
+use super::budget::{Allowance, FOLLOW_UP_TOKENS};
+use super::excerpt::{self, Evidence, Excerpt};
 use crate::analysis::FileMetrics;
-use crate::llm::{ChatMessage, ChatRequest, Role};
+use crate::llm::{self, ChatMessage, ChatRequest, Role};
 use crate::tools::{LintMessage, TestCase};
 
 /// Output budget of a plan request.
@@ -144,46 +145,152 @@ impl FixInput<'_> {
     }
 }
 
-/// The Fixer's request for one file.
+/// How much of each piece of evidence a fix prompt shows. The first
+/// level shows everything; each next one shows less, in the order the
+/// evidence is given up when the prompt does not fit its allowance:
+/// earlier diffs, lint beyond the most serious few, traceback lines (each
+/// failing test keeps its id and message), plan items, then the rest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Trim {
+    history_diff: bool,
+    history_entries: usize,
+    lint: usize,
+    tests: usize,
+    trace_lines: usize,
+    plan_chars: usize,
+    problems: usize,
+    problem_lines: usize,
+}
+
+const FULL: Trim = Trim {
+    history_diff: true,
+    history_entries: 6,
+    lint: 40,
+    tests: 8,
+    trace_lines: 25,
+    plan_chars: usize::MAX,
+    problems: usize::MAX,
+    problem_lines: 6,
+};
+
+const TRIMS: [Trim; 7] = [
+    FULL,
+    Trim {
+        history_diff: false,
+        ..FULL
+    },
+    Trim {
+        history_diff: false,
+        lint: 5,
+        ..FULL
+    },
+    Trim {
+        history_diff: false,
+        lint: 5,
+        trace_lines: 8,
+        ..FULL
+    },
+    Trim {
+        history_diff: false,
+        lint: 5,
+        trace_lines: 0,
+        plan_chars: 1_500,
+        ..FULL
+    },
+    Trim {
+        history_diff: false,
+        history_entries: 2,
+        lint: 3,
+        tests: 3,
+        trace_lines: 0,
+        plan_chars: 600,
+        problems: 3,
+        problem_lines: 2,
+    },
+    Trim {
+        history_diff: false,
+        history_entries: 0,
+        lint: 0,
+        tests: 2,
+        trace_lines: 0,
+        plan_chars: 300,
+        problems: 1,
+        problem_lines: 1,
+    },
+];
+
+/// How much of a trimmed prompt's lines a single line may take.
+const TRIMMED_LINE: usize = 300;
+
+/// The evidence may take at most this share (in fifths) of what a prompt
+/// in excerpts has left after its fixed parts; the excerpts get the rest.
+const EVIDENCE_FIFTHS: u64 = 2;
+
+/// A fix request and what it shows of the file.
+#[derive(Clone, Debug)]
+pub struct FixPrompt {
+    pub request: ChatRequest,
+    /// The parts of the file shown, when it did not fit whole.
+    pub excerpts: Option<Vec<Excerpt>>,
+}
+
+/// The Fixer's request for one file (see [`fix_prompt`]).
 pub fn fix_request(input: &FixInput<'_>) -> ChatRequest {
-    let mut p = String::new();
-    let _ = writeln!(p, "Fix and improve `{}`.", input.path);
-    if let Some(items) = input.plan_items {
-        let _ = writeln!(p, "\n## Plan items for this file\n{}", items.trim());
-    }
-    if !input.failing.is_empty() {
-        p.push_str("\n## Failing tests\n");
-        for case in input.failing.iter().take(8) {
-            let message = one_line(case.message.as_deref());
-            let _ = writeln!(p, "### {}\n{}", case.id, stable(&message));
-            if let Some(details) = &case.details {
-                let _ = writeln!(p, "```\n{}\n```", stable(&tail_lines(details, 25)));
-            }
-        }
-    }
-    if !input.problems.is_empty() {
-        p.push_str("\n## Problems when compiling or importing this module\n");
-        for problem in &input.problems {
-            let _ = writeln!(p, "- {}", tail_lines(problem, 6));
-        }
-    }
-    if !input.lint.is_empty() {
-        p.push_str("\n## pylint messages\n");
-        for m in input.lint.iter().take(40) {
-            let _ = writeln!(
-                p,
-                "- line {}: {} ({}) {}",
-                m.line, m.message_id, m.symbol, m.message
-            );
-        }
-    }
-    history_section(&mut p, input.history);
-    let _ = writeln!(
-        p,
-        "\n## Current text of `{}`\n```python\n{}\n```",
+    fix_prompt(input).request
+}
+
+/// The Fixer's request for one file, within `input.allowance.prompt_tokens`
+/// by [`llm::prompt_tokens`]: the whole file with as much evidence as fits
+/// beside it, else the file in excerpts ([`excerpt`]) beside a share of
+/// the evidence. The closing instructions are never cut.
+pub fn fix_prompt(input: &FixInput<'_>) -> FixPrompt {
+    let allowance = input.allowance.prompt_tokens;
+    let whole = format!(
+        "\n## Current text of `{}`\n```python\n{}\n```\n",
         input.path,
         input.text.trim_end_matches('\n')
     );
+    for trim in &TRIMS {
+        let request = fix_chat(input, &evidence_text(input, trim), &whole);
+        if llm::prompt_tokens(&request) <= allowance {
+            return FixPrompt {
+                request,
+                excerpts: None,
+            };
+        }
+    }
+    let fixed = llm::prompt_tokens(&fix_chat(input, "", ""));
+    let share = allowance.saturating_sub(fixed) * EVIDENCE_FIFTHS / 5;
+    let barest = evidence_text(input, &TRIMS[TRIMS.len() - 1]);
+    let evidence = TRIMS
+        .iter()
+        .map(|trim| evidence_text(input, trim))
+        .find(|text| llm::budget_tokens(text) <= share)
+        .or_else(|| {
+            // Past its share, the barest evidence still beats a bigger excerpt.
+            (llm::budget_tokens(&barest) < allowance.saturating_sub(fixed)).then_some(barest)
+        })
+        .unwrap_or_default();
+    let room = allowance.saturating_sub(llm::prompt_tokens(&fix_chat(input, &evidence, "")));
+    let pointers = Evidence {
+        failing: &input.failing,
+        problems: &input.problems,
+        lint: &input.lint,
+        plan_items: input.plan_items,
+    };
+    let shown = excerpt::excerpts(input.path, input.text, &pointers, room);
+    FixPrompt {
+        request: fix_chat(input, &evidence, &shown.text),
+        excerpts: Some(shown.excerpts),
+    }
+}
+
+/// The request around `evidence` and the file's section.
+fn fix_chat(input: &FixInput<'_>, evidence: &str, file: &str) -> ChatRequest {
+    let mut p = String::new();
+    let _ = writeln!(p, "Fix and improve `{}`.", input.path);
+    p.push_str(evidence);
+    p.push_str(file);
     let _ = writeln!(
         p,
         "\nReply with one unified diff of `{path}` in a ```diff block (`--- a/{path}`, `+++ b/{path}`). \
@@ -201,32 +308,149 @@ pub fn fix_request(input: &FixInput<'_>) -> ChatRequest {
     }
 }
 
+/// Plan items, failing tests, problems, lint and history at `trim`.
+fn evidence_text(input: &FixInput<'_>, trim: &Trim) -> String {
+    let trimmed = *trim != FULL;
+    let line = |text: &str| -> String {
+        if trimmed {
+            clip(text, TRIMMED_LINE).to_string()
+        } else {
+            text.to_string()
+        }
+    };
+    let mut p = String::new();
+    if let Some(items) = input.plan_items {
+        let items = items.trim();
+        let shown = clip(items, trim.plan_chars);
+        let _ = writeln!(p, "\n## Plan items for this file\n{shown}");
+        if shown.len() < items.len() {
+            p.push_str("… (the rest of the plan items is left out for length)\n");
+        }
+    }
+    if !input.failing.is_empty() && trim.tests > 0 {
+        p.push_str("\n## Failing tests\n");
+        for case in input.failing.iter().take(trim.tests) {
+            let message = one_line(case.message.as_deref());
+            let _ = writeln!(p, "### {}\n{}", line(&case.id), stable(&message));
+            if let (Some(details), true) = (&case.details, trim.trace_lines > 0) {
+                let _ = writeln!(
+                    p,
+                    "```\n{}\n```",
+                    stable(&tail_lines(details, trim.trace_lines))
+                );
+            }
+        }
+        left_out(
+            &mut p,
+            input.failing.len(),
+            trim.tests,
+            trimmed,
+            "failing tests",
+        );
+    }
+    if !input.problems.is_empty() && trim.problems > 0 {
+        p.push_str("\n## Problems when compiling or importing this module\n");
+        for problem in input.problems.iter().take(trim.problems) {
+            let _ = writeln!(p, "- {}", line(&tail_lines(problem, trim.problem_lines)));
+        }
+        left_out(
+            &mut p,
+            input.problems.len(),
+            trim.problems,
+            trimmed,
+            "problems",
+        );
+    }
+    if !input.lint.is_empty() && trim.lint > 0 {
+        p.push_str("\n## pylint messages\n");
+        let mut lint = input.lint.clone();
+        if trimmed {
+            lint.sort_by_key(|m| lint_rank(&m.kind));
+        }
+        for m in lint.iter().take(trim.lint) {
+            let text = format!(
+                "- line {}: {} ({}) {}",
+                m.line, m.message_id, m.symbol, m.message
+            );
+            let _ = writeln!(p, "{}", line(&text));
+        }
+        left_out(
+            &mut p,
+            input.lint.len(),
+            trim.lint,
+            trimmed,
+            "pylint messages",
+        );
+    }
+    history_section(&mut p, input.history, trim);
+    p
+}
+
+/// Says how many of `what` a trimmed prompt leaves out.
+fn left_out(p: &mut String, total: usize, shown: usize, trimmed: bool, what: &str) {
+    if trimmed && total > shown {
+        let _ = writeln!(p, "({} more {what} left out for length)", total - shown);
+    }
+}
+
+/// pylint kinds, most serious first.
+fn lint_rank(kind: &str) -> u8 {
+    match kind {
+        "fatal" => 0,
+        "error" => 1,
+        "warning" => 2,
+        "refactor" => 3,
+        "convention" => 4,
+        _ => 5,
+    }
+}
+
 /// Tiered memory: nothing on a first try; the previous attempt in full on
-/// the second; a compressed history and a push for a new approach after that.
-fn history_section(p: &mut String, history: &[PastAttempt]) {
+/// the second; a compressed history and a push for a new approach after
+/// that. `trim` drops the diff and older attempts when space is short.
+fn history_section(p: &mut String, history: &[PastAttempt], trim: &Trim) {
+    let trimmed = *trim != FULL;
+    let line = |text: String| -> String {
+        if trimmed {
+            clip(&text, TRIMMED_LINE).to_string()
+        } else {
+            text
+        }
+    };
     match history {
         [] => {}
+        _ if trim.history_entries == 0 => {
+            let _ = writeln!(
+                p,
+                "\n## Earlier attempts\n{} earlier attempts on this file were not accepted. Take a \
+                 different approach.",
+                history.len()
+            );
+        }
         [only] => {
             let _ = writeln!(
                 p,
-                "\n## Previous attempt\n{}: {}\nOutcome: {}",
-                only.label, only.summary, only.outcome
+                "\n## Previous attempt\n{}\nOutcome: {}",
+                line(format!("{}: {}", only.label, only.summary)),
+                line(only.outcome.clone())
             );
-            if let Some(diff) = &only.diff {
+            if let (Some(diff), true) = (&only.diff, trim.history_diff) {
                 let _ = writeln!(p, "```diff\n{}\n```", head_lines(diff, 60));
             }
         }
         many => {
             let _ = writeln!(p, "\n## Earlier attempts ({})", many.len());
-            for a in many.iter().rev().take(6).rev() {
-                let _ = writeln!(p, "- {}: {} -> {}", a.label, a.summary, a.outcome);
+            let recent = many.len().min(trim.history_entries);
+            for a in &many[many.len() - recent..] {
+                let text = format!("- {}: {} -> {}", a.label, a.summary, a.outcome);
+                let _ = writeln!(p, "{}", line(text));
             }
             let tried: Vec<&str> = many.iter().map(|a| a.summary.as_str()).collect();
-            let _ = writeln!(
-                p,
+            let tried = format!(
                 "Tried {} — none of it was accepted. Take a different approach.",
                 tried.join("; ")
             );
+            let _ = writeln!(p, "{}", line(tried));
         }
     }
 }
@@ -246,6 +470,53 @@ pub fn reask_unusable(problem: &str) -> String {
          unified diff of the file against its current text, with `--- a/<path>` / `+++ b/<path>` headers \
          and @@ hunks, and nothing else."
     )
+}
+
+/// What stands after a reply shown cut in a follow-up.
+const REPLY_CUT: &str = "\n… (the rest of this reply is not shown)";
+
+/// [`follow_up`] within what `allowance` leaves for asking again: the
+/// first request's prompt allowance, one reply and [`FOLLOW_UP_TOKENS`]
+/// (see `budget`). A reply longer than that (by [`llm::budget_tokens`]) is
+/// shown cut, and an overlong follow-up message is clipped.
+pub fn follow_up_within(
+    request: ChatRequest,
+    reply: &str,
+    message: String,
+    allowance: Allowance,
+) -> ChatRequest {
+    let limit = allowance.prompt_tokens + u64::from(allowance.reply_tokens) + FOLLOW_UP_TOKENS;
+    let first = llm::prompt_tokens(&request);
+    let overhead = llm::prompt_tokens(&follow_up(request.clone(), "", String::new())) - first;
+    let message = clip_tokens(&message, FOLLOW_UP_TOKENS.saturating_sub(overhead)).to_string();
+    let without_reply = llm::prompt_tokens(&follow_up(request.clone(), "", message.clone()));
+    let room = limit.saturating_sub(without_reply);
+    let shown = if llm::budget_tokens(reply) <= room {
+        reply.to_string()
+    } else {
+        let cut = clip_tokens(reply, room.saturating_sub(llm::budget_tokens(REPLY_CUT)));
+        format!("{cut}{REPLY_CUT}")
+    };
+    follow_up(request, &shown, message)
+}
+
+/// At most `max` tokens of `text` by [`llm::budget_tokens`], cut at a char boundary.
+pub fn clip_tokens(text: &str, max: u64) -> &str {
+    if llm::budget_tokens(text) <= max {
+        return text;
+    }
+    let (mut ascii, mut other) = (0u64, 0u64);
+    for (i, c) in text.char_indices() {
+        if c.is_ascii() {
+            ascii += 1;
+        } else {
+            other += 1;
+        }
+        if ascii.div_ceil(3) + other > max {
+            return &text[..i];
+        }
+    }
+    text
 }
 
 /// A request continued with the model's reply and a follow-up.
@@ -357,3 +628,6 @@ mod tests {
         assert!(third.contains("at most 40 lines"));
     }
 }
+
+#[cfg(test)]
+mod budget_tests;
