@@ -33,7 +33,7 @@ const MAX_TARGETS: usize = 40;
 const MAX_PER_NAME: usize = 3;
 /// The imports are shown when they take at most this share of the room.
 const IMPORTS_SHARE: u64 = 8;
-/// The outline may keep at most this share of the room from the excerpts.
+/// The outline takes at most this share of the room.
 const OUTLINE_SHARE: u64 = 4;
 
 /// One piece of the file shown in a prompt: lines `start..=end` (1-based)
@@ -91,7 +91,8 @@ pub fn excerpts(path: &str, text: &str, evidence: &Evidence<'_>, room: u64) -> S
     let blocks = merge(&chosen);
     let excerpts_text = view.render(&blocks);
     let left = room.saturating_sub(budget_tokens(&excerpts_text));
-    let outline_text = view.outline_within(path, &blocks, left);
+    let outline_text =
+        view.outline_within(path, &blocks, left.min(reserve.max(room / OUTLINE_SHARE)));
     Shown {
         text: format!("{notice}{excerpts_text}{outline_text}"),
         excerpts: blocks,
