@@ -1,5 +1,6 @@
 use super::*;
 use crate::tools::TestOutcome;
+use regex::Regex;
 
 /// A module of `n` small functions `f_0000 … ` (5 lines each after a
 /// 4-line head), so function `i` starts at line `5 + 5 * i`.
