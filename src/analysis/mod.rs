@@ -15,9 +15,11 @@
 
 mod danger;
 mod metrics;
+mod outline;
 mod tree;
 
 pub use danger::is_dangerous;
+pub use outline::{outline, Definition, DefinitionKind, Outline};
 
 /// A function this complex is a hotspot.
 pub const HOTSPOT_COMPLEXITY: u32 = 10;

@@ -8,6 +8,7 @@ use super::{RunConfig, Summary};
 use crate::analysis::FileMetrics;
 use crate::error::SwarmError;
 use crate::log::{Action, Agent, Entry, ExperimentLog, Status};
+use crate::stage::excerpt::Excerpt;
 use crate::stage::judge::Measurement;
 use crate::stage::prompt::clip;
 use crate::stage::reviewer::Rejection;
@@ -211,6 +212,35 @@ impl<'a> Recorder<'a> {
         file: Option<&str>,
         iteration: Option<u32>,
     ) -> Result<(), SwarmError> {
+        let e = self.call_entry(agent, action, call, file, iteration);
+        self.write(e)
+    }
+
+    /// One Fixer call; when its prompt showed the file in excerpts,
+    /// `details.excerpts` lists them (`start`, `end`, `why`).
+    pub fn fixer_call(
+        &mut self,
+        action: Action,
+        call: &ModelCall,
+        file: Option<&str>,
+        iteration: u32,
+        excerpts: Option<&[Excerpt]>,
+    ) -> Result<(), SwarmError> {
+        let mut e = self.call_entry(Agent::Fixer, action, call, file, Some(iteration));
+        if let Some(excerpts) = excerpts {
+            e = e.detail("excerpts", json!(excerpts));
+        }
+        self.write(e)
+    }
+
+    fn call_entry(
+        &self,
+        agent: Agent,
+        action: Action,
+        call: &ModelCall,
+        file: Option<&str>,
+        iteration: Option<u32>,
+    ) -> Entry {
         let (output, status, usage, finish, error) = match &call.reply {
             Ok(r) => (
                 r.text.clone(),
@@ -221,8 +251,7 @@ impl<'a> Recorder<'a> {
             ),
             Err(e) => (String::new(), Status::Failure, None, None, Some(e.clone())),
         };
-        let e = self
-            .entry(agent, action, call.request.transcript(), output)
+        self.entry(agent, action, call.request.transcript(), output)
             .status(status)
             .detail("kind", "llm_call")
             .detail("request_hash", call.request.hash())
@@ -233,8 +262,7 @@ impl<'a> Recorder<'a> {
             .detail("output_tokens", json!(usage.map(|u| u.output_tokens)))
             .detail("tokens_estimated", json!(usage.map(|u| u.estimated)))
             .detail("finish", json!(finish))
-            .detail("error", json!(error));
-        self.write(e)
+            .detail("error", json!(error))
     }
 
     /// The Reviewer's decision; a rejection carries its rule's stable name

@@ -247,7 +247,8 @@ pub(crate) async fn run_round(
         };
         for call in &calls {
             let file = result.as_ref().ok().map(|p| p.file.as_str());
-            rec.model_call(Agent::Fixer, action, call, file, Some(iteration))?;
+            let excerpts = result.as_ref().ok().and_then(|p| p.excerpts.as_deref());
+            rec.fixer_call(action, call, file, iteration, excerpts)?;
             if let Ok(reply) = &call.reply {
                 state.add_usage(&reply.usage, &config.prices);
             }

@@ -27,7 +27,7 @@ const MIN_REPLY: u32 = 1_024;
 /// instructions, the failing tests and one function with its context.
 pub const MIN_PROMPT_TOKENS: u64 = 1_500;
 /// What a follow-up adds besides the earlier reply (the re-ask message).
-const FOLLOW_UP_TOKENS: u64 = 256;
+pub const FOLLOW_UP_TOKENS: u64 = 256;
 
 /// The kinds of request swarm sends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]

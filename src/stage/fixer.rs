@@ -8,7 +8,8 @@ use std::collections::BTreeSet;
 
 use regex::Regex;
 
-use super::prompt::{self, FixInput};
+use super::excerpt::Excerpt;
+use super::prompt::{self, FixInput, FixPrompt};
 use super::{call_model, is_test_path, ModelCall};
 use crate::llm::{self, ChatModel, Finish, LlmError};
 use crate::patch::{self, FileEdit, ReplyContext};
@@ -25,6 +26,8 @@ pub struct Proposal {
     pub edits: Result<Vec<FileEdit>, Unusable>,
     /// Whether the prompt analysed errors (logged as DEBUG) or not (FIX).
     pub debugging: bool,
+    /// The parts of the file the prompt showed, when it did not show it whole.
+    pub excerpts: Option<Vec<Excerpt>>,
 }
 
 /// What is wrong with one reply, so that nothing in it can be used.
@@ -129,13 +132,14 @@ pub async fn propose(
     input: &FixInput<'_>,
     ctx: &ReplyContext,
 ) -> (Vec<ModelCall>, Result<Proposal, LlmError>) {
-    let request = prompt::fix_request(input);
+    let FixPrompt { request, excerpts } = prompt::fix_prompt(input);
     let debugging = input.is_debugging();
     let proposal = |reply: String, edits| Proposal {
         file: input.path.to_string(),
         reply,
         edits,
         debugging,
+        excerpts: excerpts.clone(),
     };
     let mut calls = Vec::new();
     let (call, first) = call_model(model, request.clone()).await;
@@ -153,7 +157,7 @@ pub async fn propose(
         ReplyProblem::NotUtf8 { .. } => UNREADABLE_REPLY,
         _ => first_text.as_str(),
     };
-    let retry = prompt::follow_up(request, shown, follow);
+    let retry = prompt::follow_up_within(request, shown, follow, input.allowance);
     let (call, second) = call_model(model, retry).await;
     calls.push(call);
     let (text, edits) = match read_reply(second, ctx) {
@@ -331,256 +335,4 @@ pub(crate) fn imported_modules(text: &str) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::llm::{ChatRequest, ChatResponse, ProviderKind, Usage};
-    use crate::tools::TestOutcome;
-    use std::sync::Mutex;
-
-    /// Answers with canned replies in order and keeps the requests. A
-    /// reply whose text is [`GARBLED`] stands for bytes that were not UTF-8.
-    struct Scripted {
-        replies: Mutex<Vec<(String, Finish)>>,
-        seen: Mutex<Vec<ChatRequest>>,
-    }
-
-    const GARBLED: &str = "\u{0}garbled";
-
-    impl Scripted {
-        fn new(replies: &[(&str, Finish)]) -> Self {
-            Self {
-                replies: Mutex::new(
-                    replies
-                        .iter()
-                        .rev()
-                        .map(|(t, f)| (t.to_string(), f.clone()))
-                        .collect(),
-                ),
-                seen: Mutex::new(Vec::new()),
-            }
-        }
-    }
-
-    #[async_trait::async_trait]
-    impl ChatModel for Scripted {
-        fn kind(&self) -> ProviderKind {
-            ProviderKind::Replay
-        }
-        fn model(&self) -> &str {
-            "scripted"
-        }
-        async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-            self.seen.lock().unwrap().push(request.clone());
-            let (text, finish) = self
-                .replies
-                .lock()
-                .unwrap()
-                .pop()
-                .expect("a scripted reply");
-            if text == GARBLED {
-                return Err(LlmError::NotUtf8 {
-                    provider: "openai".into(),
-                    detail: "byte 0xff at offset 40 of the body".into(),
-                });
-            }
-            Ok(ChatResponse {
-                text,
-                finish,
-                usage: Usage::default(),
-                attempts: 1,
-            })
-        }
-    }
-
-    const GOOD: &str =
-        "Fix it.\n```diff\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n```\n";
-
-    fn input() -> FixInput<'static> {
-        FixInput {
-            path: "a.py",
-            text: "x = 1\n",
-            plan_items: None,
-            lint: vec![],
-            failing: vec![],
-            problems: vec![],
-            history: &[],
-            max_changed_lines: 40,
-            max_changed_bytes: 4_800,
-            allowance: crate::stage::budget::Budget::default().fix,
-        }
-    }
-
-    fn ctx() -> ReplyContext {
-        ReplyContext {
-            target_prefix: String::new(),
-            requested: vec!["a.py".into()],
-        }
-    }
-
-    async fn propose_with(replies: &[(&str, Finish)]) -> (Scripted, Vec<ModelCall>, Proposal) {
-        let model = Scripted::new(replies);
-        let (calls, proposal) = propose(&model, &input(), &ctx()).await;
-        (model, calls, proposal.expect("the model answered"))
-    }
-
-    #[tokio::test]
-    async fn a_truncated_reply_is_never_applied_and_is_asked_again_smaller() {
-        let (model, calls, p) =
-            propose_with(&[(&GOOD[..60], Finish::Length), (GOOD, Finish::Stop)]).await;
-        assert_eq!(calls.len(), 2);
-        assert!(p.edits.is_ok());
-        let seen = model.seen.lock().unwrap();
-        let follow = &seen[1].messages;
-        assert_eq!(follow.len(), 3);
-        assert!(
-            follow[2].content.contains("cut off"),
-            "{}",
-            follow[2].content
-        );
-    }
-
-    #[tokio::test]
-    async fn refusals_and_empty_replies_are_asked_again_once_with_the_reason() {
-        let (model, _, p) = propose_with(&[
-            ("I'm sorry, but I cannot help with that.", Finish::Stop),
-            (GOOD, Finish::Stop),
-        ])
-        .await;
-        assert!(p.edits.is_ok());
-        assert!(model.seen.lock().unwrap()[1].messages[2]
-            .content
-            .contains("declined"));
-
-        let (_, calls, p) = propose_with(&[("   ", Finish::Stop), ("", Finish::Stop)]).await;
-        assert_eq!(calls.len(), 2, "asked again exactly once");
-        let reason = p.edits.unwrap_err();
-        assert_eq!(reason.problem, ReplyProblem::Empty);
-        assert_eq!(reason.first, Some(ReplyProblem::Empty));
-    }
-
-    #[tokio::test]
-    async fn a_second_truncation_is_a_failed_attempt() {
-        let (_, calls, p) =
-            propose_with(&[(&GOOD[..60], Finish::Length), (&GOOD[..50], Finish::Length)]).await;
-        assert_eq!(calls.len(), 2);
-        assert_eq!(p.edits.unwrap_err().problem, ReplyProblem::CutOff);
-    }
-
-    #[tokio::test]
-    async fn a_reply_that_is_not_utf8_is_asked_again_then_a_failed_attempt() {
-        // Asked again with the reason; the second reply is used.
-        let (model, calls, p) =
-            propose_with(&[(GARBLED, Finish::Stop), (GOOD, Finish::Stop)]).await;
-        assert_eq!(calls.len(), 2);
-        assert!(calls[0].reply.is_err(), "the failed call is logged as one");
-        assert!(p.edits.is_ok());
-        let follow = model.seen.lock().unwrap()[1].messages.clone();
-        assert_eq!(follow[1].content, UNREADABLE_REPLY);
-        assert!(
-            follow[2].content.contains("not valid UTF-8"),
-            "{}",
-            follow[2].content
-        );
-
-        // Twice: a failed attempt with that reason, not a model failure.
-        let (_, calls, p) = propose_with(&[(GARBLED, Finish::Stop), (GARBLED, Finish::Stop)]).await;
-        assert_eq!(calls.len(), 2);
-        let reason = p.edits.unwrap_err();
-        assert!(matches!(reason.problem, ReplyProblem::NotUtf8 { .. }));
-        assert_eq!(reason.problem.kind(), "not_utf8");
-        assert!(reason.to_string().contains("0xff"), "{reason}");
-        assert_eq!(p.reply, "", "nothing of the garbled reply is kept");
-    }
-
-    #[tokio::test]
-    async fn a_reply_without_a_diff_names_what_was_wrong() {
-        let (model, _, p) = propose_with(&[
-            ("The code looks fine to me.", Finish::Stop),
-            (GOOD, Finish::Stop),
-        ])
-        .await;
-        assert!(p.edits.is_ok());
-        let seen = model.seen.lock().unwrap();
-        assert!(seen[1].messages[2].content.contains("could not be used"));
-    }
-
-    #[test]
-    fn traceback_files_come_first_then_imports() {
-        let files: Vec<String> = [
-            "pkg/__init__.py",
-            "pkg/models.py",
-            "pkg/report.py",
-            "util.py",
-            "tests/test_r.py",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let failing = vec![TestCase {
-            id: "tests/test_r.py::test_total".into(),
-            outcome: TestOutcome::Failed,
-            message: Some("assert 3 == 4".into()),
-            details: Some("pkg/report.py:12: in total\n    return x\nE assert".into()),
-        }];
-        let read = |p: &str| {
-            (p == "tests/test_r.py")
-                .then(|| "from pkg.models import Item\nimport util\n".to_string())
-        };
-        let order = implicated_files(
-            &failing,
-            &files,
-            &read,
-            &["pkg/report.py".into(), "pkg/__init__.py".into()],
-        );
-        assert_eq!(
-            order,
-            vec![
-                "pkg/report.py",
-                "pkg/models.py",
-                "util.py",
-                "pkg/__init__.py"
-            ]
-        );
-    }
-
-    #[test]
-    fn each_file_sees_the_failures_that_concern_it() {
-        let case = |id: &str, details: &str| TestCase {
-            id: id.into(),
-            outcome: TestOutcome::Failed,
-            message: None,
-            details: Some(details.into()),
-        };
-        let failing = vec![
-            case("tests/test_a.py::t1", "pkg/a.py:3: in f"),
-            case("tests/test_b.py::t2", "tests/test_b.py:9: assert"),
-            case("tests/test_c.py::t3", "tests/test_c.py:2: assert"),
-        ];
-        let read = |p: &str| (p == "tests/test_b.py").then(|| "from pkg import b\n".to_string());
-        let ids = |file: &str| -> Vec<String> {
-            failures_for(&failing, file, &read)
-                .iter()
-                .map(|c| c.id.clone())
-                .collect()
-        };
-        assert_eq!(ids("pkg/a.py"), vec!["tests/test_a.py::t1"]);
-        assert_eq!(ids("pkg/b.py"), vec!["tests/test_b.py::t2"]);
-        assert_eq!(ids("pkg/z.py").len(), 3, "no match: show everything");
-    }
-
-    #[test]
-    fn summary_prefers_prose() {
-        let p = Proposal {
-            file: "a.py".into(),
-            reply: "Fix average() on empty input.\n```diff\n--- a/a.py\n```".into(),
-            edits: Err(ReplyProblem::Empty.into()),
-            debugging: true,
-        };
-        assert_eq!(p.summary(), "Fix average() on empty input");
-        let q = Proposal {
-            reply: "```diff\n--- a/a.py\n```".into(),
-            ..p
-        };
-        assert_eq!(q.summary(), "fix failing tests in a.py");
-    }
-}
+mod tests;

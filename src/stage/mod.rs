@@ -3,6 +3,7 @@
 
 pub mod auditor;
 pub mod budget;
+pub mod excerpt;
 pub mod executor;
 pub mod fixer;
 pub mod judge;

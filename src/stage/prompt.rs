@@ -3,9 +3,11 @@
 
 use std::fmt::Write as _;
 
-use super::budget::Allowance;
-use crate::llm::{ChatMessage, ChatRequest, Role};
+use super::budget::{Allowance, FOLLOW_UP_TOKENS};
+use super::excerpt::{self, Evidence, Excerpt};
+use crate::llm::{self, ChatMessage, ChatRequest, Role};
 use crate::tools::{LintMessage, TestCase};
+use evidence::{evidence_text, TRIMS};
 
 const FIX_SYSTEM: &str = "You are the Fixer of swarm, an automated refactoring tool for Python \
 projects. You fix bugs so that the project's tests pass, and you clean up code (names, docstrings, \
@@ -51,46 +53,75 @@ impl FixInput<'_> {
     }
 }
 
-/// The Fixer's request for one file.
+/// The evidence may take at most this share (in fifths) of what a prompt
+/// in excerpts has left after its fixed parts; the excerpts get the rest.
+const EVIDENCE_FIFTHS: u64 = 2;
+
+/// A fix request and what it shows of the file.
+#[derive(Clone, Debug)]
+pub struct FixPrompt {
+    pub request: ChatRequest,
+    /// The parts of the file shown, when it did not fit whole.
+    pub excerpts: Option<Vec<Excerpt>>,
+}
+
+/// The Fixer's request for one file (see [`fix_prompt`]).
 pub fn fix_request(input: &FixInput<'_>) -> ChatRequest {
-    let mut p = String::new();
-    let _ = writeln!(p, "Fix and improve `{}`.", input.path);
-    if let Some(items) = input.plan_items {
-        let _ = writeln!(p, "\n## Plan items for this file\n{}", items.trim());
-    }
-    if !input.failing.is_empty() {
-        p.push_str("\n## Failing tests\n");
-        for case in input.failing.iter().take(8) {
-            let message = one_line(case.message.as_deref());
-            let _ = writeln!(p, "### {}\n{}", case.id, stable(&message));
-            if let Some(details) = &case.details {
-                let _ = writeln!(p, "```\n{}\n```", stable(&tail_lines(details, 25)));
-            }
-        }
-    }
-    if !input.problems.is_empty() {
-        p.push_str("\n## Problems when compiling or importing this module\n");
-        for problem in &input.problems {
-            let _ = writeln!(p, "- {}", tail_lines(problem, 6));
-        }
-    }
-    if !input.lint.is_empty() {
-        p.push_str("\n## pylint messages\n");
-        for m in input.lint.iter().take(40) {
-            let _ = writeln!(
-                p,
-                "- line {}: {} ({}) {}",
-                m.line, m.message_id, m.symbol, m.message
-            );
-        }
-    }
-    history_section(&mut p, input.history);
-    let _ = writeln!(
-        p,
-        "\n## Current text of `{}`\n```python\n{}\n```",
+    fix_prompt(input).request
+}
+
+/// The Fixer's request for one file, within `input.allowance.prompt_tokens`
+/// by [`llm::prompt_tokens`]: the whole file with as much evidence as fits
+/// beside it, else the file in excerpts ([`excerpt`]) beside a share of
+/// the evidence. The closing instructions are never cut.
+pub fn fix_prompt(input: &FixInput<'_>) -> FixPrompt {
+    let allowance = input.allowance.prompt_tokens;
+    let whole = format!(
+        "\n## Current text of `{}`\n```python\n{}\n```\n",
         input.path,
         input.text.trim_end_matches('\n')
     );
+    for trim in &TRIMS {
+        let request = fix_chat(input, &evidence_text(input, trim), &whole);
+        if llm::prompt_tokens(&request) <= allowance {
+            return FixPrompt {
+                request,
+                excerpts: None,
+            };
+        }
+    }
+    let fixed = llm::prompt_tokens(&fix_chat(input, "", ""));
+    let share = allowance.saturating_sub(fixed) * EVIDENCE_FIFTHS / 5;
+    let barest = evidence_text(input, &TRIMS[TRIMS.len() - 1]);
+    let evidence = TRIMS
+        .iter()
+        .map(|trim| evidence_text(input, trim))
+        .find(|text| llm::budget_tokens(text) <= share)
+        .or_else(|| {
+            // Past its share, the barest evidence still beats a bigger excerpt.
+            (llm::budget_tokens(&barest) < allowance.saturating_sub(fixed)).then_some(barest)
+        })
+        .unwrap_or_default();
+    let room = allowance.saturating_sub(llm::prompt_tokens(&fix_chat(input, &evidence, "")));
+    let pointers = Evidence {
+        failing: &input.failing,
+        problems: &input.problems,
+        lint: &input.lint,
+        plan_items: input.plan_items,
+    };
+    let shown = excerpt::excerpts(input.path, input.text, &pointers, room);
+    FixPrompt {
+        request: fix_chat(input, &evidence, &shown.text),
+        excerpts: Some(shown.excerpts),
+    }
+}
+
+/// The request around `evidence` and the file's section.
+fn fix_chat(input: &FixInput<'_>, evidence: &str, file: &str) -> ChatRequest {
+    let mut p = String::new();
+    let _ = writeln!(p, "Fix and improve `{}`.", input.path);
+    p.push_str(evidence);
+    p.push_str(file);
     let _ = writeln!(
         p,
         "\nReply with one unified diff of `{path}` in a ```diff block (`--- a/{path}`, `+++ b/{path}`). \
@@ -105,36 +136,6 @@ pub fn fix_request(input: &FixInput<'_>) -> ChatRequest {
         messages: vec![user(p)],
         max_output_tokens: input.allowance.reply_tokens,
         temperature: 0.2,
-    }
-}
-
-/// Tiered memory: nothing on a first try; the previous attempt in full on
-/// the second; a compressed history and a push for a new approach after that.
-fn history_section(p: &mut String, history: &[PastAttempt]) {
-    match history {
-        [] => {}
-        [only] => {
-            let _ = writeln!(
-                p,
-                "\n## Previous attempt\n{}: {}\nOutcome: {}",
-                only.label, only.summary, only.outcome
-            );
-            if let Some(diff) = &only.diff {
-                let _ = writeln!(p, "```diff\n{}\n```", head_lines(diff, 60));
-            }
-        }
-        many => {
-            let _ = writeln!(p, "\n## Earlier attempts ({})", many.len());
-            for a in many.iter().rev().take(6).rev() {
-                let _ = writeln!(p, "- {}: {} -> {}", a.label, a.summary, a.outcome);
-            }
-            let tried: Vec<&str> = many.iter().map(|a| a.summary.as_str()).collect();
-            let _ = writeln!(
-                p,
-                "Tried {} — none of it was accepted. Take a different approach.",
-                tried.join("; ")
-            );
-        }
     }
 }
 
@@ -153,6 +154,53 @@ pub fn reask_unusable(problem: &str) -> String {
          unified diff of the file against its current text, with `--- a/<path>` / `+++ b/<path>` headers \
          and @@ hunks, and nothing else."
     )
+}
+
+/// What stands after a reply shown cut in a follow-up.
+const REPLY_CUT: &str = "\n… (the rest of this reply is not shown)";
+
+/// [`follow_up`] within what `allowance` leaves for asking again: the
+/// first request's prompt allowance, one reply and [`FOLLOW_UP_TOKENS`]
+/// (see `budget`). A reply longer than that (by [`llm::budget_tokens`]) is
+/// shown cut, and an overlong follow-up message is clipped.
+pub fn follow_up_within(
+    request: ChatRequest,
+    reply: &str,
+    message: String,
+    allowance: Allowance,
+) -> ChatRequest {
+    let limit = allowance.prompt_tokens + u64::from(allowance.reply_tokens) + FOLLOW_UP_TOKENS;
+    let first = llm::prompt_tokens(&request);
+    let overhead = llm::prompt_tokens(&follow_up(request.clone(), "", String::new())) - first;
+    let message = clip_tokens(&message, FOLLOW_UP_TOKENS.saturating_sub(overhead)).to_string();
+    let without_reply = llm::prompt_tokens(&follow_up(request.clone(), "", message.clone()));
+    let room = limit.saturating_sub(without_reply);
+    let shown = if llm::budget_tokens(reply) <= room {
+        reply.to_string()
+    } else {
+        let cut = clip_tokens(reply, room.saturating_sub(llm::budget_tokens(REPLY_CUT)));
+        format!("{cut}{REPLY_CUT}")
+    };
+    follow_up(request, &shown, message)
+}
+
+/// At most `max` tokens of `text` by [`llm::budget_tokens`], cut at a char boundary.
+pub fn clip_tokens(text: &str, max: u64) -> &str {
+    if llm::budget_tokens(text) <= max {
+        return text;
+    }
+    let (mut ascii, mut other) = (0u64, 0u64);
+    for (i, c) in text.char_indices() {
+        if c.is_ascii() {
+            ascii += 1;
+        } else {
+            other += 1;
+        }
+        if ascii.div_ceil(3) + other > max {
+            return &text[..i];
+        }
+    }
+    text
 }
 
 /// A request continued with the model's reply and a follow-up.
@@ -264,3 +312,7 @@ mod tests {
         assert!(third.contains("at most 40 lines"));
     }
 }
+
+#[cfg(test)]
+mod budget_tests;
+mod evidence;

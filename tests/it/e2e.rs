@@ -227,6 +227,7 @@ mod delivery;
 mod failures;
 mod hooks;
 mod kill;
+mod large_files;
 mod lint;
 mod providers;
 mod repos;

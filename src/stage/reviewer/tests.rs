@@ -66,6 +66,7 @@ impl Fixture {
             reply: reply.into(),
             edits: patch::parse_reply(reply, &ctx).map_err(|e| ReplyProblem::Patch(e).into()),
             debugging: true,
+            excerpts: None,
         };
         self.review_proposal(&proposal, allow_tests)
     }
@@ -141,6 +142,7 @@ fn paths_must_stay_inside_the_target() {
             op: EditOp::Replace("x = 1\n".into()),
         }]),
         debugging: false,
+        excerpts: None,
     };
     assert_eq!(
         rejected(fx.review_proposal(&proposal, false)),

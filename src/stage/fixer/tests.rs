@@ -1,0 +1,287 @@
+use super::*;
+use crate::llm::{ChatRequest, ChatResponse, ProviderKind, Usage};
+use crate::tools::TestOutcome;
+use std::sync::Mutex;
+
+/// Answers with canned replies in order and keeps the requests. A
+/// reply whose text is [`GARBLED`] stands for bytes that were not UTF-8.
+struct Scripted {
+    replies: Mutex<Vec<(String, Finish)>>,
+    seen: Mutex<Vec<ChatRequest>>,
+}
+
+const GARBLED: &str = "\u{0}garbled";
+
+impl Scripted {
+    fn new(replies: &[(&str, Finish)]) -> Self {
+        Self {
+            replies: Mutex::new(
+                replies
+                    .iter()
+                    .rev()
+                    .map(|(t, f)| (t.to_string(), f.clone()))
+                    .collect(),
+            ),
+            seen: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl ChatModel for Scripted {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Replay
+    }
+    fn model(&self) -> &str {
+        "scripted"
+    }
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        self.seen.lock().unwrap().push(request.clone());
+        let (text, finish) = self
+            .replies
+            .lock()
+            .unwrap()
+            .pop()
+            .expect("a scripted reply");
+        if text == GARBLED {
+            return Err(LlmError::NotUtf8 {
+                provider: "openai".into(),
+                detail: "byte 0xff at offset 40 of the body".into(),
+            });
+        }
+        Ok(ChatResponse {
+            text,
+            finish,
+            usage: Usage::default(),
+            attempts: 1,
+        })
+    }
+}
+
+const GOOD: &str = "Fix it.\n```diff\n--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n```\n";
+
+fn input() -> FixInput<'static> {
+    FixInput {
+        path: "a.py",
+        text: "x = 1\n",
+        plan_items: None,
+        lint: vec![],
+        failing: vec![],
+        problems: vec![],
+        history: &[],
+        max_changed_lines: 40,
+        max_changed_bytes: 4_800,
+        allowance: crate::stage::budget::Budget::default().fix,
+    }
+}
+
+fn ctx() -> ReplyContext {
+    ReplyContext {
+        target_prefix: String::new(),
+        requested: vec!["a.py".into()],
+    }
+}
+
+async fn propose_with(replies: &[(&str, Finish)]) -> (Scripted, Vec<ModelCall>, Proposal) {
+    let model = Scripted::new(replies);
+    let (calls, proposal) = propose(&model, &input(), &ctx()).await;
+    (model, calls, proposal.expect("the model answered"))
+}
+
+#[tokio::test]
+async fn a_truncated_reply_is_never_applied_and_is_asked_again_smaller() {
+    let (model, calls, p) =
+        propose_with(&[(&GOOD[..60], Finish::Length), (GOOD, Finish::Stop)]).await;
+    assert_eq!(calls.len(), 2);
+    assert!(p.edits.is_ok());
+    let seen = model.seen.lock().unwrap();
+    let follow = &seen[1].messages;
+    assert_eq!(follow.len(), 3);
+    assert!(
+        follow[2].content.contains("cut off"),
+        "{}",
+        follow[2].content
+    );
+}
+
+#[tokio::test]
+async fn refusals_and_empty_replies_are_asked_again_once_with_the_reason() {
+    let (model, _, p) = propose_with(&[
+        ("I'm sorry, but I cannot help with that.", Finish::Stop),
+        (GOOD, Finish::Stop),
+    ])
+    .await;
+    assert!(p.edits.is_ok());
+    assert!(model.seen.lock().unwrap()[1].messages[2]
+        .content
+        .contains("declined"));
+
+    let (_, calls, p) = propose_with(&[("   ", Finish::Stop), ("", Finish::Stop)]).await;
+    assert_eq!(calls.len(), 2, "asked again exactly once");
+    let reason = p.edits.unwrap_err();
+    assert_eq!(reason.problem, ReplyProblem::Empty);
+    assert_eq!(reason.first, Some(ReplyProblem::Empty));
+}
+
+#[tokio::test]
+async fn a_second_truncation_is_a_failed_attempt() {
+    let (_, calls, p) =
+        propose_with(&[(&GOOD[..60], Finish::Length), (&GOOD[..50], Finish::Length)]).await;
+    assert_eq!(calls.len(), 2);
+    assert_eq!(p.edits.unwrap_err().problem, ReplyProblem::CutOff);
+}
+
+#[tokio::test]
+async fn a_reply_that_is_not_utf8_is_asked_again_then_a_failed_attempt() {
+    // Asked again with the reason; the second reply is used.
+    let (model, calls, p) = propose_with(&[(GARBLED, Finish::Stop), (GOOD, Finish::Stop)]).await;
+    assert_eq!(calls.len(), 2);
+    assert!(calls[0].reply.is_err(), "the failed call is logged as one");
+    assert!(p.edits.is_ok());
+    let follow = model.seen.lock().unwrap()[1].messages.clone();
+    assert_eq!(follow[1].content, UNREADABLE_REPLY);
+    assert!(
+        follow[2].content.contains("not valid UTF-8"),
+        "{}",
+        follow[2].content
+    );
+
+    // Twice: a failed attempt with that reason, not a model failure.
+    let (_, calls, p) = propose_with(&[(GARBLED, Finish::Stop), (GARBLED, Finish::Stop)]).await;
+    assert_eq!(calls.len(), 2);
+    let reason = p.edits.unwrap_err();
+    assert!(matches!(reason.problem, ReplyProblem::NotUtf8 { .. }));
+    assert_eq!(reason.problem.kind(), "not_utf8");
+    assert!(reason.to_string().contains("0xff"), "{reason}");
+    assert_eq!(p.reply, "", "nothing of the garbled reply is kept");
+}
+
+#[tokio::test]
+async fn a_reply_without_a_diff_names_what_was_wrong() {
+    let (model, _, p) = propose_with(&[
+        ("The code looks fine to me.", Finish::Stop),
+        (GOOD, Finish::Stop),
+    ])
+    .await;
+    assert!(p.edits.is_ok());
+    let seen = model.seen.lock().unwrap();
+    assert!(seen[1].messages[2].content.contains("could not be used"));
+}
+
+#[test]
+fn traceback_files_come_first_then_imports() {
+    let files: Vec<String> = [
+        "pkg/__init__.py",
+        "pkg/models.py",
+        "pkg/report.py",
+        "util.py",
+        "tests/test_r.py",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let failing = vec![TestCase {
+        id: "tests/test_r.py::test_total".into(),
+        outcome: TestOutcome::Failed,
+        message: Some("assert 3 == 4".into()),
+        details: Some("pkg/report.py:12: in total\n    return x\nE assert".into()),
+    }];
+    let read = |p: &str| {
+        (p == "tests/test_r.py").then(|| "from pkg.models import Item\nimport util\n".to_string())
+    };
+    let order = implicated_files(
+        &failing,
+        &files,
+        &read,
+        &["pkg/report.py".into(), "pkg/__init__.py".into()],
+    );
+    assert_eq!(
+        order,
+        vec![
+            "pkg/report.py",
+            "pkg/models.py",
+            "util.py",
+            "pkg/__init__.py"
+        ]
+    );
+}
+
+#[test]
+fn each_file_sees_the_failures_that_concern_it() {
+    let case = |id: &str, details: &str| TestCase {
+        id: id.into(),
+        outcome: TestOutcome::Failed,
+        message: None,
+        details: Some(details.into()),
+    };
+    let failing = vec![
+        case("tests/test_a.py::t1", "pkg/a.py:3: in f"),
+        case("tests/test_b.py::t2", "tests/test_b.py:9: assert"),
+        case("tests/test_c.py::t3", "tests/test_c.py:2: assert"),
+    ];
+    let read = |p: &str| (p == "tests/test_b.py").then(|| "from pkg import b\n".to_string());
+    let ids = |file: &str| -> Vec<String> {
+        failures_for(&failing, file, &read)
+            .iter()
+            .map(|c| c.id.clone())
+            .collect()
+    };
+    assert_eq!(ids("pkg/a.py"), vec!["tests/test_a.py::t1"]);
+    assert_eq!(ids("pkg/b.py"), vec!["tests/test_b.py::t2"]);
+    assert_eq!(ids("pkg/z.py").len(), 3, "no match: show everything");
+}
+
+#[test]
+fn summary_prefers_prose() {
+    let p = Proposal {
+        file: "a.py".into(),
+        reply: "Fix average() on empty input.\n```diff\n--- a/a.py\n```".into(),
+        edits: Err(ReplyProblem::Empty.into()),
+        debugging: true,
+        excerpts: None,
+    };
+    assert_eq!(p.summary(), "Fix average() on empty input");
+    let q = Proposal {
+        reply: "```diff\n--- a/a.py\n```".into(),
+        ..p
+    };
+    assert_eq!(q.summary(), "fix failing tests in a.py");
+}
+
+#[tokio::test]
+async fn a_large_file_is_asked_about_in_excerpts_and_the_reask_fits_too() {
+    let text: String = (0..3_000)
+        .map(|i| format!("def f_{i}(x):\n    return x * {i}\n\n"))
+        .collect();
+    let case = TestCase {
+        id: "test_a.py::test_f".into(),
+        outcome: TestOutcome::Failed,
+        message: Some("ZeroDivisionError".into()),
+        details: Some("a.py:4501: ZeroDivisionError".into()),
+    };
+    let allowance = crate::stage::budget::Allowance {
+        prompt_tokens: 2_000,
+        reply_tokens: 1_024,
+    };
+    let input = FixInput {
+        text: &text,
+        failing: vec![&case],
+        allowance,
+        ..input()
+    };
+    // A rambling first answer far longer than a reply limit.
+    let rambling = "Let me think about this carefully. ".repeat(500);
+    let model = Scripted::new(&[(&rambling, Finish::Stop), (GOOD, Finish::Stop)]);
+    let (calls, proposal) = propose(&model, &input, &ctx()).await;
+    let proposal = proposal.expect("the model answered");
+    let excerpts = proposal.excerpts.expect("shown in excerpts");
+    assert!(excerpts
+        .iter()
+        .any(|e| e.start <= 4501 && 4501 <= e.end && e.why.contains("`f_1500`")));
+    assert_eq!(calls.len(), 2);
+    let seen = model.seen.lock().unwrap();
+    assert!(llm::prompt_tokens(&seen[0]) <= 2_000);
+    let limit = 2_000 + 1_024 + crate::stage::budget::FOLLOW_UP_TOKENS;
+    assert!(llm::prompt_tokens(&seen[1]) <= limit);
+    assert!(seen[1].messages[1].content.starts_with("Let me think"));
+}

@@ -1,0 +1,221 @@
+//! The evidence of a fix prompt (plan items, failing tests, import
+//! problems, pylint messages, earlier attempts) at each level of trimming,
+//! from everything down to the barest: what `fix_prompt` gives up, in
+//! order, when a prompt does not fit its allowance.
+
+use std::fmt::Write as _;
+
+use super::{clip, head_lines, one_line, stable, tail_lines, FixInput, PastAttempt};
+use crate::stage::excerpt;
+
+/// How much of each piece of evidence a fix prompt shows. The first
+/// level shows everything; each next one shows less, in the order the
+/// evidence is given up when the prompt does not fit its allowance:
+/// earlier diffs, lint beyond the most serious few, traceback lines (each
+/// failing test keeps its id and message), plan items, then the rest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Trim {
+    history_diff: bool,
+    history_entries: usize,
+    lint: usize,
+    tests: usize,
+    trace_lines: usize,
+    plan_chars: usize,
+    problems: usize,
+    problem_lines: usize,
+}
+
+const FULL: Trim = Trim {
+    history_diff: true,
+    history_entries: 6,
+    lint: 40,
+    tests: 8,
+    trace_lines: 25,
+    plan_chars: usize::MAX,
+    problems: usize::MAX,
+    problem_lines: 6,
+};
+
+pub(super) const TRIMS: [Trim; 7] = [
+    FULL,
+    Trim {
+        history_diff: false,
+        ..FULL
+    },
+    Trim {
+        history_diff: false,
+        lint: 5,
+        ..FULL
+    },
+    Trim {
+        history_diff: false,
+        lint: 5,
+        trace_lines: 8,
+        ..FULL
+    },
+    Trim {
+        history_diff: false,
+        lint: 5,
+        trace_lines: 0,
+        plan_chars: 1_500,
+        ..FULL
+    },
+    Trim {
+        history_diff: false,
+        history_entries: 2,
+        lint: 3,
+        tests: 3,
+        trace_lines: 0,
+        plan_chars: 600,
+        problems: 3,
+        problem_lines: 2,
+    },
+    Trim {
+        history_diff: false,
+        history_entries: 0,
+        lint: 0,
+        tests: 2,
+        trace_lines: 0,
+        plan_chars: 300,
+        problems: 1,
+        problem_lines: 1,
+    },
+];
+
+/// How much of a trimmed prompt's lines a single line may take.
+const TRIMMED_LINE: usize = 300;
+
+/// Plan items, failing tests, problems, lint and history at `trim`.
+pub(super) fn evidence_text(input: &FixInput<'_>, trim: &Trim) -> String {
+    let trimmed = *trim != FULL;
+    let line = |text: &str| -> String {
+        if trimmed {
+            clip(text, TRIMMED_LINE).to_string()
+        } else {
+            text.to_string()
+        }
+    };
+    let mut p = String::new();
+    if let Some(items) = input.plan_items {
+        let items = items.trim();
+        let shown = clip(items, trim.plan_chars);
+        let _ = writeln!(p, "\n## Plan items for this file\n{shown}");
+        if shown.len() < items.len() {
+            p.push_str("… (the rest of the plan items is left out for length)\n");
+        }
+    }
+    if !input.failing.is_empty() && trim.tests > 0 {
+        p.push_str("\n## Failing tests\n");
+        for case in input.failing.iter().take(trim.tests) {
+            let message = one_line(case.message.as_deref());
+            let _ = writeln!(p, "### {}\n{}", line(&case.id), stable(&message));
+            if let (Some(details), true) = (&case.details, trim.trace_lines > 0) {
+                let _ = writeln!(
+                    p,
+                    "```\n{}\n```",
+                    stable(&tail_lines(details, trim.trace_lines))
+                );
+            }
+        }
+        left_out(
+            &mut p,
+            input.failing.len(),
+            trim.tests,
+            trimmed,
+            "failing tests",
+        );
+    }
+    if !input.problems.is_empty() && trim.problems > 0 {
+        p.push_str("\n## Problems when compiling or importing this module\n");
+        for problem in input.problems.iter().take(trim.problems) {
+            let _ = writeln!(p, "- {}", line(&tail_lines(problem, trim.problem_lines)));
+        }
+        left_out(
+            &mut p,
+            input.problems.len(),
+            trim.problems,
+            trimmed,
+            "problems",
+        );
+    }
+    if !input.lint.is_empty() && trim.lint > 0 {
+        p.push_str("\n## pylint messages\n");
+        let mut lint = input.lint.clone();
+        if trimmed {
+            lint.sort_by_key(|m| excerpt::lint_rank(&m.kind));
+        }
+        for m in lint.iter().take(trim.lint) {
+            let text = format!(
+                "- line {}: {} ({}) {}",
+                m.line, m.message_id, m.symbol, m.message
+            );
+            let _ = writeln!(p, "{}", line(&text));
+        }
+        left_out(
+            &mut p,
+            input.lint.len(),
+            trim.lint,
+            trimmed,
+            "pylint messages",
+        );
+    }
+    history_section(&mut p, input.history, trim);
+    p
+}
+
+/// Says how many of `what` a trimmed prompt leaves out.
+fn left_out(p: &mut String, total: usize, shown: usize, trimmed: bool, what: &str) {
+    if trimmed && total > shown {
+        let _ = writeln!(p, "({} more {what} left out for length)", total - shown);
+    }
+}
+
+/// Tiered memory: nothing on a first try; the previous attempt in full on
+/// the second; a compressed history and a push for a new approach after
+/// that. `trim` drops the diff and older attempts when space is short.
+fn history_section(p: &mut String, history: &[PastAttempt], trim: &Trim) {
+    let trimmed = *trim != FULL;
+    let line = |text: String| -> String {
+        if trimmed {
+            clip(&text, TRIMMED_LINE).to_string()
+        } else {
+            text
+        }
+    };
+    match history {
+        [] => {}
+        _ if trim.history_entries == 0 => {
+            let _ = writeln!(
+                p,
+                "\n## Earlier attempts\n{} earlier attempts on this file were not accepted. Take a \
+                 different approach.",
+                history.len()
+            );
+        }
+        [only] => {
+            let _ = writeln!(
+                p,
+                "\n## Previous attempt\n{}\nOutcome: {}",
+                line(format!("{}: {}", only.label, only.summary)),
+                line(only.outcome.clone())
+            );
+            if let (Some(diff), true) = (&only.diff, trim.history_diff) {
+                let _ = writeln!(p, "```diff\n{}\n```", head_lines(diff, 60));
+            }
+        }
+        many => {
+            let _ = writeln!(p, "\n## Earlier attempts ({})", many.len());
+            let recent = many.len().min(trim.history_entries);
+            for a in &many[many.len() - recent..] {
+                let text = format!("- {}: {} -> {}", a.label, a.summary, a.outcome);
+                let _ = writeln!(p, "{}", line(text));
+            }
+            let tried: Vec<&str> = many.iter().map(|a| a.summary.as_str()).collect();
+            let tried = format!(
+                "Tried {} — none of it was accepted. Take a different approach.",
+                tried.join("; ")
+            );
+            let _ = writeln!(p, "{}", line(tried));
+        }
+    }
+}
