@@ -24,7 +24,7 @@ use crate::stage::planner::Plan;
 use crate::stage::prompt::PastAttempt;
 use crate::stage::reviewer::SizeLimits;
 use crate::stage::{auditor, prompt};
-use crate::tools::{PythonEnv, Sandbox, SandboxPolicy};
+use crate::tools::{LintCache, PythonEnv, Sandbox, SandboxPolicy};
 use record::Recorder;
 pub use summary::{Delivery, Safety, Spend, StopReason, Summary, TestCount};
 pub use verify::FinalCheck;
@@ -72,6 +72,19 @@ pub(crate) struct RunContext<'a> {
     /// What every tool process of the run is confined by.
     pub sandbox: &'a Sandbox,
     pub root: &'a std::path::Path,
+    /// pylint results by file content, shared by the run's measurements.
+    pub lint_cache: &'a LintCache,
+}
+
+impl RunContext<'_> {
+    /// What the Judge measures with.
+    pub(crate) fn tools(&self) -> judge::Tools<'_> {
+        judge::Tools {
+            env: self.env,
+            sandbox: self.sandbox,
+            lint_cache: self.lint_cache,
+        }
+    }
 }
 
 /// What the run knows while it loops.
@@ -142,6 +155,7 @@ pub async fn run(
     } else {
         ws.path().join(&opened.info.target_rel)
     };
+    let lint_cache = LintCache::new(config.cache_dir.as_deref());
     let cx = RunContext {
         config,
         model: &model,
@@ -150,6 +164,7 @@ pub async fn run(
         env: &opened.env,
         sandbox: &sandbox,
         root: &root,
+        lint_cache: &lint_cache,
     };
     let scope = std::mem::take(&mut opened.scope);
     let run_id = scope.run_id.clone();
@@ -215,14 +230,13 @@ async fn drive(
         model,
         events,
         cancel,
-        env,
-        sandbox,
         root,
+        ..
     } = *cx;
     let metrics = auditor::measure_files(root, &files);
     rec.metrics(&metrics)?;
     let baseline = tokio::task::block_in_place(|| {
-        judge::measure(env, sandbox, root, &files, config.limits, cancel, None)
+        judge::measure(cx.tools(), root, &files, config.limits, cancel, None)
     })?;
     rec.measurement(crate::log::Agent::Auditor, &baseline, None)?;
     let snapshot = baseline.snapshot;
