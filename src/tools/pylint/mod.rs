@@ -54,7 +54,8 @@ pub const BATCH_BYTES: u64 = 256 * 1024;
 /// How much of the report's text the log keeps.
 pub const LINT_OUTPUT_CAP: usize = 16 * 1024;
 
-/// How many skipped files get a note each; the rest are counted in one.
+/// How many skipped files (and batches that did not finish) get a note
+/// each; the rest are counted in one.
 const NOTED_SKIPS: usize = 10;
 
 pub(super) fn run(
@@ -157,6 +158,13 @@ pub(super) fn run(
         skipped.extend(outcome.skipped);
         report.notes.extend(outcome.notes);
         report.batches.extend(outcome.runs);
+    }
+    if report.notes.len() > NOTED_SKIPS {
+        let more = report.notes.len() - NOTED_SKIPS;
+        report.notes.truncate(NOTED_SKIPS);
+        report.notes.push(format!(
+            "pylint did not finish {more} more batch(es) within the timeout either"
+        ));
     }
     if wrote {
         if let Some(general) = &general {

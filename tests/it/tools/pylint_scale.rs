@@ -223,7 +223,7 @@ fn batches_that_time_out_cost_their_own_lint_not_the_run() {
     for i in 0..4 {
         files.push(format!("ok_{i}.py"));
     }
-    for i in 0..40 {
+    for i in 0..48 {
         files.push(format!("slow_{i}.py"));
     }
     for file in &files {
@@ -252,7 +252,7 @@ fn batches_that_time_out_cost_their_own_lint_not_the_run() {
     assert_eq!(report.linted, 4);
     assert_eq!(report.score, Some(7.5));
     let skipped: Vec<&str> = report.skipped.iter().map(|s| s.path.as_str()).collect();
-    assert_eq!(skipped.len(), 40, "{skipped:?}");
+    assert_eq!(skipped.len(), 48, "{skipped:?}");
     assert!(skipped.iter().all(|p| p.starts_with("slow_")));
     assert!(report
         .skipped
@@ -262,10 +262,23 @@ fn batches_that_time_out_cost_their_own_lint_not_the_run() {
         .skipped
         .iter()
         .any(|s| s.reason.contains("ran out of runs")));
-    // 11 batches, plus at most the search's 16 extra runs.
-    assert!(report.batches.len() <= 11 + 16, "{}", report.batches.len());
+    // 13 batches, plus at most the search's 16 extra runs.
+    assert!(report.batches.len() <= 13 + 16, "{}", report.batches.len());
+    // 12 batches did not finish: 10 notes, a count, then the skips.
+    assert!(
+        report.notes[..10]
+            .iter()
+            .all(|n| n.starts_with("pylint timed out after 0.5s on 4 file(s)")),
+        "{:?}",
+        report.notes
+    );
+    assert_eq!(
+        report.notes[10],
+        "pylint did not finish 2 more batch(es) within the timeout either"
+    );
+    assert_eq!(report.notes.len(), 11 + 11, "{:?}", report.notes);
     assert!(report
         .notes
         .iter()
-        .any(|n| n == "skipped the lint of 30 more file(s) for the same reasons"));
+        .any(|n| n == "skipped the lint of 38 more file(s) for the same reasons"));
 }
