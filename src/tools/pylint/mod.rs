@@ -37,7 +37,7 @@ mod pass;
 mod score;
 mod slow;
 
-use cache::{Entry, Keys};
+use cache::{Entry, FileFacts, Keys};
 pub use cache::{LintCache, MAX_DISK_BYTES, MAX_DISK_ENTRIES};
 use pass::Linter;
 
@@ -84,114 +84,169 @@ pub(super) fn run(
     }
     let absolute_root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
     let keys = Keys::new(env, &absolute_root, &sandbox.boundary_of(root));
-    let facts = keys.files(root, files);
-
-    // 1. What is known already.
-    let mut results: Vec<Option<Arc<Entry>>> = vec![None; files.len()];
-    let mut skipped: Vec<SkippedLint> = Vec::new();
-    let mut todo: Vec<usize> = Vec::new();
-    for (i, file) in files.iter().enumerate() {
-        if let Some(skip) = slow::known_skip(&linter, file) {
-            skipped.push(skip);
-        } else if let Some(hit) = facts[i].key.as_deref().and_then(|k| cache.get(k)) {
-            results[i] = Some(hit);
-        } else {
-            todo.push(i);
-        }
-    }
-    let general_key = keys.general();
-    let mut general = cache.get(&general_key).map(|e| (*e).clone());
-    if todo.is_empty() && general.is_none() {
-        // The messages no file carries were not kept: one file runs again for them.
-        if let Some(i) = results.iter().position(Option::is_some) {
-            results[i] = None;
-            todo.push(i);
-        }
-    }
-    let from_cache = results.iter().filter(|r| r.is_some()).count();
-
-    // 2. The rest, in batches.
-    let pending: Vec<(String, u64)> = todo
+    let mut lint = Lint::look_up(
+        &linter,
+        cache,
+        files,
+        keys.files(root, files),
+        keys.general(),
+    );
+    let pending: Vec<(String, u64)> = lint
+        .todo
         .iter()
-        .map(|&i| (files[i].clone(), facts[i].bytes))
-        .collect();
-    let batches = batch::plan(&pending, settings);
-    let budget = slow::Budget::new(slow::MAX_EXTRA_RUNS);
-    let outcomes = batch::run(&linter, &batches, settings.processes, &budget)?;
-
-    // 3. Into the cache, and together.
-    let index: HashMap<&str, usize> = files
-        .iter()
-        .enumerate()
-        .map(|(i, f)| (f.as_str(), i))
+        .map(|&i| (files[i].clone(), lint.facts[i].bytes))
         .collect();
     let mut report = LintReport {
         command: linter.command_line(&pending.iter().map(|(f, _)| f.clone()).collect::<Vec<_>>()),
-        from_cache,
+        from_cache: lint.results.iter().filter(|r| r.is_some()).count(),
         ..LintReport::default()
     };
-    let mut stderr = String::new();
-    let mut wrote = false;
-    for outcome in outcomes {
-        for found in outcome.found {
-            wrote = true;
-            for (file, entry) in found.files {
-                let Some(&i) = index.get(file.as_str()) else {
-                    continue;
-                };
-                if let Some(key) = &facts[i].key {
-                    cache.put(key, entry.clone());
-                }
-                results[i] = Some(Arc::new(entry));
-                report.linted += 1;
-            }
-            let general = general.get_or_insert_with(|| Entry {
-                evaluation: found.general.evaluation.clone(),
-                ..Entry::default()
-            });
-            merge_general(general, found.general);
-            if !found.stderr.trim().is_empty() {
-                stderr.push_str(found.stderr.trim_end());
-                stderr.push('\n');
-            }
-        }
-        skipped.extend(outcome.skipped);
-        report.notes.extend(outcome.notes);
-        report.batches.extend(outcome.runs);
-    }
-    if report.notes.len() > NOTED_SKIPS {
-        let more = report.notes.len() - NOTED_SKIPS;
-        report.notes.truncate(NOTED_SKIPS);
-        report.notes.push(format!(
-            "pylint did not finish {more} more batch(es) within the timeout either"
-        ));
-    }
-    if wrote {
-        if let Some(general) = &general {
-            cache.put(&general_key, general.clone());
-        }
-        cache.prune(MAX_DISK_BYTES, MAX_DISK_ENTRIES);
-    }
-    let general = general.unwrap_or_default();
-    let mut totals = score::Totals::default();
-    let mut evaluation = general.evaluation.clone();
-    for entry in std::iter::once(&general).chain(results.iter().flatten().map(|e| &**e)) {
-        totals.add(entry.statements, &entry.messages);
-        report.messages.extend(entry.notices.iter().cloned());
-        report.messages.extend(entry.messages.iter().cloned());
-        evaluation = evaluation.or_else(|| entry.evaluation.clone());
-    }
-    let any = results.iter().any(Option::is_some);
-    if any {
-        match score::score(&linter, &totals, evaluation.as_deref())? {
-            Ok(score) => report.score = Some(score),
-            Err(why) => report.notes.push(why),
-        }
-    }
-    note_skips(&mut report, skipped, files.len());
+    let budget = slow::Budget::new(slow::MAX_EXTRA_RUNS);
+    let outcomes = batch::run(
+        &linter,
+        &batch::plan(&pending, settings),
+        settings.processes,
+        &budget,
+    )?;
+    let stderr = lint.absorb(outcomes, cache, &mut report);
+    lint.put_together(&linter, &mut report)?;
     report.seconds = slow::round_ms(started.elapsed());
     report.output = output(&report, settings, &stderr);
     Ok(report)
+}
+
+/// One lint being put together: what each file gave, from the cache or a
+/// pylint run.
+struct Lint<'f> {
+    files: &'f [String],
+    facts: Vec<FileFacts>,
+    /// Each file's result, once known.
+    results: Vec<Option<Arc<Entry>>>,
+    /// The messages no file carries, once known.
+    general: Option<Entry>,
+    general_key: String,
+    skipped: Vec<SkippedLint>,
+    /// The files pylint has to run over, by index.
+    todo: Vec<usize>,
+}
+
+impl<'f> Lint<'f> {
+    /// Takes what the cache holds and what is known slow; the rest is to do.
+    fn look_up(
+        linter: &Linter<'_>,
+        cache: &LintCache,
+        files: &'f [String],
+        facts: Vec<FileFacts>,
+        general_key: String,
+    ) -> Self {
+        let mut lint = Lint {
+            files,
+            results: vec![None; files.len()],
+            general: cache.get(&general_key).map(|e| (*e).clone()),
+            general_key,
+            skipped: Vec::new(),
+            todo: Vec::new(),
+            facts,
+        };
+        for (i, file) in files.iter().enumerate() {
+            if let Some(skip) = slow::known_skip(linter, file) {
+                lint.skipped.push(skip);
+            } else if let Some(hit) = lint.facts[i].key.as_deref().and_then(|k| cache.get(k)) {
+                lint.results[i] = Some(hit);
+            } else {
+                lint.todo.push(i);
+            }
+        }
+        if lint.todo.is_empty() && lint.general.is_none() {
+            // The messages no file carries were not kept: one file runs again for them.
+            if let Some(i) = lint.results.iter().position(Option::is_some) {
+                lint.results[i] = None;
+                lint.todo.push(i);
+            }
+        }
+        lint
+    }
+
+    /// Takes in what the batches found, keeping it in the cache; the
+    /// batches' stderr, for the log.
+    fn absorb(
+        &mut self,
+        outcomes: Vec<slow::BatchOutcome>,
+        cache: &LintCache,
+        report: &mut LintReport,
+    ) -> String {
+        let index: HashMap<&str, usize> = self
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.as_str(), i))
+            .collect();
+        let mut stderr = String::new();
+        let mut wrote = false;
+        for outcome in outcomes {
+            for found in outcome.found {
+                wrote = true;
+                for (file, entry) in found.files {
+                    let Some(&i) = index.get(file.as_str()) else {
+                        continue;
+                    };
+                    if let Some(key) = &self.facts[i].key {
+                        cache.put(key, entry.clone());
+                    }
+                    self.results[i] = Some(Arc::new(entry));
+                    report.linted += 1;
+                }
+                let general = self.general.get_or_insert_with(|| Entry {
+                    evaluation: found.general.evaluation.clone(),
+                    ..Entry::default()
+                });
+                merge_general(general, found.general);
+                if !found.stderr.trim().is_empty() {
+                    stderr.push_str(found.stderr.trim_end());
+                    stderr.push('\n');
+                }
+            }
+            self.skipped.extend(outcome.skipped);
+            report.notes.extend(outcome.notes);
+            report.batches.extend(outcome.runs);
+        }
+        if report.notes.len() > NOTED_SKIPS {
+            let more = report.notes.len() - NOTED_SKIPS;
+            report.notes.truncate(NOTED_SKIPS);
+            report.notes.push(format!(
+                "pylint did not finish {more} more batch(es) within the timeout either"
+            ));
+        }
+        if wrote {
+            if let Some(general) = &self.general {
+                cache.put(&self.general_key, general.clone());
+            }
+            cache.prune(MAX_DISK_BYTES, MAX_DISK_ENTRIES);
+        }
+        stderr
+    }
+
+    /// The messages (those no file carries first, then file by file) and
+    /// the score over every file with a result, and the skipped files.
+    fn put_together(self, linter: &Linter<'_>, report: &mut LintReport) -> Result<(), ToolError> {
+        let general = self.general.unwrap_or_default();
+        let mut totals = score::Totals::default();
+        let mut evaluation = general.evaluation.clone();
+        for entry in std::iter::once(&general).chain(self.results.iter().flatten().map(|e| &**e)) {
+            totals.add(entry.statements, &entry.messages);
+            report.messages.extend(entry.notices.iter().cloned());
+            report.messages.extend(entry.messages.iter().cloned());
+            evaluation = evaluation.or_else(|| entry.evaluation.clone());
+        }
+        if self.results.iter().any(Option::is_some) {
+            match score::score(linter, &totals, evaluation.as_deref())? {
+                Ok(score) => report.score = Some(score),
+                Err(why) => report.notes.push(why),
+            }
+        }
+        note_skips(report, self.skipped, self.files.len());
+        Ok(())
+    }
 }
 
 /// Adds a batch's messages that no file carries to those of the others:
