@@ -62,7 +62,7 @@ pub struct RunArgs {
     /// Seconds pytest may run [default: 60].
     #[arg(long, value_name = "SECS")]
     pub test_timeout: Option<u64>,
-    /// Seconds pylint may run [default: 30].
+    /// Seconds one pylint process (a batch of files) may run [default: 30].
     #[arg(long, value_name = "SECS")]
     pub lint_timeout: Option<u64>,
     /// Seconds one model request may take [default: 120].

@@ -22,11 +22,11 @@ use crate::llm::{ChatModel, PriceTable, Usage, Windowed};
 use crate::log::{Event, EventSink};
 use crate::stage::auditor;
 use crate::stage::budget::{Budget, BudgetSettings};
-use crate::stage::judge::{Limits, Snapshot};
+use crate::stage::judge::{self, Limits, Snapshot};
 use crate::stage::planner::Plan;
 use crate::stage::prompt::PastAttempt;
 use crate::stage::reviewer::SizeLimits;
-use crate::tools::{PythonEnv, Sandbox, SandboxPolicy};
+use crate::tools::{LintCache, PythonEnv, Sandbox, SandboxPolicy};
 use record::Recorder;
 pub use summary::{Delivery, Safety, Spend, StopReason, Summary, TestCount};
 pub use verify::FinalCheck;
@@ -78,6 +78,19 @@ pub(crate) struct RunContext<'a> {
     pub root: &'a std::path::Path,
     /// How big each kind of request may be.
     pub budget: &'a Budget,
+    /// pylint results by file content, shared by the run's measurements.
+    pub lint_cache: &'a LintCache,
+}
+
+impl RunContext<'_> {
+    /// What the Judge measures with.
+    pub(crate) fn tools(&self) -> judge::Tools<'_> {
+        judge::Tools {
+            env: self.env,
+            sandbox: self.sandbox,
+            lint_cache: self.lint_cache,
+        }
+    }
 }
 
 /// What the run knows while it loops.
@@ -158,6 +171,7 @@ pub async fn run(
     } else {
         ws.path().join(&opened.info.target_rel)
     };
+    let lint_cache = LintCache::new(config.cache_dir.as_deref());
     let cx = RunContext {
         config,
         model: &model,
@@ -167,6 +181,7 @@ pub async fn run(
         sandbox: &sandbox,
         root: &root,
         budget: &budget,
+        lint_cache: &lint_cache,
     };
     let scope = std::mem::take(&mut opened.scope);
     let run_id = scope.run_id.clone();
@@ -232,13 +247,11 @@ async fn drive(
         model,
         events,
         cancel,
-        env,
-        sandbox,
         root,
         ..
     } = *cx;
     let audit = tokio::task::block_in_place(|| {
-        auditor::audit(env, sandbox, root, files, config.limits, cancel)
+        auditor::audit(cx.tools(), root, files, config.limits, cancel)
     })?;
     rec.metrics(&audit.metrics)?;
     rec.measurement(crate::log::Agent::Auditor, &audit.baseline, None)?;

@@ -160,7 +160,13 @@ impl<'a> Recorder<'a> {
             .detail("tool", "pylint")
             .detail("attempt", json!(attempt))
             .detail("score", json!(snap.pylint))
-            .detail("messages", snap.lint.messages.len());
+            .detail("messages", snap.lint.messages.len())
+            .detail("linted", snap.lint.linted)
+            .detail("from_cache", snap.lint.from_cache)
+            .detail("batches", json!(snap.lint.batches))
+            .detail("seconds", json!(snap.lint.seconds))
+            .detail("skipped", json!(snap.lint.skipped))
+            .detail("notes", json!(snap.lint.notes));
         self.write(e)
     }
 

@@ -300,8 +300,6 @@ fn attempt(
         config,
         events,
         cancel,
-        env,
-        sandbox,
         root,
         ..
     } = *cx;
@@ -366,7 +364,7 @@ fn attempt(
     }
     let measured = tokio::task::block_in_place(|| {
         let baseline = state.baseline.tests.as_ref();
-        judge::measure(env, sandbox, root, &files, config.limits, cancel, baseline)
+        judge::measure(cx.tools(), root, &files, config.limits, cancel, baseline)
     })?;
     let verdict = judge::compare(&state.best, &measured.snapshot, state.baseline.pylint);
     rec.measurement(Agent::Judge, &measured, Some(k))?;

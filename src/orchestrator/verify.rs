@@ -41,8 +41,7 @@ pub(crate) fn final_check(
     ws.write_files(&overlay)?;
     let measured = tokio::task::block_in_place(|| {
         judge::measure(
-            cx.env,
-            cx.sandbox,
+            cx.tools(),
             cx.root,
             &state.files,
             cx.config.limits,

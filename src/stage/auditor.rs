@@ -9,7 +9,7 @@ use std::path::Path;
 use super::judge::{self, Limits, Measurement};
 use crate::analysis::{self, FileMetrics, Severity};
 use crate::cancel::Cancel;
-use crate::tools::{LintMessage, PythonEnv, Sandbox, ToolError};
+use crate::tools::{LintMessage, ToolError};
 
 /// What the audit found.
 pub struct Audit {
@@ -36,15 +36,14 @@ impl Audit {
 
 /// Audits `files` (target-relative) in `root`: metrics, then the baseline.
 pub fn audit(
-    env: &PythonEnv,
-    sandbox: &Sandbox,
+    tools: judge::Tools<'_>,
     root: &Path,
     files: Vec<String>,
     limits: Limits,
     cancel: &Cancel,
 ) -> Result<Audit, ToolError> {
     let metrics = measure_files(root, &files);
-    let baseline = judge::measure(env, sandbox, root, &files, limits, cancel, None)?;
+    let baseline = judge::measure(tools, root, &files, limits, cancel, None)?;
     let severities = files
         .iter()
         .map(|f| {

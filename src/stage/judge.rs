@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use crate::cancel::Cancel;
 use crate::tools::{
-    self, ImportCheck, LintReport, PythonEnv, Sandbox, TestCase, TestOutcome, TestRun,
+    self, ImportCheck, LintCache, LintReport, LintSettings, PythonEnv, Sandbox, TestCase,
+    TestOutcome, TestRun,
 };
 
 /// The longest one module may take to import (capped further by the test
@@ -270,23 +271,46 @@ pub struct Measurement {
     pub import_check: Option<ImportCheck>,
 }
 
+/// The Python tools a measurement runs, and the pylint results a run's
+/// measurements share (so each measures only what changed).
+#[derive(Clone, Copy, Debug)]
+pub struct Tools<'a> {
+    pub env: &'a PythonEnv,
+    pub sandbox: &'a Sandbox,
+    pub lint_cache: &'a LintCache,
+}
+
 /// Measures the code in `root` (the target folder inside the worktree).
 /// `files` are the Python files, relative to `root`. `baseline` is the
 /// baseline's test state (`None` when measuring the baseline itself): tests
 /// that ran there and do not run here count as failures.
 pub fn measure(
-    env: &PythonEnv,
-    sandbox: &Sandbox,
+    tools: Tools<'_>,
     root: &Path,
     files: &[String],
     limits: Limits,
     cancel: &Cancel,
     baseline: Option<&TestState>,
 ) -> Result<Measurement, tools::ToolError> {
+    let Tools {
+        env,
+        sandbox,
+        lint_cache,
+    } = tools;
+    let lint_settings = LintSettings::new(limits.lint);
     // pytest and pylint are independent: run them side by side.
     let (run, lint) = std::thread::scope(|scope| {
-        let lint =
-            scope.spawn(|| tools::run_pylint(env, sandbox, root, files, limits.lint, cancel));
+        let lint = scope.spawn(|| {
+            tools::run_pylint(
+                env,
+                sandbox,
+                root,
+                files,
+                &lint_settings,
+                lint_cache,
+                cancel,
+            )
+        });
         let run = tools::run_pytest(env, sandbox, root, limits.tests, cancel);
         let lint = lint.join().unwrap_or_else(|_| {
             Err(tools::ToolError::Failed {

@@ -18,12 +18,13 @@ pub mod env;
 pub mod imports;
 pub mod junit;
 pub mod process;
-mod pylint;
+pub mod pylint;
 mod pytest;
 pub mod sandbox;
 
 pub use env::{resolve_env_with, EnvSettings, PYLINT_PIN, PYTEST_PIN};
 pub use process::{Ending, ProcessBuilder, ProcessError, ProcessOutput};
+pub use pylint::LintCache;
 pub use sandbox::{LayerState, ResourceLimits, Sandbox, SandboxPolicy, SandboxReport};
 
 /// Errors that stop a tool from giving any result at all.
@@ -99,7 +100,7 @@ pub fn resolve_env(
 }
 
 /// One pylint message.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LintMessage {
     /// Path relative to the folder pylint ran in.
     pub path: String,
@@ -117,22 +118,43 @@ pub struct LintMessage {
     pub message: String,
 }
 
-/// pylint's result.
+/// pylint's result over a set of files, however many batches and cached
+/// results it was put together from.
 #[derive(Clone, Debug, Default)]
 pub struct LintReport {
-    /// The global score out of 10 over the files linted; `None` when pylint
-    /// gave none (or could not finish even without the skipped files).
+    /// The global score out of 10 over the files linted, as one pylint run
+    /// over them computes it; `None` when no file could be linted.
     pub score: Option<f64>,
-    /// Every message, in pylint's order.
+    /// Every message: those no file carries (configuration problems) first,
+    /// then file by file in the order given, in pylint's order within a file.
     pub messages: Vec<LintMessage>,
     /// Files left out because pylint could not lint them within the timeout.
     pub skipped: Vec<SkippedLint>,
     /// What went differently from one plain pylint run, one line each.
     pub notes: Vec<String>,
-    /// The command line (capped), for the log.
+    /// The command line (capped): one pylint run over the files linted.
     pub command: String,
-    /// Trimmed combined output, for the log.
+    /// A summary line, the messages as text and every note (capped), for the log.
     pub output: String,
+    /// Files pylint ran over this time.
+    pub linted: usize,
+    /// Files whose result came from the [`LintCache`].
+    pub from_cache: usize,
+    /// Every pylint process, in the order the batches were planned.
+    pub batches: Vec<LintBatch>,
+    /// Wall time of the whole lint, seconds.
+    pub seconds: f64,
+}
+
+/// One pylint process of a lint.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct LintBatch {
+    /// Files it was given.
+    pub files: usize,
+    /// Its wall time, seconds.
+    pub seconds: f64,
+    /// `linted`, or why it gave no result (`timed out after 30s`).
+    pub outcome: String,
 }
 
 /// A file whose lint was skipped.
@@ -144,22 +166,55 @@ pub struct SkippedLint {
     pub reason: String,
 }
 
+/// How pylint runs: the timeout of each process, the bounds of a batch and
+/// how many processes run at once.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LintSettings {
+    /// The longest one pylint process may take (`--lint-timeout`).
+    pub timeout: Duration,
+    /// At most this many files per pylint process.
+    pub batch_files: usize,
+    /// At most this many bytes of source per pylint process (a larger file
+    /// is a batch of its own).
+    pub batch_bytes: u64,
+    /// At most this many pylint processes at once.
+    pub processes: usize,
+}
+
+impl LintSettings {
+    /// The defaults: batches of [`pylint::BATCH_FILES`] files or
+    /// [`pylint::BATCH_BYTES`] bytes, one process per core.
+    pub fn new(timeout: Duration) -> Self {
+        Self {
+            timeout,
+            batch_files: pylint::BATCH_FILES,
+            batch_bytes: pylint::BATCH_BYTES,
+            processes: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+}
+
 /// Runs pylint in `root` over `files` (relative to `root`) under `sandbox`.
 ///
-/// When pylint does not finish within `timeout`, the files that keep it
-/// busy are found by bisection (each further run also bounded by
-/// `timeout`), skipped with a note, and the rest is linted in one run for
-/// the score; files found slow are remembered for the rest of the process,
-/// keyed by their content.
+/// Files whose result `cache` holds are not linted again; the others are
+/// linted in batches bounded by `settings`, several processes at once, and
+/// the score is recombined from per-file statistics exactly as one pylint
+/// run over all files computes it. A batch that does not finish within the
+/// timeout is split to find the files that keep pylint busy (each further
+/// run also bounded by the timeout); those are skipped with a note, never an
+/// error. Files found slow are remembered for the rest of the process, keyed
+/// by their content. Cross-file checks (`duplicate-code`, `cyclic-import`)
+/// only see the files of one batch.
 pub fn run_pylint(
     env: &PythonEnv,
     sandbox: &Sandbox,
     root: &Path,
     files: &[String],
-    timeout: Duration,
+    settings: &LintSettings,
+    cache: &LintCache,
     cancel: &Cancel,
 ) -> Result<LintReport, ToolError> {
-    pylint::run(env, sandbox, root, files, timeout, cancel)
+    pylint::run(env, sandbox, root, files, settings, cache, cancel)
 }
 
 /// The outcome of one test.

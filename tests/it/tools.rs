@@ -4,6 +4,7 @@
 mod imports;
 mod process;
 mod pylint;
+mod pylint_scale;
 mod pytest;
 mod python_env;
 mod sandbox;

@@ -1,66 +1,79 @@
-//! Running pylint under the sandbox and parsing its JSON reports into
-//! [`LintReport`]s.
+//! Running pylint under the sandbox, in batches and from a cache, and
+//! putting one [`LintReport`] together.
 //!
-//! pylint ≥ 3 gives `--output-format=json2` (messages and the score in one
-//! object); older versions fall back to `--output-format=json` plus the
-//! "rated at X/10" line when present. pylint's exit code is a bit mask of
-//! message kinds, not a failure; only a usage error (32) or unparsable output
-//! is one. File names that start with `-` are passed as `./name`: pylint
-//! pre-scans its whole argument list for options like `--init-hook=` and
-//! `--output=` and honours them even after `--`. A pylint run that does not
-//! finish in time is handled in [`slow`].
+//! pylint runs through a small driver ([`DRIVER`], `driver.py`) that calls
+//! pylint's own `Run` (so the user's configuration applies) and reports each
+//! file's statements and messages: the score recombines exactly from them
+//! ([`score`]), however the files were split. The steps:
+//!
+//! 1. every file gets a cache key ([`cache`]); a file whose key is in the
+//!    [`LintCache`] is not linted again, a file skipped earlier in the process
+//!    and unchanged is not tried again ([`slow`]);
+//! 2. the rest is cut into batches ([`batch`]; one batch when the set is
+//!    small) and linted, several `--jobs=1` processes at once, each in its
+//!    own sandbox cell under the timeout; a batch that does not finish is
+//!    split to find the files that keep pylint busy ([`slow`]);
+//! 3. results go into the cache; messages are put together file by file
+//!    and the score computed over every file linted now or before.
+//!
+//! Cross-file checks (`duplicate-code`, `cyclic-import`) only see the files
+//! of one batch, and a cached result keeps the cross-file messages pylint put
+//! on that file. Messages no file carries (configuration problems) are
+//! counted once, as in one run.
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::Instant;
 
-use serde::Deserialize;
-
-use super::env::last_line;
-use super::process::{cap_text, Ending, ProcessOutput};
-use super::{LintMessage, LintReport, PythonEnv, Sandbox, ToolError};
+use super::process::cap_text;
+use super::{LintMessage, LintReport, LintSettings, PythonEnv, Sandbox, SkippedLint, ToolError};
 use crate::cancel::Cancel;
 
+mod batch;
+mod cache;
+mod deps;
+mod pass;
+mod score;
 mod slow;
 
-/// How much of pylint's output the report keeps for the log.
+use cache::{Entry, FileFacts, Keys};
+pub use cache::{LintCache, MAX_DISK_BYTES, MAX_DISK_ENTRIES};
+use pass::Linter;
+
+/// The driver script (see its docstring).
+pub(crate) const DRIVER: &str = include_str!("driver.py");
+
+/// At most this many files per pylint process by default.
+pub const BATCH_FILES: usize = 200;
+
+/// At most this many bytes of source per pylint process by default: about
+/// ten seconds of pylint on ordinary code, well within the default timeout.
+pub const BATCH_BYTES: u64 = 256 * 1024;
+
+/// How much of the report's text the log keeps.
 pub const LINT_OUTPUT_CAP: usize = 16 * 1024;
 
-/// How much JSON pylint may print: the report must be parsed whole.
-const REPORT_CAP: usize = 64 * 1024 * 1024;
-
-/// pylint's exit-code bit for a usage error.
-const USAGE_ERROR: i32 = 32;
-
-/// How many file names a logged pylint command line shows.
-const SHOWN_FILES: usize = 10;
-
-/// The report formats pylint can give.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Format {
-    Json2,
-    Json,
-}
+/// How many skipped files (and batches that did not finish) get a note
+/// each; the rest are counted in one.
+const NOTED_SKIPS: usize = 10;
 
 pub(super) fn run(
     env: &PythonEnv,
     sandbox: &Sandbox,
     root: &Path,
     files: &[String],
-    timeout: Duration,
+    settings: &LintSettings,
+    cache: &LintCache,
     cancel: &Cancel,
 ) -> Result<LintReport, ToolError> {
-    let format = if major_version(&env.pylint_version).is_some_and(|m| m < 3) {
-        Format::Json
-    } else {
-        Format::Json2
-    };
-    let mut linter = Linter {
+    let started = Instant::now();
+    let linter = Linter {
         env,
         sandbox,
         root,
-        timeout,
+        timeout: settings.timeout,
         cancel,
-        format,
     };
     if files.is_empty() {
         // pylint without files is a usage error; nothing to lint is no message.
@@ -69,236 +82,252 @@ pub(super) fn run(
             ..LintReport::default()
         });
     }
-    slow::lint(&mut linter, files)
+    let absolute_root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    let keys = Keys::new(env, &absolute_root, &sandbox.boundary_of(root));
+    let mut lint = Lint::look_up(
+        &linter,
+        cache,
+        files,
+        keys.files(root, files),
+        keys.general(),
+    );
+    let pending: Vec<(String, u64)> = lint
+        .todo
+        .iter()
+        .map(|&i| (files[i].clone(), lint.facts[i].bytes))
+        .collect();
+    let mut report = LintReport {
+        command: linter.command_line(&pending.iter().map(|(f, _)| f.clone()).collect::<Vec<_>>()),
+        from_cache: lint.results.iter().filter(|r| r.is_some()).count(),
+        ..LintReport::default()
+    };
+    let budget = slow::Budget::new(slow::MAX_EXTRA_RUNS);
+    let outcomes = batch::run(
+        &linter,
+        &batch::plan(&pending, settings),
+        settings.processes,
+        &budget,
+    )?;
+    let stderr = lint.absorb(outcomes, cache, &mut report);
+    lint.put_together(&linter, &mut report)?;
+    report.seconds = slow::round_ms(started.elapsed());
+    report.output = output(&report, settings, &stderr);
+    Ok(report)
 }
 
-/// Runs pylint passes over sets of files with one configuration.
-struct Linter<'a> {
-    env: &'a PythonEnv,
-    sandbox: &'a Sandbox,
-    root: &'a Path,
-    timeout: Duration,
-    cancel: &'a Cancel,
-    /// The report format; switches to `Json` for good once pylint rejects `json2`.
-    format: Format,
+/// One lint being put together: what each file gave, from the cache or a
+/// pylint run.
+struct Lint<'f> {
+    files: &'f [String],
+    facts: Vec<FileFacts>,
+    /// Each file's result, once known.
+    results: Vec<Option<Arc<Entry>>>,
+    /// The messages no file carries, once known.
+    general: Option<Entry>,
+    general_key: String,
+    skipped: Vec<SkippedLint>,
+    /// The files pylint has to run over, by index.
+    todo: Vec<usize>,
 }
 
-/// How one pylint run over a set of files ended.
-enum Pass {
-    /// pylint gave a report.
-    Done(LintReport),
-    /// pylint did not finish: the timeout, or the kernel's CPU limit.
-    Unfinished { command: String, why: String },
-}
-
-impl Linter<'_> {
-    /// One pylint run over `files` (with the json fallback for old pylint).
-    fn pass(&mut self, files: &[String]) -> Result<Pass, ToolError> {
-        loop {
-            let cell = self.sandbox.cell("pylint")?;
-            let format_flag = match self.format {
-                Format::Json2 => "--output-format=json2",
-                Format::Json => "--output-format=json",
-            };
-            let options = [
-                "-m",
-                "pylint",
-                format_flag,
-                "--score=y",
-                "--persistent=n",
-                "--recursive=n",
-            ];
-            let out = cell
-                .command(&self.env.python)
-                .args(options)
-                .args(files.iter().map(|f| as_argument(f)))
-                .shown_args(options.len() + SHOWN_FILES, "files")
-                .cwd(self.root)
-                .timeout(self.timeout)
-                .output_cap(REPORT_CAP)
-                .run(self.cancel)
-                .map_err(|e| ToolError::Failed {
-                    command: "pylint".to_string(),
-                    message: e.to_string(),
-                })?;
-            match out.ending {
-                Ending::Cancelled => return Err(ToolError::Cancelled),
-                Ending::TimedOut => {
-                    return Ok(Pass::Unfinished {
-                        command: out.command,
-                        why: format!("timed out after {}", slow::seconds(self.timeout)),
-                    })
-                }
-                Ending::Signalled(signal) if signal == libc::SIGXCPU || signal == libc::SIGKILL => {
-                    return Ok(Pass::Unfinished {
-                        command: out.command,
-                        why: format!("stopped by the CPU time limit (signal {signal})"),
-                    })
-                }
-                Ending::Signalled(signal) => {
-                    return Err(ToolError::Failed {
-                        command: out.command,
-                        message: format!("killed by signal {signal}"),
-                    })
-                }
-                Ending::Exited(_) => {}
-            }
-            match parse_output(&out, self.root, self.format) {
-                Ok(report) => return Ok(Pass::Done(report)),
-                Err(message) => {
-                    if self.format == Format::Json2 && out.stderr.contains("InvalidReporterError") {
-                        self.format = Format::Json;
-                        continue;
-                    }
-                    return Err(ToolError::Failed {
-                        command: out.command,
-                        message,
-                    });
-                }
+impl<'f> Lint<'f> {
+    /// Takes what the cache holds and what is known slow; the rest is to do.
+    fn look_up(
+        linter: &Linter<'_>,
+        cache: &LintCache,
+        files: &'f [String],
+        facts: Vec<FileFacts>,
+        general_key: String,
+    ) -> Self {
+        let mut lint = Lint {
+            files,
+            results: vec![None; files.len()],
+            general: cache.get(&general_key).map(|e| (*e).clone()),
+            general_key,
+            skipped: Vec::new(),
+            todo: Vec::new(),
+            facts,
+        };
+        for (i, file) in files.iter().enumerate() {
+            if let Some(skip) = slow::known_skip(linter, file) {
+                lint.skipped.push(skip);
+            } else if let Some(hit) = lint.facts[i].key.as_deref().and_then(|k| cache.get(k)) {
+                lint.results[i] = Some(hit);
+            } else {
+                lint.todo.push(i);
             }
         }
+        if lint.todo.is_empty() && lint.general.is_none() {
+            // The messages no file carries were not kept: one file runs again for them.
+            if let Some(i) = lint.results.iter().position(Option::is_some) {
+                lint.results[i] = None;
+                lint.todo.push(i);
+            }
+        }
+        lint
     }
 
-    /// The (capped) command line a pass over `files` runs, for reports
-    /// that had no pass of their own.
-    fn command_line(&self, files: &[String]) -> String {
-        super::process::ProcessBuilder::new(&self.env.python)
-            .args([
-                "-m",
-                "pylint",
-                "--score=y",
-                "--persistent=n",
-                "--recursive=n",
-            ])
-            .args(files.iter().map(|f| as_argument(f)))
-            .shown_args(SHOWN_FILES + 4, "files")
-            .command_line()
+    /// Takes in what the batches found, keeping it in the cache; the
+    /// batches' stderr, for the log.
+    fn absorb(
+        &mut self,
+        outcomes: Vec<slow::BatchOutcome>,
+        cache: &LintCache,
+        report: &mut LintReport,
+    ) -> String {
+        let index: HashMap<&str, usize> = self
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.as_str(), i))
+            .collect();
+        let mut stderr = String::new();
+        let mut wrote = false;
+        for outcome in outcomes {
+            for found in outcome.found {
+                wrote = true;
+                for (file, entry) in found.files {
+                    let Some(&i) = index.get(file.as_str()) else {
+                        continue;
+                    };
+                    if let Some(key) = &self.facts[i].key {
+                        cache.put(key, entry.clone());
+                    }
+                    self.results[i] = Some(Arc::new(entry));
+                    report.linted += 1;
+                }
+                let general = self.general.get_or_insert_with(|| Entry {
+                    evaluation: found.general.evaluation.clone(),
+                    ..Entry::default()
+                });
+                merge_general(general, found.general);
+                if !found.stderr.trim().is_empty() {
+                    stderr.push_str(found.stderr.trim_end());
+                    stderr.push('\n');
+                }
+            }
+            self.skipped.extend(outcome.skipped);
+            report.notes.extend(outcome.notes);
+            report.batches.extend(outcome.runs);
+        }
+        if report.notes.len() > NOTED_SKIPS {
+            let more = report.notes.len() - NOTED_SKIPS;
+            report.notes.truncate(NOTED_SKIPS);
+            report.notes.push(format!(
+                "pylint did not finish {more} more batch(es) within the timeout either"
+            ));
+        }
+        if wrote {
+            if let Some(general) = &self.general {
+                cache.put(&self.general_key, general.clone());
+            }
+            cache.prune(MAX_DISK_BYTES, MAX_DISK_ENTRIES);
+        }
+        stderr
+    }
+
+    /// The messages (those no file carries first, then file by file) and
+    /// the score over every file with a result, and the skipped files.
+    fn put_together(self, linter: &Linter<'_>, report: &mut LintReport) -> Result<(), ToolError> {
+        let general = self.general.unwrap_or_default();
+        let mut totals = score::Totals::default();
+        let mut evaluation = general.evaluation.clone();
+        for entry in std::iter::once(&general).chain(self.results.iter().flatten().map(|e| &**e)) {
+            totals.add(entry.statements, &entry.messages);
+            report.messages.extend(entry.notices.iter().cloned());
+            report.messages.extend(entry.messages.iter().cloned());
+            evaluation = evaluation.or_else(|| entry.evaluation.clone());
+        }
+        if self.results.iter().any(Option::is_some) {
+            match score::score(linter, &totals, evaluation.as_deref())? {
+                Ok(score) => report.score = Some(score),
+                Err(why) => report.notes.push(why),
+            }
+        }
+        note_skips(report, self.skipped, self.files.len());
+        Ok(())
     }
 }
 
-/// A file name as a pylint argument: `./-x.py` for a name that would read
-/// as an option.
-fn as_argument(file: &str) -> String {
-    if file.starts_with('-') {
-        format!("./{file}")
-    } else {
-        file.to_string()
+/// Adds a batch's messages that no file carries to those of the others:
+/// every batch gives the configuration's problems, one run gives them once.
+fn merge_general(into: &mut Entry, from: Entry) {
+    for message in from.messages {
+        if !into.messages.contains(&message) {
+            into.messages.push(message);
+        }
+    }
+    for notice in from.notices {
+        if !into.notices.contains(&notice) {
+            into.notices.push(notice);
+        }
     }
 }
 
+/// Adds the skipped files, with a note for each of the first few.
+fn note_skips(report: &mut LintReport, skipped: Vec<SkippedLint>, total: usize) {
+    for skip in skipped.iter().take(NOTED_SKIPS) {
+        report.notes.push(format!(
+            "skipped the lint of {}: {}",
+            skip.path, skip.reason
+        ));
+    }
+    if skipped.len() > NOTED_SKIPS {
+        report.notes.push(format!(
+            "skipped the lint of {} more file(s) for the same reasons",
+            skipped.len() - NOTED_SKIPS
+        ));
+    }
+    if !skipped.is_empty() && skipped.len() == total {
+        report
+            .notes
+            .push("every file was skipped: no pylint score this time".to_string());
+    }
+    report.skipped = skipped;
+}
+
+/// The text for the log: a summary line, every message as pylint's text
+/// format writes it, pylint's stderr and the notes, capped.
+fn output(report: &LintReport, settings: &LintSettings, stderr: &str) -> String {
+    let mut text = format!(
+        "[swarm] {} file(s) linted in {} pylint run(s) (batches of up to {} files, {} at once), {} from the cache, {} skipped, {:.1}s\n",
+        report.linted,
+        report.batches.len(),
+        settings.batch_files,
+        settings.processes,
+        report.from_cache,
+        report.skipped.len(),
+        report.seconds,
+    );
+    for m in &report.messages {
+        text.push_str(&message_line(m));
+        text.push('\n');
+    }
+    if let Some(score) = report.score {
+        text.push_str(&format!("Your code has been rated at {score:.2}/10\n"));
+    }
+    text.push_str(stderr);
+    let mut text = cap_text(&text, LINT_OUTPUT_CAP);
+    for note in &report.notes {
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!("[swarm] {note}"));
+    }
+    text
+}
+
+/// `pkg/a.py:3:0: W0611: Unused import os (unused-import)`.
+fn message_line(m: &LintMessage) -> String {
+    format!(
+        "{}:{}:{}: {}: {} ({})",
+        m.path, m.line, m.column, m.message_id, m.message, m.symbol
+    )
+}
+
+/// The major version of a `4.1.4`-style version.
 fn major_version(version: &str) -> Option<u32> {
     version.split('.').next()?.parse().ok()
-}
-
-/// One message as json2 (`messageId`) or json (`message-id`) writes it.
-#[derive(Debug, Deserialize)]
-struct RawMessage {
-    #[serde(rename = "type", default)]
-    kind: String,
-    #[serde(default)]
-    symbol: String,
-    #[serde(default)]
-    message: String,
-    #[serde(rename = "messageId", alias = "message-id", default)]
-    message_id: String,
-    #[serde(default)]
-    line: Option<u32>,
-    #[serde(default)]
-    column: Option<u32>,
-    #[serde(default)]
-    path: String,
-}
-
-#[derive(Debug, Deserialize)]
-struct Json2Report {
-    messages: Vec<RawMessage>,
-    #[serde(default)]
-    statistics: Option<Json2Statistics>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Json2Statistics {
-    #[serde(default)]
-    score: Option<f64>,
-}
-
-fn parse_output(out: &ProcessOutput, root: &Path, format: Format) -> Result<LintReport, String> {
-    let code = out.exit_code().unwrap_or(0);
-    let text = out.stdout.trim();
-    let json_start = text.find(['{', '[']);
-    let parsed = match (format, json_start) {
-        (_, None) => None,
-        (Format::Json2, Some(i)) => first_json::<Json2Report>(&text[i..])
-            .map(|r| (r.messages, r.statistics.and_then(|s| s.score))),
-        (Format::Json, Some(i)) => {
-            first_json::<Vec<RawMessage>>(&text[i..]).map(|m| (m, rated_at(&out.combined())))
-        }
-    };
-    let (raw, score) = match parsed {
-        Some(found) => found,
-        // No messages at all can print an empty list or nothing.
-        None if text.is_empty() && code & USAGE_ERROR == 0 && code & 1 == 0 => {
-            (Vec::new(), rated_at(&out.combined()))
-        }
-        None => {
-            return Err(format!(
-                "exit code {code}, no report: {}",
-                last_line(&out.combined())
-            ))
-        }
-    };
-    if code & USAGE_ERROR != 0 {
-        return Err(format!("usage error: {}", last_line(&out.stderr)));
-    }
-    let messages = raw
-        .into_iter()
-        .map(|m| LintMessage {
-            path: relative_path(&m.path, root),
-            line: m.line.unwrap_or(0),
-            column: m.column.unwrap_or(0),
-            kind: m.kind,
-            symbol: m.symbol,
-            message_id: m.message_id,
-            message: m.message,
-        })
-        .collect();
-    Ok(LintReport {
-        score,
-        messages,
-        command: out.command.clone(),
-        output: cap_text(&out.combined(), LINT_OUTPUT_CAP),
-        ..LintReport::default()
-    })
-}
-
-/// The first JSON document in `text`, ignoring whatever follows it.
-fn first_json<T: serde::de::DeserializeOwned>(text: &str) -> Option<T> {
-    serde_json::Deserializer::from_str(text)
-        .into_iter::<T>()
-        .next()?
-        .ok()
-}
-
-/// The score in a "Your code has been rated at 7.50/10" line.
-pub(crate) fn rated_at(text: &str) -> Option<f64> {
-    let at = text.rfind("rated at ")?;
-    let rest = &text[at + "rated at ".len()..];
-    let end = rest.find('/')?;
-    rest[..end].trim().parse().ok()
-}
-
-/// pylint's path relative to `root`, with `/` separators.
-fn relative_path(path: &str, root: &Path) -> String {
-    let p = Path::new(path);
-    let rel = if p.is_absolute() {
-        let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
-        p.strip_prefix(&root)
-            .or_else(|_| p.strip_prefix(root.as_path()))
-            .unwrap_or(p)
-    } else {
-        p
-    };
-    rel.to_string_lossy().trim_start_matches("./").to_string()
 }
 
 #[cfg(test)]
@@ -306,55 +335,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn timeouts_read_as_seconds() {
-        assert_eq!(slow::seconds(Duration::from_secs(30)), "30s");
-        assert_eq!(slow::seconds(Duration::from_millis(50)), "0.05s");
-        assert_eq!(slow::seconds(Duration::from_millis(2500)), "2.5s");
+    fn reads_the_major_version() {
+        assert_eq!(major_version("4.1.4"), Some(4));
+        assert_eq!(major_version("2.17.7"), Some(2));
     }
 
     #[test]
-    fn option_like_names_become_paths() {
-        assert_eq!(as_argument("--output=x.py"), "./--output=x.py");
-        assert_eq!(as_argument("-"), "./-");
-        assert_eq!(as_argument("pkg/-x.py"), "pkg/-x.py");
+    fn many_skips_are_counted_in_one_note() {
+        let skipped: Vec<SkippedLint> = (0..25)
+            .map(|i| SkippedLint {
+                path: format!("m{i}.py"),
+                reason: "slow".into(),
+            })
+            .collect();
+        let mut report = LintReport::default();
+        note_skips(&mut report, skipped, 30);
+        assert_eq!(report.notes.len(), 11);
         assert_eq!(
-            relative_path("./--output=x.py", Path::new("/r")),
-            "--output=x.py"
+            report.notes[10],
+            "skipped the lint of 15 more file(s) for the same reasons"
         );
-    }
-
-    #[test]
-    fn reads_rated_at_line() {
-        let text = "------\nYour code has been rated at 7.50/10 (previous run: 5.00/10, +2.50)\n";
-        assert_eq!(rated_at(text), Some(7.5));
-        assert_eq!(rated_at("rated at -3.33/10"), Some(-3.33));
-        assert_eq!(rated_at("nothing"), None);
-    }
-
-    #[test]
-    fn parses_json2_and_old_json() {
-        let out = ProcessOutput {
-            command: "pylint".into(),
-            ending: Ending::Exited(16),
-            stdout: r#"{"messages":[{"type":"convention","symbol":"missing-module-docstring","message":"Missing module docstring","messageId":"C0114","line":1,"column":0,"path":"/r/a.py"}],"statistics":{"score":8.5}}"#.into(),
-            stderr: String::new(),
-            duration: Duration::ZERO,
-        };
-        let report = parse_output(&out, Path::new("/r"), Format::Json2).expect("valid json2");
-        assert_eq!(report.score, Some(8.5));
-        assert_eq!(report.messages[0].path, "a.py");
-        assert_eq!(report.messages[0].message_id, "C0114");
-
-        let old = ProcessOutput {
-            stdout: r#"[{"type":"warning","symbol":"unused-import","message":"Unused import os","message-id":"W0611","line":2,"column":0,"path":"b.py"}]
-Your code has been rated at 6.00/10"#
-                .into(),
-            ending: Ending::Exited(4),
-            ..out
-        };
-        let report = parse_output(&old, Path::new("/r"), Format::Json).expect("valid json");
-        assert_eq!(report.score, Some(6.0));
-        assert_eq!(report.messages[0].symbol, "unused-import");
-        assert_eq!(report.messages[0].message_id, "W0611");
+        assert_eq!(report.skipped.len(), 25);
     }
 }

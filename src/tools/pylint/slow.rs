@@ -1,178 +1,181 @@
-//! What to do when pylint does not finish within its timeout: find the
-//! files that keep it busy, skip their lint with a note, lint the rest.
+//! One batch, and what to do when pylint does not finish it within its
+//! timeout: find the files that keep it busy, skip their lint with a note,
+//! keep the lint of the rest.
 //!
-//! The files are bisected: each half of a set that did not finish is run
-//! again (each run bounded by the same timeout, every run honouring the
-//! cancel flag) until single files are found; at most [`MAX_EXTRA_RUNS`]
-//! runs are spent, after which the files not yet cleared are skipped as
-//! undetermined. The remaining files are then linted in one run for the
-//! score. If even that does not finish (a set slow only as a whole), the
-//! report has no score and says so — never an error that ends the run.
+//! A set that did not finish is split in halves, each run again (each run
+//! bounded by the same timeout, every run honouring the cancel flag), until
+//! single files are found; every half that finishes keeps its results, since
+//! the score is recombined file by file. The searches of all batches share
+//! [`MAX_EXTRA_RUNS`] runs; once they are spent, the files of a set that did
+//! not finish are skipped as undetermined: a batch that times out costs that
+//! batch's lint, never the run.
 //!
-//! A file found slow is remembered for the rest of the process, keyed by
-//! the interpreter, its path, its content and the timeout, so a Judge that
-//! lints the same file on every attempt does not bisect again.
+//! A skipped file is remembered for the rest of the process, keyed by the
+//! interpreter, its path, its content and the timeout, so a Judge that lints
+//! the same file on every attempt neither waits for it again nor scores it
+//! differently from the baseline.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use super::{Linter, Pass};
-use crate::tools::{LintReport, SkippedLint, ToolError};
+use super::pass::{Found, Linter, Pass};
+use crate::tools::{LintBatch, SkippedLint, ToolError};
 
-/// How many pylint runs the search for slow files may add.
-pub(super) const MAX_EXTRA_RUNS: usize = 12;
+/// How many pylint runs the searches for slow files may add, in all.
+pub(super) const MAX_EXTRA_RUNS: usize = 16;
 
-/// Files found slow so far in this process (see the module docs).
-static KNOWN_SLOW: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+/// Files skipped so far in this process, by memo key: whether each was
+/// singled out (slow by itself) rather than undetermined.
+static KNOWN_SLOW: Mutex<BTreeMap<String, bool>> = Mutex::new(BTreeMap::new());
 
-/// Lints `files`, skipping those pylint cannot finish within the timeout.
-pub(super) fn lint(linter: &mut Linter<'_>, files: &[String]) -> Result<LintReport, ToolError> {
-    let timeout = seconds(linter.timeout);
-    let (mut candidates, known): (Vec<String>, Vec<String>) = files
-        .iter()
-        .cloned()
-        .partition(|f| !is_known_slow(linter, f));
-    let mut skipped: Vec<SkippedLint> = known
-        .into_iter()
-        .map(|path| SkippedLint {
-            path,
-            reason: format!(
-                "pylint did not finish it within {timeout} on an earlier run, and it has not changed"
-            ),
-        })
-        .collect();
-    let mut notes = Vec::new();
-    let mut command = linter.command_line(files);
-    if !candidates.is_empty() {
-        match linter.pass(&candidates)? {
-            Pass::Done(report) => return Ok(finish(report, skipped, notes)),
-            Pass::Unfinished { command: ran, why } => {
-                command = ran;
-                notes.push(format!(
-                    "pylint {why} on {} file(s): looking for the files that keep it busy",
-                    candidates.len()
-                ));
-                let mut budget = MAX_EXTRA_RUNS;
-                for slow in bisect(linter, &candidates, &mut budget)? {
-                    if slow.singled_out {
-                        remember_slow(linter, &slow.lint.path);
-                    }
-                    skipped.push(slow.lint);
-                }
-                candidates.retain(|f| !skipped.iter().any(|s| &s.path == f));
-            }
-        }
-        if !candidates.is_empty() {
-            match linter.pass(&candidates)? {
-                Pass::Done(report) => return Ok(finish(report, skipped, notes)),
-                Pass::Unfinished { command: ran, why } => {
-                    command = ran;
-                    notes.push(format!(
-                        "pylint {why} on the remaining {} file(s) as well: no score this time",
-                        candidates.len()
-                    ));
-                }
-            }
-        }
+/// The runs the searches may still spend.
+pub(super) struct Budget(AtomicUsize);
+
+impl Budget {
+    pub(super) fn new(runs: usize) -> Self {
+        Self(AtomicUsize::new(runs))
     }
-    let mut report = finish(
-        LintReport {
-            command,
-            ..LintReport::default()
-        },
-        skipped,
-        notes,
-    );
-    if report.skipped.len() == files.len() {
-        add_note(
-            &mut report,
-            "every file was skipped: no pylint score this time".to_string(),
-        );
+
+    /// Takes one run; `false` when none is left.
+    fn take(&self) -> bool {
+        self.0
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
     }
-    Ok(report)
 }
 
-/// A skipped file, and whether it was singled out (slow by itself) rather
-/// than left undetermined when the run budget ran out.
-struct Slow {
-    lint: SkippedLint,
-    singled_out: bool,
+/// What linting one batch gave.
+#[derive(Debug, Default)]
+pub(super) struct BatchOutcome {
+    /// One report per pylint run that finished.
+    pub found: Vec<Found>,
+    pub skipped: Vec<SkippedLint>,
+    pub notes: Vec<String>,
+    /// Every pylint run, in order.
+    pub runs: Vec<LintBatch>,
 }
 
-/// The files of `files` (which did not finish as a whole) that keep pylint
-/// busy, spending at most `budget` runs.
-fn bisect(
-    linter: &mut Linter<'_>,
+/// Lints one batch, splitting it when pylint does not finish it.
+pub(super) fn lint_batch(
+    linter: &Linter<'_>,
     files: &[String],
-    budget: &mut usize,
-) -> Result<Vec<Slow>, ToolError> {
+    budget: &Budget,
+) -> Result<BatchOutcome, ToolError> {
+    let mut outcome = BatchOutcome::default();
+    if run_set(linter, files, &mut outcome)? {
+        return Ok(outcome);
+    }
+    let why = &outcome.runs[0].outcome;
+    outcome.notes.push(format!(
+        "pylint {why} on {} file(s): looking for the files that keep it busy",
+        files.len()
+    ));
+    split(linter, files, budget, &mut outcome)?;
+    Ok(outcome)
+}
+
+/// One run over `files`, recorded in `outcome`; `true` when it finished.
+fn run_set(
+    linter: &Linter<'_>,
+    files: &[String],
+    outcome: &mut BatchOutcome,
+) -> Result<bool, ToolError> {
+    let (outcome_text, took, found) = match linter.pass(files)? {
+        Pass::Done(found, took) => ("linted".to_string(), took, Some(found)),
+        Pass::Unfinished { why, took } => (why, took, None),
+    };
+    outcome.runs.push(LintBatch {
+        files: files.len(),
+        seconds: round_ms(took),
+        outcome: outcome_text,
+    });
+    Ok(match found {
+        Some(found) => {
+            outcome.found.push(found);
+            true
+        }
+        None => false,
+    })
+}
+
+/// Finds the files of `files` (which did not finish as a whole) that keep
+/// pylint busy, keeping the results of the parts that finish.
+fn split(
+    linter: &Linter<'_>,
+    files: &[String],
+    budget: &Budget,
+    outcome: &mut BatchOutcome,
+) -> Result<(), ToolError> {
     let timeout = seconds(linter.timeout);
     if let [file] = files {
-        return Ok(vec![Slow {
-            lint: SkippedLint {
-                path: file.clone(),
-                reason: format!("pylint did not finish it within {timeout}"),
-            },
-            singled_out: true,
-        }]);
+        remember(linter, file, true);
+        outcome.skipped.push(SkippedLint {
+            path: file.clone(),
+            reason: format!("pylint did not finish it within {timeout}"),
+        });
+        return Ok(());
     }
     let (left, right) = files.split_at(files.len() / 2);
-    let mut found = Vec::new();
     for half in [left, right] {
-        if *budget == 0 {
-            found.extend(half.iter().map(|f| Slow {
-                lint: SkippedLint {
-                    path: f.clone(),
+        if !budget.take() {
+            for file in half {
+                remember(linter, file, false);
+                outcome.skipped.push(SkippedLint {
+                    path: file.clone(),
                     reason: format!(
                         "not linted: pylint did not finish within {timeout} on a set holding it, and the search for the slow file ran out of runs"
                     ),
-                },
-                singled_out: false,
-            }));
+                });
+            }
             continue;
         }
-        *budget -= 1;
-        if let Pass::Unfinished { .. } = linter.pass(half)? {
-            found.extend(bisect(linter, half, budget)?);
+        if !run_set(linter, half, outcome)? {
+            split(linter, half, budget, outcome)?;
         }
     }
-    Ok(found)
+    Ok(())
 }
 
-/// Adds the skipped files and notes to a report.
-fn finish(mut report: LintReport, skipped: Vec<SkippedLint>, notes: Vec<String>) -> LintReport {
-    for note in notes {
-        add_note(&mut report, note);
-    }
-    for skip in &skipped {
-        add_note(
-            &mut report,
-            format!("skipped the lint of {}: {}", skip.path, skip.reason),
-        );
-    }
-    report.skipped = skipped;
-    report
-}
-
-/// Adds a note to the report and to its output for the log.
-fn add_note(report: &mut LintReport, note: String) {
-    if !report.output.is_empty() {
-        report.output.push('\n');
-    }
-    report.output.push_str(&format!("[swarm] {note}"));
-    report.notes.push(note);
+/// Seconds, to the millisecond.
+pub(super) fn round_ms(duration: Duration) -> f64 {
+    duration.as_millis() as f64 / 1000.0
 }
 
 /// `30s`, or `0.05s` below a second.
-pub(super) fn seconds(duration: std::time::Duration) -> String {
+pub(super) fn seconds(duration: Duration) -> String {
     if duration.subsec_nanos() == 0 {
         format!("{}s", duration.as_secs())
     } else {
         let text = format!("{:.3}", duration.as_secs_f64());
         format!("{}s", text.trim_end_matches('0').trim_end_matches('.'))
     }
+}
+
+/// Why `file` is skipped without a run, when an earlier run of this process
+/// skipped it and it has not changed.
+pub(super) fn known_skip(linter: &Linter<'_>, file: &str) -> Option<SkippedLint> {
+    // Nearly always nothing is known slow: then no file is read and hashed.
+    if KNOWN_SLOW.lock().map_or(true, |known| known.is_empty()) {
+        return None;
+    }
+    let key = memo_key(linter, file)?;
+    let singled_out = *KNOWN_SLOW.lock().ok()?.get(&key)?;
+    let timeout = seconds(linter.timeout);
+    let reason = if singled_out {
+        format!(
+            "pylint did not finish it within {timeout} on an earlier run, and it has not changed"
+        )
+    } else {
+        format!("not linted on an earlier run (pylint did not finish within {timeout} on a set holding it), and it has not changed")
+    };
+    Some(SkippedLint {
+        path: file.to_string(),
+        reason,
+    })
 }
 
 /// The memo key of `file` for this linter, when the file can be read.
@@ -188,22 +191,28 @@ fn memo_key(linter: &Linter<'_>, file: &str) -> Option<String> {
     Some(hex::encode(hash.finalize()))
 }
 
-fn is_known_slow(linter: &Linter<'_>, file: &str) -> bool {
-    // Nearly always nothing is known slow: then no file is read and hashed.
-    if KNOWN_SLOW.lock().map_or(true, |known| known.is_empty()) {
-        return false;
+fn remember(linter: &Linter<'_>, file: &str, singled_out: bool) {
+    if let (Some(key), Ok(mut known)) = (memo_key(linter, file), KNOWN_SLOW.lock()) {
+        known.insert(key, singled_out);
     }
-    let Some(key) = memo_key(linter, file) else {
-        return false;
-    };
-    KNOWN_SLOW
-        .lock()
-        .map(|known| known.contains(&key))
-        .unwrap_or(false)
 }
 
-fn remember_slow(linter: &Linter<'_>, file: &str) {
-    if let (Some(key), Ok(mut known)) = (memo_key(linter, file), KNOWN_SLOW.lock()) {
-        known.insert(key);
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_read_as_seconds() {
+        assert_eq!(seconds(Duration::from_secs(30)), "30s");
+        assert_eq!(seconds(Duration::from_millis(50)), "0.05s");
+        assert_eq!(seconds(Duration::from_millis(2500)), "2.5s");
+    }
+
+    #[test]
+    fn the_budget_runs_out() {
+        let budget = Budget::new(2);
+        assert!(budget.take());
+        assert!(budget.take());
+        assert!(!budget.take());
     }
 }

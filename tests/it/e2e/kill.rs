@@ -435,7 +435,7 @@ fn killed_during_the_audits_pytest() {
 #[test]
 fn killed_during_the_audits_pylint() {
     let delivered = kill_and_recover(Point::Tool {
-        needle: "-m pylint",
+        needle: "SWARM_PYLINT_DRIVER",
         nth: 1,
     });
     assert!(!delivered, "nothing is delivered before the fast-forward");
@@ -474,7 +474,7 @@ fn killed_during_the_judges_pytest() {
 #[test]
 fn killed_during_the_judges_pylint() {
     let delivered = kill_and_recover(Point::Tool {
-        needle: "-m pylint",
+        needle: "SWARM_PYLINT_DRIVER",
         nth: 2,
     });
     assert!(!delivered, "nothing is delivered before the fast-forward");

@@ -91,3 +91,39 @@ fn a_file_too_big_for_pylint_is_skipped_with_a_note_and_the_run_succeeds() {
         "{notes} pylint entries mention the skipped file"
     );
 }
+
+#[test]
+fn the_judge_lints_only_what_an_attempt_changed_and_reuses_the_rest() {
+    let fx = FixtureRepo::new("package");
+    let server = LlmServer::start(good_model("package", &fx.target_rel));
+    let out = run_openai(&fx, &server, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let log = fx.log();
+    let pylint: Vec<&serde_json::Value> = log
+        .iter()
+        .filter(|e| e["details"]["tool"] == "pylint")
+        .collect();
+    let baseline = &pylint[0]["details"];
+    assert_eq!(pylint[0]["agent"], "Auditor");
+    let files = baseline["linted"].as_u64().expect("linted");
+    assert!(files >= 6, "{baseline}");
+    assert_eq!(baseline["from_cache"], 0);
+    assert_eq!(baseline["batches"].as_array().map(Vec::len), Some(1));
+    let attempts: Vec<&serde_json::Value> = pylint[1..]
+        .iter()
+        .map(|e| &e["details"])
+        .filter(|d| d["attempt"].is_u64())
+        .collect();
+    assert!(!attempts.is_empty(), "{log:?}");
+    for details in attempts {
+        let linted = details["linted"].as_u64().expect("linted");
+        let cached = details["from_cache"].as_u64().expect("from_cache");
+        assert_eq!(linted + cached, files, "{details}");
+        assert!(
+            (1..files).contains(&linted),
+            "an attempt changes one module: {details}"
+        );
+        assert!(details["score"].is_f64(), "{details}");
+    }
+}

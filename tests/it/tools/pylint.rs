@@ -1,11 +1,32 @@
-//! Real pylint on small projects, and a fake old pylint for the json fallback.
+//! Real pylint on small projects, and fake pylints for timeouts, crashes and
+//! huge file lists. Batching, the exact score and the cache are in
+//! `pylint_scale`.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use swarm::cancel::Cancel;
 use swarm::tools::*;
 
 use crate::support::*;
+
+/// pylint with the default settings, nothing cached before.
+pub fn lint(
+    env: &PythonEnv,
+    root: &Path,
+    files: &[String],
+    timeout: Duration,
+) -> Result<LintReport, ToolError> {
+    run_pylint(
+        env,
+        &sandbox_for(root),
+        root,
+        files,
+        &LintSettings::new(timeout),
+        &LintCache::in_memory(),
+        &Cancel::new(),
+    )
+}
 
 #[test]
 fn pylint_gives_a_score_and_messages() {
@@ -15,15 +36,8 @@ fn pylint_gives_a_score_and_messages() {
         ("pkg/clean.py", "\"\"\"Clean module.\"\"\"\n\n\ndef double(value):\n    \"\"\"Twice the value.\"\"\"\n    return value * 2\n"),
     ]);
     let files = vec!["pkg/messy.py".to_string(), "pkg/clean.py".to_string()];
-    let report = run_pylint(
-        &system_env(),
-        &sandbox_for(dir.path()),
-        dir.path(),
-        &files,
-        Duration::from_secs(120),
-        &Cancel::new(),
-    )
-    .expect("pylint runs");
+    let report =
+        lint(&system_env(), dir.path(), &files, Duration::from_secs(120)).expect("pylint runs");
     let score = report.score.expect("a score");
     assert!(score > 0.0 && score < 10.0, "{score}");
     let symbols: Vec<(&str, &str, u32)> = report
@@ -52,20 +66,21 @@ fn pylint_gives_a_score_and_messages() {
         (unused.kind.as_str(), unused.message_id.as_str()),
         ("warning", "W0611")
     );
-    assert!(report.command.contains("--output-format=json2"));
+    assert!(report.command.contains("--jobs=1"), "{}", report.command);
+    assert!(report.command.ends_with("pkg/messy.py pkg/clean.py"));
     assert!(report.output.contains("unused-import"));
+    assert_eq!((report.linted, report.from_cache), (2, 0));
+    assert_eq!(report.batches.len(), 1, "a small set is one batch");
 }
 
 #[test]
 fn pylint_reports_syntax_errors_as_messages() {
     let dir = project(&[("broken.py", "def f(:\n    return 1\n")]);
-    let report = run_pylint(
+    let report = lint(
         &system_env(),
-        &sandbox_for(dir.path()),
         dir.path(),
         &["broken.py".to_string()],
         Duration::from_secs(120),
-        &Cancel::new(),
     )
     .expect("a syntax error is still a report");
     let syntax = report
@@ -82,13 +97,11 @@ fn pylint_reports_syntax_errors_as_messages() {
 #[test]
 fn a_file_pylint_cannot_finish_in_time_is_skipped_not_fatal() {
     let dir = project(&[("a.py", "X = 1\n")]);
-    let report = run_pylint(
+    let report = lint(
         &system_env(),
-        &sandbox_for(dir.path()),
         dir.path(),
         &["a.py".to_string()],
         Duration::from_millis(50),
-        &Cancel::new(),
     )
     .expect("a timeout is a report, not an error");
     assert_eq!(report.score, None);
@@ -108,55 +121,74 @@ fn a_file_pylint_cannot_finish_in_time_is_skipped_not_fatal() {
     assert!(report.output.contains("[swarm] skipped the lint of a.py"));
 }
 
-/// A fake interpreter standing for pylint 2.x: it rejects `json2` like old
-/// pylint does and answers `json` with a list and a rating line.
-const OLD_PYLINT: &str = r#"#!/bin/sh
-case "$*" in
-  *json2*) echo "pylint.exceptions.InvalidReporterError: json2" >&2; exit 1 ;;
-esac
-echo '[{"type": "warning", "module": "a", "obj": "", "line": 2, "column": 0, "path": "a.py", "symbol": "unused-import", "message": "Unused import os", "message-id": "W0611"}]'
-echo 'Your code has been rated at 6.50/10'
-exit 4
-"#;
-
 #[test]
-fn old_pylint_falls_back_to_json_and_the_rating_line() {
-    let dir = project(&[("a.py", "X = 1\nimport os\n")]);
-    let fake = script(dir.path(), "old-python", OLD_PYLINT);
-    for version in ["4.1.4", "2.17.7"] {
-        let env = PythonEnv {
-            python: fake.clone(),
-            pylint_version: version.to_string(),
-            ..system_env()
-        };
-        let report = run_pylint(
-            &env,
-            &sandbox_for(dir.path()),
-            dir.path(),
-            &["a.py".to_string()],
-            Duration::from_secs(10),
-            &Cancel::new(),
-        )
-        .expect("fallback works");
-        assert_eq!(report.score, Some(6.5), "pylint {version}");
-        assert_eq!(report.messages.len(), 1);
-        assert_eq!(report.messages[0].message_id, "W0611");
-        assert!(report.command.contains("--output-format=json "));
-    }
+fn a_configured_evaluation_gives_the_score_pylint_gives() {
+    let dir = project(&[
+        (
+            "a.py",
+            "import os\n\n\ndef f(x):\n    y = 1\n    return x\n",
+        ),
+        (
+            ".pylintrc",
+            "[MAIN]\nevaluation=10.0 - 3 * warning - convention / statement\n",
+        ),
+    ]);
+    let files = vec!["a.py".to_string()];
+    let report =
+        lint(&system_env(), dir.path(), &files, Duration::from_secs(120)).expect("pylint runs");
+    let plain = plain_pylint(dir.path(), &files);
+    assert_eq!(report.score, plain.score);
+    // 2 warnings, 2 conventions over 4 statements.
+    assert_eq!(report.score, Some(10.0 - 6.0 - 0.5));
+}
+
+/// One plain `python -m pylint --output-format=json2` run over `files`,
+/// outside swarm: what the batched lint must equal.
+pub struct PlainRun {
+    pub score: Option<f64>,
+    /// (path, line, column, symbol), sorted.
+    pub messages: Vec<(String, u32, u32, String)>,
+}
+
+pub fn plain_pylint(root: &Path, files: &[String]) -> PlainRun {
+    let out = std::process::Command::new(real_python())
+        .args(["-m", "pylint", "--output-format=json2", "--persistent=n"])
+        .args(files)
+        .current_dir(root)
+        .output()
+        .expect("pylint runs");
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("pylint prints json2");
+    let mut messages: Vec<(String, u32, u32, String)> = report["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| {
+            (
+                m["path"].as_str().unwrap_or_default().to_string(),
+                m["line"].as_u64().unwrap_or(0) as u32,
+                m["column"].as_u64().unwrap_or(0) as u32,
+                m["symbol"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    messages.sort();
+    // serde_json may read a float one unit in the last place off: the
+    // score is read with Rust's exact parser.
+    let text = String::from_utf8_lossy(&out.stdout);
+    let score = regex::Regex::new(r#""score": (-?[0-9.eE+-]+)"#)
+        .expect("valid pattern")
+        .captures(&text)
+        .and_then(|c| c[1].parse::<f64>().ok());
+    assert_eq!(score.is_some(), report["statistics"]["score"].is_number());
+    PlainRun { score, messages }
 }
 
 #[test]
 fn pylint_without_files_reports_nothing() {
     let dir = project(&[]);
-    let report = run_pylint(
-        &system_env(),
-        &sandbox_for(dir.path()),
-        dir.path(),
-        &[],
-        Duration::from_secs(10),
-        &Cancel::new(),
-    )
-    .expect("nothing to lint is not an error");
+    let report = lint(&system_env(), dir.path(), &[], Duration::from_secs(10))
+        .expect("nothing to lint is not an error");
     assert!(report.messages.is_empty());
     assert_eq!(report.score, None);
 }
@@ -166,13 +198,11 @@ fn a_large_report_is_parsed_whole() {
     // 400 `eval-used` warnings: a JSON report far beyond the default capture cap.
     let source: String = (0..400).map(|i| format!("X{i} = eval('{i}')\n")).collect();
     let dir = project(&[("many.py", &source)]);
-    let report = run_pylint(
+    let report = lint(
         &system_env(),
-        &sandbox_for(dir.path()),
         dir.path(),
         &["many.py".to_string()],
         Duration::from_secs(120),
-        &Cancel::new(),
     )
     .expect("pylint runs");
     let evals = report
@@ -199,15 +229,8 @@ fn option_like_file_names_are_linted_not_obeyed() {
         "--init-hook=import os;os.mkdir('pwned')#.py".to_string(),
         "x.py".to_string(),
     ];
-    let report = run_pylint(
-        &system_env(),
-        &sandbox_for(dir.path()),
-        dir.path(),
-        &files,
-        Duration::from_secs(120),
-        &Cancel::new(),
-    )
-    .expect("pylint runs");
+    let report =
+        lint(&system_env(), dir.path(), &files, Duration::from_secs(120)).expect("pylint runs");
     assert_eq!(
         std::fs::read_to_string(dir.path().join("x.py")).expect("x.py"),
         "\"\"\"Kept.\"\"\"\nX = 1\n",
@@ -233,9 +256,10 @@ fn option_like_file_names_are_linted_not_obeyed() {
     );
 }
 
-/// A fake interpreter standing for pylint: it answers json2 at once with
-/// one message per file, but takes 30 s over any file named `slow*.py`,
-/// and, with `SLOW_TOGETHER` in its name, over 3 or more files at once.
+/// A fake interpreter standing for pylint run by swarm's driver: it
+/// reports at once one message and 4 statements per file, but takes 30 s
+/// over any file named `slow*.py`, and, with `SLOW_TOGETHER` in its name,
+/// over 3 or more files at once.
 const SLOW_PYLINT: &str = r#"#!/bin/sh
 count=0
 for a in "$@"; do
@@ -248,7 +272,7 @@ done
 case "$0" in
   *SLOW_TOGETHER*) [ "$count" -ge 3 ] && sleep 30 ;;
 esac
-printf '{"messages": ['
+printf 'some plugin output\n@@swarm-pylint-report@@\n{"messages": ['
 sep=''
 for a in "$@"; do
   case "$a" in
@@ -256,7 +280,15 @@ for a in "$@"; do
     *.py) printf '%s{"type": "convention", "symbol": "missing-module-docstring", "message": "Missing module docstring", "messageId": "C0114", "line": 1, "column": 0, "path": "%s"}' "$sep" "$a"; sep=', ' ;;
   esac
 done
-printf '], "statistics": {"score": 7.5}}\n'
+printf '], "statements": {'
+sep=''
+for a in "$@"; do
+  case "$a" in
+    -*) ;;
+    *.py) printf '%s"%s": 4' "$sep" "$a"; sep=', ' ;;
+  esac
+done
+printf '}, "evaluation": null}\n'
 exit 16
 "#;
 
@@ -285,12 +317,14 @@ fn a_slow_file_is_found_skipped_with_a_note_and_remembered() {
     let files = names(&["a.py", "b.py", "slow_generated.py", "c.py", "d.py"]);
     let lint = || {
         let started = Instant::now();
+        // Nothing cached between the calls: each lints every file it can.
         let report = run_pylint(
             &env,
             &sandbox,
             dir.path(),
             &files,
-            Duration::from_secs(2),
+            &LintSettings::new(Duration::from_secs(2)),
+            &LintCache::in_memory(),
             &Cancel::new(),
         )
         .expect("a slow file is not an error");
@@ -338,7 +372,7 @@ fn a_slow_file_is_found_skipped_with_a_note_and_remembered() {
 }
 
 #[test]
-fn files_slow_only_together_give_a_report_without_a_score() {
+fn files_slow_only_together_are_linted_in_smaller_sets() {
     let dir = project(&[
         ("a.py", "A = 1\n"),
         ("b.py", "B = 1\n"),
@@ -346,22 +380,28 @@ fn files_slow_only_together_give_a_report_without_a_score() {
         ("d.py", "D = 1\n"),
     ]);
     let env = fake_env(dir.path(), "python-SLOW_TOGETHER");
-    let report = run_pylint(
+    let report = lint(
         &env,
-        &sandbox_for(dir.path()),
         dir.path(),
         &names(&["a.py", "b.py", "c.py", "d.py"]),
         Duration::from_secs(2),
-        &Cancel::new(),
     )
     .expect("not an error");
-    assert_eq!(report.score, None);
+    // The halves finish: every file is linted and the score is whole.
+    assert_eq!(report.score, Some(7.5));
     assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    assert_eq!(report.linted, 4);
+    let outcomes: Vec<(usize, &str)> = report
+        .batches
+        .iter()
+        .map(|b| (b.files, b.outcome.as_str()))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [(4, "timed out after 2s"), (2, "linted"), (2, "linted")]
+    );
     assert!(
-        report
-            .notes
-            .iter()
-            .any(|n| n.contains("on the remaining 4 file(s) as well: no score this time")),
+        report.notes[0].starts_with("pylint timed out after 2s on 4 file(s)"),
         "{:?}",
         report.notes
     );
@@ -383,7 +423,8 @@ fn cancelling_the_search_for_slow_files_is_an_error() {
         &sandbox_for(dir.path()),
         dir.path(),
         &names(&["a.py", "slow.py"]),
-        Duration::from_secs(2),
+        &LintSettings::new(Duration::from_secs(2)),
+        &LintCache::in_memory(),
         &cancel,
     );
     canceller.join().expect("canceller");
@@ -399,15 +440,7 @@ fn a_huge_file_list_is_capped_in_the_command_line() {
         write(dir.path(), file, "M = 1\n");
     }
     let env = fake_env(dir.path(), "python-fast");
-    let report = run_pylint(
-        &env,
-        &sandbox_for(dir.path()),
-        dir.path(),
-        &files,
-        Duration::from_secs(60),
-        &Cancel::new(),
-    )
-    .expect("the fake lints");
+    let report = lint(&env, dir.path(), &files, Duration::from_secs(60)).expect("the fake lints");
     assert_eq!(report.messages.len(), 10_000);
     assert!(
         report.command.ends_with("m9.py … and 9,990 more files"),
@@ -415,6 +448,31 @@ fn a_huge_file_list_is_capped_in_the_command_line() {
         report.command
     );
     assert!(report.command.len() < 600, "{}", report.command.len());
+    assert_eq!(report.batches.len(), 50, "batches of 200 files");
+    assert_eq!(report.linted, 10_000);
+
+    // A crash in one batch of many: the error names a short command line.
+    let crashing = script(
+        dir.path(),
+        "python-crash-late",
+        &format!(
+            "#!/bin/sh\ncase \"$*\" in *m9999.py*) exec {:?} -c 'import ctypes; ctypes.string_at(0)' ;; esac\nexec {:?} \"$@\"\n",
+            real_python(),
+            env.python
+        ),
+    );
+    let env = PythonEnv {
+        python: crashing,
+        ..system_env()
+    };
+    let err =
+        lint(&env, dir.path(), &files, Duration::from_secs(60)).expect_err("a crash is a failure");
+    let ToolError::Failed { command, message } = &err else {
+        panic!("expected Failed, got {err:?}");
+    };
+    assert_eq!(message, "killed by signal 11");
+    assert!(command.ends_with("… and 190 more files"), "{command}");
+    assert!(err.to_string().len() < 600, "{err}");
 }
 
 #[test]
@@ -434,15 +492,8 @@ fn a_tool_that_crashes_is_reported_with_its_signal() {
         python: crashing,
         ..system_env()
     };
-    let err = run_pylint(
-        &env,
-        &sandbox_for(dir.path()),
-        dir.path(),
-        &names(&["a.py"]),
-        Duration::from_secs(30),
-        &Cancel::new(),
-    )
-    .expect_err("a crash is a failure");
+    let err = lint(&env, dir.path(), &names(&["a.py"]), Duration::from_secs(30))
+        .expect_err("a crash is a failure");
     let ToolError::Failed { message, .. } = err else {
         panic!("expected Failed, got {err:?}");
     };

@@ -203,7 +203,8 @@ fn configuration_above_the_worktree_is_neither_read_nor_fatal() {
         &sandbox_for(&work),
         &work,
         &["messy.py".to_string()],
-        Duration::from_secs(120),
+        &LintSettings::new(Duration::from_secs(120)),
+        &LintCache::in_memory(),
         &Cancel::new(),
     )
     .expect("pylint runs");
