@@ -43,6 +43,17 @@ pub enum Severity {
     High,
 }
 
+impl Severity {
+    /// `low`, `medium` or `high`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Low => "low",
+            Severity::Medium => "medium",
+            Severity::High => "high",
+        }
+    }
+}
+
 /// One function or method.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct FunctionMetrics {

@@ -122,9 +122,13 @@ impl PriceTable {
 
 /// The entry whose id equals `model`, else the one with the longest id that
 /// prefixes `model` at a `-`, `@` or `:` boundary; on ties the earlier wins.
-fn lookup<'a>(entries: impl Iterator<Item = (&'a str, Price)>, model: &str) -> Option<Price> {
+/// Shared by every per-model table (prices, context windows).
+pub(super) fn lookup<'a, T: Copy>(
+    entries: impl Iterator<Item = (&'a str, T)>,
+    model: &str,
+) -> Option<T> {
     let model = normalise(model);
-    let mut best: Option<(usize, Price)> = None;
+    let mut best: Option<(usize, T)> = None;
     for (name, price) in entries {
         if model == name {
             return Some(price);

@@ -9,6 +9,7 @@
 
 use std::sync::Arc;
 
+use super::price::lookup;
 use super::{ChatModel, ChatRequest, ChatResponse, LlmError, ProviderKind};
 
 /// Context windows in tokens (prompt and reply together), matched like
@@ -59,28 +60,10 @@ const PER_MESSAGE: u64 = 8;
 /// The built-in context window of `model` in tokens, when known. Local and
 /// unknown models give `None` (declare theirs with `context-window`).
 pub fn context_window_for(model: &str) -> Option<u64> {
-    let model = normalise(model);
-    let mut best: Option<(usize, u64)> = None;
-    for (name, window) in BUILT_IN {
-        if model == *name {
-            return Some(*window);
-        }
-        let extends = model
-            .strip_prefix(name)
-            .is_some_and(|rest| rest.starts_with(['-', '@', ':']));
-        if extends && best.is_none_or(|(len, _)| name.len() > len) {
-            best = Some((name.len(), *window));
-        }
-    }
-    best.map(|(_, window)| window)
-}
-
-fn normalise(model: &str) -> String {
-    let model = model.trim().to_ascii_lowercase();
-    match model.rsplit_once('/') {
-        Some((_, name)) => name.to_string(),
-        None => model,
-    }
+    lookup(
+        BUILT_IN.iter().map(|(name, window)| (*name, *window)),
+        model,
+    )
 }
 
 /// A generous token count of `text` for budgets: one token per three ASCII

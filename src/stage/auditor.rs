@@ -23,17 +23,6 @@ pub struct Audit {
     pub severities: BTreeMap<String, Severity>,
 }
 
-impl Audit {
-    /// The files that are not tests.
-    pub fn sources(&self) -> Vec<String> {
-        self.files
-            .iter()
-            .filter(|f| !super::is_test_path(f))
-            .cloned()
-            .collect()
-    }
-}
-
 /// Audits `files` (target-relative) in `root`: metrics, then the baseline.
 pub fn audit(
     tools: judge::Tools<'_>,

@@ -51,9 +51,7 @@ impl std::fmt::Display for Reason {
             Reason::ImportedByFailingTest { test } => write!(f, "imported by {test}"),
             Reason::SyntaxError { line } => write!(f, "syntax error at line {line}"),
             Reason::PylintError { symbol, line } => write!(f, "pylint {symbol} at line {line}"),
-            Reason::Severity { severity } => {
-                write!(f, "{} severity", format!("{severity:?}").to_lowercase())
-            }
+            Reason::Severity { severity } => write!(f, "{} severity", severity.name()),
         }
     }
 }

@@ -14,7 +14,9 @@ use std::fmt::Write as _;
 use super::evidence::Ranked;
 use crate::analysis::{FileMetrics, Severity};
 use crate::llm::{budget_tokens, prompt_tokens, ChatMessage, ChatRequest, Role};
+use crate::stage::auditor::lint_for;
 use crate::stage::budget::Allowance;
+use crate::stage::excerpt::lint_rank;
 use crate::stage::prompt::{clip, one_line, stable};
 use crate::tools::{LintMessage, TestCase};
 
@@ -105,7 +107,8 @@ pub struct PlanTooBig {
 pub fn plan_request(input: &PlanInput<'_>) -> Result<(ChatRequest, Selection), PlanTooBig> {
     let head = head(input);
     let all: Vec<&Ranked> = input.ranked.iter().collect();
-    let counts_all = counted_section(&count_by_folder(&all, input.metrics));
+    let folders = count_by_folder(&all, input.metrics);
+    let counts_all = counted_section(&folders);
     let reply = input.allowance.reply_tokens;
     let skeleton = request(
         format!("{head}\n## Files\n{counts_all}{INSTRUCTIONS}"),
@@ -116,7 +119,7 @@ pub fn plan_request(input: &PlanInput<'_>) -> Result<(ChatRequest, Selection), P
     if needed > allowance {
         return Err(PlanTooBig {
             files: all.len(),
-            folders: count_by_folder(&all, input.metrics).len(),
+            folders: folders.len(),
             needed,
             allowance,
         });
@@ -266,7 +269,10 @@ fn section(input: &PlanInput<'_>, ranked: &Ranked, text: &str, max_tokens: u64) 
         let why: Vec<String> = ranked.reasons.iter().map(ToString::to_string).collect();
         let _ = writeln!(s, "why shown: {}", why.join("; "));
     }
-    for m in lint_of(input.lint, &ranked.path).take(LINT_PER_FILE) {
+    for m in lint_for(input.lint, &ranked.path)
+        .into_iter()
+        .take(LINT_PER_FILE)
+    {
         let _ = writeln!(
             s,
             "- pylint {} ({}) line {}: {}",
@@ -305,13 +311,15 @@ fn one_liner(input: &PlanInput<'_>, ranked: &Ranked) -> String {
             line,
             " — {} lines of code, {} severity",
             m.loc,
-            severity_word(m.severity)
+            m.severity.name()
         );
     }
     if let Some(reason) = ranked.reasons.first() {
         let _ = write!(line, "; {reason}");
     }
-    let worst = lint_of(input.lint, &ranked.path).min_by_key(|m| kind_rank(&m.kind));
+    let worst = lint_for(input.lint, &ranked.path)
+        .into_iter()
+        .min_by_key(|m| lint_rank(&m.kind));
     if let Some(m) = worst {
         let _ = write!(
             line,
@@ -321,30 +329,6 @@ fn one_liner(input: &PlanInput<'_>, ranked: &Ranked) -> String {
     }
     line.push('\n');
     line
-}
-
-fn lint_of<'a>(lint: &'a [LintMessage], path: &'a str) -> impl Iterator<Item = &'a LintMessage> {
-    lint.iter()
-        .filter(move |m| m.path.trim_start_matches("./") == path)
-}
-
-fn kind_rank(kind: &str) -> u8 {
-    match kind {
-        "fatal" => 0,
-        "error" => 1,
-        "warning" => 2,
-        "refactor" => 3,
-        "convention" => 4,
-        _ => 5,
-    }
-}
-
-fn severity_word(severity: Severity) -> &'static str {
-    match severity {
-        Severity::Low => "low",
-        Severity::Medium => "medium",
-        Severity::High => "high",
-    }
 }
 
 /// Files of one folder that are only counted.

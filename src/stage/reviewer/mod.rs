@@ -31,7 +31,7 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-pub use rules::{severity_name, Rejection};
+pub use rules::Rejection;
 
 use super::fixer::{Proposal, ReplyProblem};
 use super::repo_path;

@@ -65,7 +65,7 @@ pub enum Rejection {
     #[error(
         "the change to {path} has {lines} changed lines; the limit for a {}-severity file is \
          {limit}: make a smaller change",
-        severity_name(*severity)
+        severity.name()
     )]
     TooManyLines {
         path: String,
@@ -76,7 +76,7 @@ pub enum Rejection {
     #[error(
         "the change to {path} adds or removes {bytes} bytes; the limit for a {}-severity file \
          is {limit} bytes: make a smaller change, with lines of ordinary length",
-        severity_name(*severity)
+        severity.name()
     )]
     TooManyBytes {
         path: String,
@@ -148,15 +148,6 @@ impl Rejection {
             Rejection::WhitespaceOnly => "whitespace_only",
             Rejection::Repeat => "repeat",
         }
-    }
-}
-
-/// `low`, `medium` or `high`.
-pub fn severity_name(severity: Severity) -> &'static str {
-    match severity {
-        Severity::Low => "low",
-        Severity::Medium => "medium",
-        Severity::High => "high",
     }
 }
 
