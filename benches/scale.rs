@@ -57,12 +57,13 @@ fn main() {
     let warm = std::env::var("SWARM_SCALE_WARM").map_or(true, |v| v != "0");
     let mut failures = Vec::new();
     println!(
-        "{:>6} {:<5} {:>4} {:>9} {:>9} {:>5} {:>10} {:>10} {:>11}",
+        "{:>6} {:<5} {:>4} {:>9} {:>9} {:>6} {:>5} {:>10} {:>10} {:>11}",
         "files",
         "cache",
         "exit",
         "wall",
         "peak RSS",
+        "pylint",
         "reqs",
         "plan chars",
         "max chars",
@@ -116,10 +117,24 @@ struct Measured {
     wall: Duration,
     peak_kib: u64,
     requests: Vec<Request>,
-    /// Model calls in the experiment log.
-    logged_calls: usize,
+    /// The model calls of the experiment log, sent or not.
+    logged: Vec<LoggedCall>,
+    /// The baseline's pylint score, when pylint gave one.
+    pylint_before: Option<f64>,
+    /// The size of swarm's stderr: lines, characters.
+    stderr_size: (usize, usize),
     /// Why the run is not green, when it is not.
     failure: Option<String>,
+}
+
+/// A model call as the experiment log records it.
+struct LoggedCall {
+    agent: String,
+    /// Characters of the logged prompt (system and messages with their
+    /// role headers).
+    chars: usize,
+    /// Whether the call got a reply.
+    answered: bool,
 }
 
 /// One request the model received.
@@ -141,21 +156,33 @@ fn print_row(size: usize, cache: &str, m: &Measured) {
     let shown = |chars: Option<usize>| chars.map_or("-".to_string(), |c| c.to_string());
     let total: usize = m.requests.iter().map(|r| r.chars).sum();
     println!(
-        "{size:>6} {cache:<5} {:>4} {:>7.1} s {:>5.0} MiB {:>5} {:>10} {:>10} {:>11}",
+        "{size:>6} {cache:<5} {:>4} {:>7.1} s {:>5.0} MiB {:>6} {:>5} {:>10} {:>10} {:>11}",
         m.exit.map_or("sig".to_string(), |c| c.to_string()),
         m.wall.as_secs_f64(),
         m.peak_kib as f64 / 1024.0,
+        m.pylint_before
+            .map_or("n/a".to_string(), |s| format!("{s:.2}")),
         m.requests.len(),
         shown(max(Some(RequestKind::Plan))),
         shown(max(None)),
         total
     );
-    if m.logged_calls != m.requests.len() {
+    if m.logged.len() != m.requests.len() {
         println!(
             "       ({} model calls in the experiment log, {} requests received)",
-            m.logged_calls,
+            m.logged.len(),
             m.requests.len()
         );
+    }
+    for call in m.logged.iter().filter(|c| !c.answered) {
+        println!(
+            "       an {} call of {} prompt characters got no reply (refused or failed)",
+            call.agent, call.chars
+        );
+    }
+    let (lines, chars) = m.stderr_size;
+    if chars > 20_000 {
+        println!("       stderr: {lines} lines, {chars} characters");
     }
     if let Some(why) = &m.failure {
         println!("       not green: {why}");
@@ -230,11 +257,23 @@ fn run(size: usize, cache: &Path) -> Measured {
     let stdout = fs::read_to_string(&stdout_path).unwrap_or_default();
     let stderr = fs::read_to_string(&stderr_path).unwrap_or_default();
     let log = read_log(&cwd.join("logs/experiment_data.json"));
-    let logged_calls = log
+    let logged = log
         .iter()
         .filter(|e| e["details"]["kind"] == "llm_call")
-        .count();
-    let failure = why_not_green(status.code(), &stdout, &stderr, &root, &project);
+        .map(|e| LoggedCall {
+            agent: e["agent"].as_str().unwrap_or("?").to_string(),
+            chars: e["details"]["input_prompt"]
+                .as_str()
+                .map_or(0, |p| p.chars().count()),
+            answered: e["status"] == "SUCCESS",
+        })
+        .collect();
+    let summary: Value = stdout
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or(Value::Null);
+    let failure = why_not_green(status.code(), &summary, &stderr, &root, &project);
     if std::env::var("SWARM_SCALE_KEEP").is_ok_and(|v| v == "1") {
         eprintln!("scale: kept {}", tmp.keep().display());
     }
@@ -243,7 +282,9 @@ fn run(size: usize, cache: &Path) -> Measured {
         wall,
         peak_kib,
         requests,
-        logged_calls,
+        logged,
+        pylint_before: summary["pylint_before"].as_f64(),
+        stderr_size: (stderr.lines().count(), stderr.chars().count()),
         failure,
     }
 }
@@ -252,31 +293,31 @@ fn run(size: usize, cache: &Path) -> Measured {
 /// else what went wrong, clipped to a line a reader can take in.
 fn why_not_green(
     exit: Option<i32>,
-    stdout: &str,
+    summary: &Value,
     stderr: &str,
     root: &Path,
     project: &ScaleProject,
 ) -> Option<String> {
     if exit != Some(0) {
-        let last = stderr
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
+        // swarm's own last word: its one-line error, or the last line.
+        let lines = || stderr.lines().rev().filter(|l| !l.trim().is_empty());
+        let said = lines()
+            .find(|l| l.starts_with("swarm: ") && !l.starts_with("swarm: run "))
+            .or_else(|| lines().next())
             .unwrap_or("(no stderr)");
         return Some(format!(
-            "exit {exit:?}; last stderr line ({} chars, all stderr {} chars): {}",
-            last.chars().count(),
-            stderr.chars().count(),
-            clip(last, 400)
+            "exit {}, stop reason {}: {} ({} characters)",
+            exit.map_or("by signal".to_string(), |c| c.to_string()),
+            summary["stop_reason"],
+            clip(said, 400),
+            said.chars().count()
         ));
     }
-    let summary: Value = stdout
-        .lines()
-        .last()
-        .and_then(|l| serde_json::from_str(l).ok())
-        .unwrap_or(Value::Null);
     if summary["status"] != "success" {
-        return Some(format!("summary is not a success: {}", clip(stdout, 400)));
+        return Some(format!(
+            "the summary is not a success: {}",
+            clip(&summary.to_string(), 400)
+        ));
     }
     let on_disk = fs::read_to_string(root.join(&project.buggy_path)).unwrap_or_default();
     if on_disk != project.fixed_text() {

@@ -370,7 +370,7 @@ impl Module {
             stem: format!("{noun}_{n:05}"),
             noun,
             function: format!("{verb}_{noun}_{n}"),
-            package_words: subpackage.replace('/', " ").replace('_', " "),
+            package_words: subpackage.replace(['/', '_'], " "),
         }
     }
 
