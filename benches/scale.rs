@@ -20,7 +20,7 @@
 //! branch) is reported in the table with its error, and the bench then
 //! exits non-zero.
 
-#[path = "../tests/it/support/scale.rs"]
+#[path = "../tests/it/support/scale/mod.rs"]
 mod scale;
 
 use std::fs;
