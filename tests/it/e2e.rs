@@ -233,4 +233,5 @@ mod providers;
 mod repos;
 mod review_rules;
 mod sandbox;
+mod scale;
 mod trust;

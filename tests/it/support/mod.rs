@@ -5,5 +5,6 @@ pub mod llm_server;
 pub mod procs;
 pub mod python;
 pub mod repo;
+pub mod scale;
 
 pub use python::*;

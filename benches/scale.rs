@@ -1,0 +1,548 @@
+//! `cargo bench --bench scale`: whole runs of the release `swarm` binary on
+//! generated repositories of 100, 1,000 and 10,000 Python files (many small
+//! clean modules in a few packages, one buggy module, two failing tests),
+//! against a loopback OpenAI-compatible model that answers like a good one.
+//!
+//! Per run it reports the exit code, wall time, swarm's own peak memory
+//! (VmHWM) and, from the request bodies the model received, the number of
+//! requests, the plan request's size, the largest request and the run's
+//! total, in characters of system and user text. Each size runs with a cold
+//! pylint cache (a fresh `SWARM_CACHE_DIR`), then again on an identical
+//! repository with the cache the first run left (warm).
+//!
+//! Settings (environment):
+//! - `SWARM_SCALE_SIZES=100,1000`: the sizes to run (default all three);
+//! - `SWARM_SCALE_WARM=0`: skip the warm runs;
+//! - `SWARM_SCALE_KEEP=1`: keep each run's folder (repository, experiment
+//!   log, swarm's stdout and stderr) and say where it is.
+//!
+//! A run that does not end green (exit 0, the bug fixed on the user's
+//! branch) is reported in the table with its error, and the bench then
+//! exits non-zero.
+
+#[path = "../tests/it/support/scale/mod.rs"]
+mod scale;
+
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use scale::{RequestKind, ScaleProject};
+use serde_json::{json, Value};
+
+const DEFAULT_SIZES: &[usize] = &[100, 1_000, 10_000];
+/// Provider settings that must not leak in from the shell running the bench.
+const PROVIDER_ENV: &[&str] = &[
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GEMINI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "SWARM_PROVIDER",
+    "SWARM_MODEL",
+    "SWARM_CASSETTE",
+    "VIRTUAL_ENV",
+];
+
+fn main() {
+    let sizes = sizes_from_env();
+    let warm = std::env::var("SWARM_SCALE_WARM").map_or(true, |v| v != "0");
+    let mut failures = Vec::new();
+    println!(
+        "{:>6} {:<5} {:>4} {:>9} {:>9} {:>6} {:>5} {:>10} {:>10} {:>11}",
+        "files",
+        "cache",
+        "exit",
+        "wall",
+        "peak RSS",
+        "pylint",
+        "reqs",
+        "plan chars",
+        "max chars",
+        "total chars"
+    );
+    for size in sizes {
+        let cache = tempfile::tempdir().expect("temp dir for the cache");
+        let cold = run(size, cache.path());
+        print_row(size, "cold", &cold);
+        let green = cold.failure.is_none();
+        if let Some(why) = cold.failure {
+            failures.push(format!("{size} files, cold: {why}"));
+        }
+        if warm && green {
+            let again = run(size, cache.path());
+            print_row(size, "warm", &again);
+            if let Some(why) = again.failure {
+                failures.push(format!("{size} files, warm: {why}"));
+            }
+        }
+    }
+    if !failures.is_empty() {
+        eprintln!("\nruns that did not end green:");
+        for failure in &failures {
+            eprintln!("- {failure}");
+        }
+        std::process::exit(1);
+    }
+}
+
+/// `SWARM_SCALE_SIZES` (comma-separated) or every default size.
+fn sizes_from_env() -> Vec<usize> {
+    let Ok(list) = std::env::var("SWARM_SCALE_SIZES") else {
+        return DEFAULT_SIZES.to_vec();
+    };
+    list.split(',')
+        .map(|s| s.trim().replace('_', ""))
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse().unwrap_or_else(|_| {
+                panic!("SWARM_SCALE_SIZES: `{s}` is not a number of files, e.g. 100,1000")
+            })
+        })
+        .collect()
+}
+
+/// What one run measured.
+struct Measured {
+    /// swarm's exit code (`None`: killed by a signal).
+    exit: Option<i32>,
+    wall: Duration,
+    peak_kib: u64,
+    requests: Vec<Request>,
+    /// The model calls of the experiment log, sent or not.
+    logged: Vec<LoggedCall>,
+    /// The baseline's pylint score, when pylint gave one.
+    pylint_before: Option<f64>,
+    /// The size of swarm's stderr: lines, characters.
+    stderr_size: (usize, usize),
+    /// Why the run is not green, when it is not.
+    failure: Option<String>,
+}
+
+/// A model call as the experiment log records it.
+struct LoggedCall {
+    agent: String,
+    /// Characters of the logged prompt (system and messages with their
+    /// role headers).
+    chars: usize,
+    /// Whether the call got a reply.
+    answered: bool,
+}
+
+/// One request the model received.
+#[derive(Clone, Copy, Debug)]
+struct Request {
+    kind: RequestKind,
+    /// Characters of system and user (and assistant) text.
+    chars: usize,
+}
+
+fn print_row(size: usize, cache: &str, m: &Measured) {
+    let max = |kind: Option<RequestKind>| {
+        m.requests
+            .iter()
+            .filter(|r| kind.is_none_or(|k| r.kind == k))
+            .map(|r| r.chars)
+            .max()
+    };
+    let shown = |chars: Option<usize>| chars.map_or("-".to_string(), |c| c.to_string());
+    let total: usize = m.requests.iter().map(|r| r.chars).sum();
+    println!(
+        "{size:>6} {cache:<5} {:>4} {:>7.1} s {:>5.0} MiB {:>6} {:>5} {:>10} {:>10} {:>11}",
+        m.exit.map_or("sig".to_string(), |c| c.to_string()),
+        m.wall.as_secs_f64(),
+        m.peak_kib as f64 / 1024.0,
+        m.pylint_before
+            .map_or("n/a".to_string(), |s| format!("{s:.2}")),
+        m.requests.len(),
+        shown(max(Some(RequestKind::Plan))),
+        shown(max(None)),
+        total
+    );
+    if m.logged.len() != m.requests.len() {
+        println!(
+            "       ({} model calls in the experiment log, {} requests received)",
+            m.logged.len(),
+            m.requests.len()
+        );
+    }
+    for call in m.logged.iter().filter(|c| !c.answered) {
+        println!(
+            "       an {} call of {} prompt characters got no reply (refused or failed)",
+            call.agent, call.chars
+        );
+    }
+    let (lines, chars) = m.stderr_size;
+    if chars > 20_000 {
+        println!("       stderr: {lines} lines, {chars} characters");
+    }
+    if let Some(why) = &m.failure {
+        println!("       not green: {why}");
+    }
+}
+
+/// Generates a repository of `size` files, runs swarm on it and measures.
+fn run(size: usize, cache: &Path) -> Measured {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let root = tmp.path().join("repo");
+    let home = tmp.path().join("home");
+    let cwd = tmp.path().join("cwd");
+    for dir in [&root, &home, &cwd] {
+        fs::create_dir_all(dir).expect("create a bench folder");
+    }
+    let started = Instant::now();
+    let project = scale::write_project(&root, size);
+    git(&root, &home, &["init", "--quiet", "--initial-branch=main"]);
+    git(&root, &home, &["config", "user.name", "Bench User"]);
+    git(&root, &home, &["config", "user.email", "bench@example.com"]);
+    git(&root, &home, &["add", "-A"]);
+    git(
+        &root,
+        &home,
+        &["commit", "--quiet", "-m", "import the project"],
+    );
+    eprintln!(
+        "scale: {size} files generated and committed in {:.1} s; running swarm",
+        started.elapsed().as_secs_f64()
+    );
+
+    let model = ModelServer::start(project.clone());
+    let stdout_path = tmp.path().join("stdout");
+    let stderr_path = tmp.path().join("stderr");
+    let started = Instant::now();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_swarm"));
+    command
+        .current_dir(&cwd)
+        .arg("--target_dir")
+        .arg(&root)
+        .args(["--provider", "openai", "--base-url"])
+        .arg(format!("{}/v1", model.base_url()))
+        .arg("--json")
+        .env("HOME", &home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("SWARM_CACHE_DIR", cache)
+        .env("NO_COLOR", "1");
+    for name in PROVIDER_ENV {
+        command.env_remove(name);
+    }
+    let mut child = command
+        .env("OPENAI_API_KEY", "sk-scale-bench-dummy")
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(&stdout_path).expect("stdout file"))
+        .stderr(fs::File::create(&stderr_path).expect("stderr file"))
+        .spawn()
+        .expect("swarm starts");
+    let mut peak_kib = 0;
+    let status = loop {
+        if let Some(kib) = peak_rss_kib(child.id()) {
+            peak_kib = peak_kib.max(kib);
+        }
+        if let Some(status) = child.try_wait().expect("wait for swarm") {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let wall = started.elapsed();
+    let requests = model.requests();
+    drop(model);
+
+    let stdout = fs::read_to_string(&stdout_path).unwrap_or_default();
+    let stderr = fs::read_to_string(&stderr_path).unwrap_or_default();
+    let log = read_log(&cwd.join("logs/experiment_data.json"));
+    let logged = log
+        .iter()
+        .filter(|e| e["details"]["kind"] == "llm_call")
+        .map(|e| LoggedCall {
+            agent: e["agent"].as_str().unwrap_or("?").to_string(),
+            chars: e["details"]["input_prompt"]
+                .as_str()
+                .map_or(0, |p| p.chars().count()),
+            answered: e["status"] == "SUCCESS",
+        })
+        .collect();
+    let summary: Value = stdout
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or(Value::Null);
+    let failure = why_not_green(status.code(), &summary, &stderr, &root, &project);
+    if std::env::var("SWARM_SCALE_KEEP").is_ok_and(|v| v == "1") {
+        eprintln!("scale: kept {}", tmp.keep().display());
+    }
+    Measured {
+        exit: status.code(),
+        wall,
+        peak_kib,
+        requests,
+        logged,
+        pylint_before: summary["pylint_before"].as_f64(),
+        stderr_size: (stderr.lines().count(), stderr.chars().count()),
+        failure,
+    }
+}
+
+/// `None` when the run ended green and the fix is on the user's branch;
+/// else what went wrong, clipped to a line a reader can take in.
+fn why_not_green(
+    exit: Option<i32>,
+    summary: &Value,
+    stderr: &str,
+    root: &Path,
+    project: &ScaleProject,
+) -> Option<String> {
+    if exit != Some(0) {
+        // swarm's own last word: its one-line error, or the last line.
+        let lines = || stderr.lines().rev().filter(|l| !l.trim().is_empty());
+        let said = lines()
+            .find(|l| l.starts_with("swarm: ") && !l.starts_with("swarm: run "))
+            .or_else(|| lines().next())
+            .unwrap_or("(no stderr)");
+        return Some(format!(
+            "exit {}, stop reason {}: {} ({} characters)",
+            exit.map_or("by signal".to_string(), |c| c.to_string()),
+            summary["stop_reason"],
+            clip(said, 400),
+            said.chars().count()
+        ));
+    }
+    if summary["status"] != "success" {
+        return Some(format!(
+            "the summary is not a success: {}",
+            clip(&summary.to_string(), 400)
+        ));
+    }
+    let on_disk = fs::read_to_string(root.join(&project.buggy_path)).unwrap_or_default();
+    if on_disk != project.fixed_text() {
+        return Some(format!("{} is not the fixed version", project.buggy_path));
+    }
+    None
+}
+
+fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(max).collect();
+    format!("{head}…")
+}
+
+/// swarm's peak resident memory so far (VmHWM), in KiB.
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Runs git in `dir` with a hermetic environment; panics when it fails.
+fn git(dir: &Path, home: &Path, args: &[&str]) {
+    let output = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .env("HOME", home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_DATE", "2026-01-01T12:00:00+00:00")
+        .env("GIT_COMMITTER_DATE", "2026-01-01T12:00:00+00:00")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .output()
+        .expect("git can be started");
+    assert!(
+        output.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn read_log(path: &Path) -> Vec<Value> {
+    fs::read_to_string(path)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default()
+}
+
+/// A loopback OpenAI-compatible model: one thread per connection, one
+/// exchange per connection; stops on drop.
+struct ModelServer {
+    address: SocketAddr,
+    requests: Arc<Mutex<Vec<Request>>>,
+    stop: Arc<AtomicBool>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+impl ModelServer {
+    fn start(project: ScaleProject) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+        let address = listener
+            .local_addr()
+            .expect("a bound listener has an address");
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let project = Arc::new(project);
+        let acceptor = {
+            let (requests, stop) = (Arc::clone(&requests), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    let (requests, project) = (Arc::clone(&requests), Arc::clone(&project));
+                    std::thread::spawn(move || serve(stream, &project, &requests));
+                }
+            })
+        };
+        Self {
+            address,
+            requests,
+            stop,
+            acceptor: Some(acceptor),
+        }
+    }
+
+    fn base_url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    fn requests(&self) -> Vec<Request> {
+        self.requests.lock().expect("request log lock").clone()
+    }
+}
+
+impl Drop for ModelServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect_timeout(&self.address, Duration::from_secs(1));
+        if let Some(acceptor) = self.acceptor.take() {
+            let _ = acceptor.join();
+        }
+    }
+}
+
+/// Reads one request, records it and answers as a good model would.
+fn serve(stream: TcpStream, project: &ScaleProject, requests: &Mutex<Vec<Request>>) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+    let Ok(reader) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(reader);
+    let Some((path, body)) = read_request(&mut reader) else {
+        return;
+    };
+    let (status, reply) = if path.ends_with("/chat/completions") {
+        let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let (system, user, chars) = texts(&body);
+        let kind = project.classify(&system, &user);
+        requests
+            .lock()
+            .expect("request log lock")
+            .push(Request { kind, chars });
+        let text = project.reply(&system, &user);
+        (200, completion(&body, &text, chars))
+    } else {
+        (
+            404,
+            json!({"error": {"message": format!("no route {path}")}}),
+        )
+    };
+    let _ = write_reply(stream, status, &reply.to_string());
+}
+
+/// The system prompt, the first user message and the characters of every
+/// message of an OpenAI chat request.
+fn texts(body: &Value) -> (String, String, usize) {
+    let mut system = String::new();
+    let mut user = None;
+    let mut chars = 0;
+    for message in body["messages"].as_array().into_iter().flatten() {
+        let content = message["content"].as_str().unwrap_or_default();
+        chars += content.chars().count();
+        match message["role"].as_str() {
+            Some("system") => system.push_str(content),
+            Some("user") if user.is_none() => user = Some(content.to_string()),
+            _ => {}
+        }
+    }
+    (system, user.unwrap_or_default(), chars)
+}
+
+/// An OpenAI chat completion carrying `text`, with rough token counts.
+fn completion(request: &Value, text: &str, prompt_chars: usize) -> Value {
+    let (input, output) = (prompt_chars / 4, text.chars().count() / 4);
+    json!({
+        "id": "chatcmpl-scale",
+        "object": "chat.completion",
+        "created": 0,
+        "model": request["model"].as_str().unwrap_or("scale-model"),
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": text},
+            "finish_reason": "stop",
+        }],
+        "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output},
+    })
+}
+
+/// The request target and body (Content-Length or chunked).
+fn read_request(reader: &mut impl BufRead) -> Option<(String, Vec<u8>)> {
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let path = line.split_whitespace().nth(1)?.to_string();
+    let (mut length, mut chunked) = (0, false);
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header).ok()? == 0 {
+            return None;
+        }
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        let (name, value) = header.split_once(':')?;
+        match name.trim().to_ascii_lowercase().as_str() {
+            "content-length" => length = value.trim().parse().ok()?,
+            "transfer-encoding" => chunked = value.contains("chunked"),
+            _ => {}
+        }
+    }
+    if !chunked {
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).ok()?;
+        return Some((path, body));
+    }
+    let mut body = Vec::new();
+    loop {
+        let mut size = String::new();
+        reader.read_line(&mut size).ok()?;
+        let size = usize::from_str_radix(size.trim().split(';').next()?, 16).ok()?;
+        let mut chunk = vec![0; size + 2];
+        reader.read_exact(&mut chunk).ok()?;
+        if size == 0 {
+            return Some((path, body));
+        }
+        chunk.truncate(size);
+        body.extend_from_slice(&chunk);
+    }
+}
+
+fn write_reply(mut stream: TcpStream, status: u16, body: &str) -> std::io::Result<()> {
+    let reason = if status == 200 { "OK" } else { "Not Found" };
+    write!(
+        stream,
+        "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    stream.flush()?;
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    Ok(())
+}
