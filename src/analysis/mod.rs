@@ -182,3 +182,63 @@ pub fn dangerous_calls(source: &str) -> Vec<DangerousCall> {
     let tree = tree::parse(source);
     danger::find(tree.root_node(), source)
 }
+
+/// Whether a module only passes names on: every top-level statement is an
+/// import, a docstring or a dunder assignment (`__all__ = [...]`), so no
+/// logic of its own can be where a test fails. A module that does not
+/// parse is not.
+pub fn only_passes_names(source: &str) -> bool {
+    let tree = tree::parse(source);
+    let root = tree.root_node();
+    if !tree::syntax_error_nodes(root, source).is_empty() {
+        return false;
+    }
+    let mut cursor = root.walk();
+    let passes =
+        root.named_children(&mut cursor)
+            .all(|statement| match statement.kind() {
+                "import_statement" | "import_from_statement" | "future_import_statement" => true,
+                "comment" => true,
+                "expression_statement" => statement.named_child(0).is_some_and(|inner| match inner
+                    .kind()
+                {
+                    "string" | "concatenated_string" => true,
+                    "assignment" => inner.child_by_field_name("left").is_some_and(|left| {
+                        let name = tree::text(left, source);
+                        left.kind() == "identifier"
+                            && name.starts_with("__")
+                            && name.ends_with("__")
+                    }),
+                    _ => false,
+                }),
+                _ => false,
+            });
+    passes
+}
+
+#[cfg(test)]
+mod passes_names_tests {
+    use super::only_passes_names;
+
+    #[test]
+    fn imports_docstrings_and_dunders_only_pass_names_on() {
+        let init = "\"\"\"Billing.\"\"\"\n# re-exports\nfrom .discounts import (\n    apply,\n    bulk,\n)\n\
+                    import os.path\n__all__ = [\"apply\", \"bulk\"]\n__version__ = \"1.0\"\n";
+        assert!(only_passes_names(init));
+        assert!(only_passes_names(""));
+    }
+
+    #[test]
+    fn a_definition_or_a_computed_name_is_logic() {
+        for text in [
+            "from .x import y\n\ndef helper():\n    return 1\n",
+            "from .x import y\nRATE = 0.2\n",
+            "from .x import y\nclass A:\n    pass\n",
+            "from .x import y\nif True:\n    import z\n",
+            "from .x import y\nprint(y)\n",
+            "from .x import (\n",
+        ] {
+            assert!(!only_passes_names(text), "{text:?}");
+        }
+    }
+}

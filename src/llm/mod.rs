@@ -28,7 +28,7 @@ pub use gemini::GeminiChat;
 pub use openai::OpenAiChat;
 pub use price::{price_for, Price, PriceTable};
 pub use replay::ReplayModel;
-pub use reply::{estimate_tokens, is_empty_reply, looks_like_refusal};
+pub use reply::{estimate_tokens, is_empty_reply, looks_like_refusal, says_no_change_needed};
 pub use retry::{RetryPolicy, DEFAULT_ATTEMPT_TIMEOUT};
 pub use window::{budget_tokens, context_window_for, prompt_tokens, Windowed};
 

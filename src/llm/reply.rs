@@ -40,6 +40,46 @@ pub fn looks_like_refusal(text: &str) -> bool {
     opens_like_refusal && !contains_code(text)
 }
 
+/// What a model says when it finds nothing to change, lowercase, with
+/// straight apostrophes (the fix prompt asks for the first).
+const NO_CHANGE_PHRASES: &[&str] = &[
+    "no change is needed",
+    "no changes are needed",
+    "no changes needed",
+    "no changes are required",
+    "no change is required",
+    "needs no change",
+    "need no change",
+    "does not need any change",
+    "doesn't need any change",
+    "does not need to change",
+    "doesn't need to change",
+    "no modifications are needed",
+    "no modification is needed",
+    "nothing to change",
+    "nothing to fix",
+    "nothing needs to change",
+    "is already correct",
+    "looks fine as it is",
+];
+
+/// Whether a reply says the file needs no change, and holds no code: it
+/// opens with `NO CHANGE` or, within its first lines, says so in one of
+/// the usual ways ("no change is needed", "nothing to fix", …).
+pub fn says_no_change_needed(text: &str) -> bool {
+    if contains_code(text) {
+        return false;
+    }
+    let opening: String = text
+        .trim_start()
+        .chars()
+        .take(400)
+        .collect::<String>()
+        .to_lowercase()
+        .replace(['\u{2019}', '\u{2018}'], "'");
+    opening.starts_with("no change") || NO_CHANGE_PHRASES.iter().any(|p| opening.contains(p))
+}
+
 /// Whether a reply carries nothing: only whitespace, or code fences with
 /// nothing inside them.
 pub fn is_empty_reply(text: &str) -> bool {
@@ -94,6 +134,25 @@ fn contains_code(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reply_that_finds_nothing_to_change_is_recognised_unless_it_holds_code() {
+        for text in [
+            "NO CHANGE: this module only re-exports names.",
+            "This file looks fine as it is; no change is needed.",
+            "The bug is not in this file, so nothing needs to change here.",
+            "`billing/__init__.py` doesn\u{2019}t need any changes: it only imports.",
+        ] {
+            assert!(says_no_change_needed(text), "{text}");
+        }
+        for text in [
+            "No change in behaviour:\n```diff\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n```\n",
+            "Return the price, not the discount.",
+            "",
+        ] {
+            assert!(!says_no_change_needed(text), "{text}");
+        }
+    }
 
     #[test]
     fn refusals_are_recognised() {

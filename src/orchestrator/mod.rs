@@ -111,6 +111,9 @@ pub(crate) struct RunState {
     pub best: Snapshot,
     pub history: BTreeMap<String, Vec<PastAttempt>>,
     pub seen: HashSet<String>,
+    /// Files the model found nothing to change in since the best state
+    /// last moved: not asked about again until it does.
+    pub declined: BTreeSet<String>,
     /// Plan files that still want an accepted attempt, with tries so far.
     pub pending_plan: BTreeMap<String, u32>,
     /// Rounds run so far.
@@ -282,6 +285,7 @@ async fn drive(
         best: snapshot,
         history: BTreeMap::new(),
         seen: HashSet::new(),
+        declined: BTreeSet::new(),
         pending_plan: BTreeMap::new(),
         iterations: 0,
         accepted: 0,

@@ -16,6 +16,8 @@ use crate::stage::ModelCall;
 
 /// How much tool output an entry keeps.
 const OUTPUT_CAP: usize = 8_000;
+/// The run's start entry names at most this many files.
+const NAMED_FILES: usize = 100;
 
 /// Writes the run's entries.
 pub(crate) struct Recorder<'a> {
@@ -58,7 +60,7 @@ impl<'a> Recorder<'a> {
                 Agent::System,
                 Action::CodeAnalysis,
                 format!("swarm run on {}", config.target.display()),
-                format!("{} Python files: {}", files.len(), files.join(", ")),
+                files_line(files),
             )
             .status(Status::Info)
             .detail("kind", "run_start")
@@ -370,5 +372,19 @@ impl<'a> Recorder<'a> {
             .detail("commit", commit)
             .detail("verdict", verdict);
         self.write(e)
+    }
+}
+
+/// `3 Python files: a.py, b.py, c.py`, naming at most [`NAMED_FILES`].
+fn files_line(files: &[String]) -> String {
+    let named = files
+        .iter()
+        .take(NAMED_FILES)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    match files.len().saturating_sub(NAMED_FILES) {
+        0 => format!("{} Python files: {named}", files.len()),
+        more => format!("{} Python files: {named} and {more} more", files.len()),
     }
 }

@@ -20,11 +20,11 @@ use crate::log::{Action, Agent, Event};
 use crate::patch::ReplyContext;
 use crate::stage::budget::Allowance;
 use crate::stage::executor::{self, AttemptRecord};
-use crate::stage::fixer::{self, Proposal};
+use crate::stage::fixer::{self, Proposal, ReplyProblem};
 use crate::stage::judge;
 use crate::stage::prompt::{FixInput, PastAttempt};
 use crate::stage::reviewer::{self, Review, ReviewContext};
-use crate::stage::{auditor, is_test_path, ModelCall};
+use crate::stage::{auditor, is_test_path, reach, ModelCall};
 use crate::tools::{LintMessage, TestCase};
 
 /// At most this many files are worked on in one round.
@@ -116,7 +116,7 @@ fn choose_files(state: &RunState, root: &Path) -> Vec<String> {
     });
     others.extend(planned.into_iter().cloned());
     let read = |p: &str| crate::stage::read_source_text(root, p);
-    let mut files = fixer::implicated_files(&failing, &state.files, &read, &others);
+    let mut files = reach::implicated_files(&failing, &state.files, &read, &others);
     if files.is_empty() && !state.best.is_green(state.baseline.pylint) {
         files = state
             .files
@@ -126,6 +126,7 @@ fn choose_files(state: &RunState, root: &Path) -> Vec<String> {
             .collect();
         files.sort_by_key(|f| std::cmp::Reverse(state.severities.get(f).copied()));
     }
+    files.retain(|f| !state.declined.contains(f));
     files.truncate(MAX_FILES_PER_ROUND);
     files
 }
@@ -138,7 +139,7 @@ fn job_for(cx: &RunContext<'_>, state: &RunState, file: &str) -> FixJob {
         .tests
         .as_ref()
         .map(|t| {
-            fixer::failures_for(&t.failing, file, &read)
+            reach::failures_for(&t.failing, file, &state.files, &read)
                 .into_iter()
                 .take(8)
                 .cloned()
@@ -306,15 +307,23 @@ fn attempt(
     let file = proposal.file.clone();
     let summary = proposal.summary();
     if let Err(reason) = &proposal.edits {
-        // Nothing to review: the model gave no usable change even when asked again.
+        // Nothing to review: the model found nothing to change, or gave no
+        // usable change even when asked again.
         events.emit(Event::NoProposal {
             file: file.clone(),
             reason: reason.to_string(),
         });
+        let outcome = if reason.problem == ReplyProblem::NoChangeNeeded {
+            state.declined.insert(file.clone());
+            state.pending_plan.remove(&file);
+            "the model found nothing to change".to_string()
+        } else {
+            format!("no usable change: {reason}")
+        };
         state.history.entry(file).or_default().push(PastAttempt {
             label: format!("reply in round {iteration}"),
             summary,
-            outcome: format!("no usable change: {reason}"),
+            outcome,
             diff: None,
         });
         return Ok(false);
@@ -404,6 +413,7 @@ fn attempt(
     state.commits.push(commit.0.clone());
     if verdict.is_accepted() {
         state.best = measured.snapshot;
+        state.declined.clear();
         state.accepted += 1;
         state
             .touched

@@ -1,19 +1,15 @@
-//! The Fixer: chooses the files to work on, asks the model for a change to
-//! one file, and turns the reply into a `Proposal`. A reply that is cut off,
+//! The Fixer: asks the model for a change to one file (which files, and in
+//! what order, is [`super::reach`]'s), and turns the reply into a `Proposal`. A reply that is cut off,
 //! empty, a refusal, not valid UTF-8 or holds no usable diff is asked again
 //! once with a message naming what was wrong; after that it is a failed
-//! attempt ([`Unusable`]), not an error that ends the run.
-
-use std::collections::BTreeSet;
-
-use regex::Regex;
+//! attempt ([`Unusable`]), not an error that ends the run. A reply saying
+//! the file needs no change is an answer: it is not asked again.
 
 use super::excerpt::Excerpt;
 use super::prompt::{self, FixInput, FixPrompt};
-use super::{call_model, is_test_path, ModelCall};
+use super::{call_model, ModelCall};
 use crate::llm::{self, ChatModel, Finish, LlmError};
 use crate::patch::{self, FileEdit, ReplyContext};
-use crate::tools::TestCase;
 
 /// What the model proposed for a file.
 #[derive(Clone, Debug)]
@@ -42,6 +38,9 @@ pub enum ReplyProblem {
     Empty,
     #[error("the reply declined the task instead of proposing a change")]
     Refusal,
+    /// The model says the file needs no change: an answer, not asked again.
+    #[error("the model found nothing to change in this file")]
+    NoChangeNeeded,
     /// The provider's bytes were not UTF-8 (see [`LlmError::NotUtf8`]).
     #[error("the reply was not valid UTF-8 ({detail}); send plain UTF-8 text")]
     NotUtf8 { detail: String },
@@ -58,6 +57,7 @@ impl ReplyProblem {
             ReplyProblem::Filtered => "filtered",
             ReplyProblem::Empty => "empty",
             ReplyProblem::Refusal => "refusal",
+            ReplyProblem::NoChangeNeeded => "no_change_needed",
             ReplyProblem::NotUtf8 { .. } => "not_utf8",
             ReplyProblem::Patch(patch::PatchError::NoChange) => "no_change",
             ReplyProblem::Patch(_) => "unreadable_change",
@@ -147,6 +147,13 @@ pub async fn propose(
     let (first_text, problem) = match read_reply(first, ctx) {
         Err(e) => return (calls, Err(e)),
         Ok((text, Ok(edits))) => return (calls, Ok(proposal(text, Ok(edits)))),
+        Ok((text, Err(ReplyProblem::NoChangeNeeded))) => {
+            let declined = Unusable {
+                problem: ReplyProblem::NoChangeNeeded,
+                first: None,
+            };
+            return (calls, Ok(proposal(text, Err(declined))));
+        }
         Ok((text, Err(problem))) => (text, problem),
     };
     let follow = match problem {
@@ -210,128 +217,14 @@ fn judge_reply(
     if llm::looks_like_refusal(text) {
         return Err(ReplyProblem::Refusal);
     }
+    if llm::says_no_change_needed(text) {
+        return Err(ReplyProblem::NoChangeNeeded);
+    }
     match patch::parse_reply(text, ctx) {
         Ok(edits) if edits.is_empty() => Err(ReplyProblem::Patch(patch::PatchError::NoChange)),
         Ok(edits) => Ok(edits),
         Err(e) => Err(ReplyProblem::Patch(e)),
     }
-}
-
-/// Files to work on this round, most urgent first: source files named in
-/// failing tests' tracebacks, then source files the failing test modules
-/// import, then `others` (files with problems or plan items) in their order.
-pub fn implicated_files(
-    failing: &[TestCase],
-    files: &[String],
-    read: &dyn Fn(&str) -> Option<String>,
-    others: &[String],
-) -> Vec<String> {
-    let sources: Vec<&String> = files.iter().filter(|f| !is_test_path(f)).collect();
-    let mut order: Vec<String> = Vec::new();
-    let mut push = |f: &str| {
-        if !order.iter().any(|o| o == f) {
-            order.push(f.to_string());
-        }
-    };
-    for case in failing {
-        for src in &sources {
-            if traceback_mentions(case, src) {
-                push(src);
-            }
-        }
-    }
-    let test_files: BTreeSet<&str> = failing.iter().filter_map(test_module).collect();
-    for test_file in test_files {
-        let Some(text) = read(test_file) else {
-            continue;
-        };
-        let modules = imported_modules(&text);
-        for src in &sources {
-            if imports(&modules, src) {
-                push(src);
-            }
-        }
-    }
-    for f in others {
-        if sources.contains(&f) {
-            push(f);
-        }
-    }
-    order
-}
-
-/// The failing tests that concern `file`: its path is in their traceback, or
-/// their test module imports it. All of them when none does, so the model
-/// always sees what fails.
-pub fn failures_for<'a>(
-    failing: &'a [TestCase],
-    file: &str,
-    read: &dyn Fn(&str) -> Option<String>,
-) -> Vec<&'a TestCase> {
-    let relevant: Vec<&TestCase> = failing
-        .iter()
-        .filter(|case| {
-            traceback_mentions(case, file)
-                || test_module(case)
-                    .and_then(read)
-                    .is_some_and(|text| imports(&imported_modules(&text), file))
-        })
-        .collect();
-    if relevant.is_empty() {
-        failing.iter().collect()
-    } else {
-        relevant
-    }
-}
-
-/// The test module of a case (`tests/test_x.py` of `tests/test_x.py::test_y`).
-pub(crate) fn test_module(case: &TestCase) -> Option<&str> {
-    case.id.split("::").next().filter(|f| f.ends_with(".py"))
-}
-
-/// Whether a case's message or traceback names `file` (target-relative).
-pub(crate) fn traceback_mentions(case: &TestCase, file: &str) -> bool {
-    static PATH: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
-    let re = PATH.get_or_init(|| Regex::new(r"([A-Za-z0-9_./\\-]+\.py)").expect("static regex"));
-    [case.message.as_deref(), case.details.as_deref()]
-        .into_iter()
-        .flatten()
-        .flat_map(|text| re.captures_iter(text))
-        .map(|m| m[1].replace('\\', "/"))
-        .any(|p| p == file || p.ends_with(&format!("/{file}")))
-}
-
-/// Whether `modules` (from [`imported_modules`]) include the module of `file`.
-pub(crate) fn imports(modules: &[String], file: &str) -> bool {
-    let stem = file.trim_end_matches(".py").trim_end_matches("/__init__");
-    modules.iter().any(|module| {
-        let as_path = module.replace('.', "/");
-        stem == as_path || stem.ends_with(&format!("/{as_path}"))
-    })
-}
-
-/// Modules named by `import x.y` and `from x.y import z` (and `from x import y`
-/// as `x.y`, which may be a submodule).
-pub(crate) fn imported_modules(text: &str) -> Vec<String> {
-    static IMPORT: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
-    let re = IMPORT.get_or_init(|| {
-        Regex::new(r"(?m)^\s*(?:from\s+([\w.]+)\s+import\s+([\w, ]+)|import\s+([\w.]+))")
-            .expect("static regex")
-    });
-    let mut out = Vec::new();
-    for c in re.captures_iter(text) {
-        if let Some(module) = c.get(1) {
-            let module = module.as_str().trim_start_matches('.');
-            out.push(module.to_string());
-            for name in c[2].split(',').map(str::trim).filter(|n| !n.is_empty()) {
-                let name = name.split_whitespace().next().unwrap_or(name);
-                out.push(format!("{module}.{name}"));
-            }
-        } else if let Some(module) = c.get(3) {
-            out.push(module.as_str().to_string());
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ pub mod fixer;
 pub mod judge;
 pub mod planner;
 pub mod prompt;
+pub mod reach;
 pub mod reviewer;
 
 /// Joins the target folder (repo-relative) and a target-relative path.

@@ -126,7 +126,8 @@ fn fix_chat(input: &FixInput<'_>, evidence: &str, file: &str) -> ChatRequest {
         p,
         "\nReply with one unified diff of `{path}` in a ```diff block (`--- a/{path}`, `+++ b/{path}`). \
          Change at most {max} lines (added plus removed) and {bytes} bytes. Fix the failing tests first; do not \
-         edit test files or test configuration; keep public names that tests use.",
+         edit test files or test configuration; keep public names that tests use. If `{path}` needs no \
+         change, reply `NO CHANGE` and one sentence why, without a diff.",
         path = input.path,
         max = input.max_changed_lines,
         bytes = input.max_changed_bytes

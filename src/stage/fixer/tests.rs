@@ -1,6 +1,6 @@
 use super::*;
 use crate::llm::{ChatRequest, ChatResponse, ProviderKind, Usage};
-use crate::tools::TestOutcome;
+use crate::tools::{TestCase, TestOutcome};
 use std::sync::Mutex;
 
 /// Answers with canned replies in order and keeps the requests. A
@@ -166,69 +166,6 @@ async fn a_reply_without_a_diff_names_what_was_wrong() {
     assert!(p.edits.is_ok());
     let seen = model.seen.lock().unwrap();
     assert!(seen[1].messages[2].content.contains("could not be used"));
-}
-
-#[test]
-fn traceback_files_come_first_then_imports() {
-    let files: Vec<String> = [
-        "pkg/__init__.py",
-        "pkg/models.py",
-        "pkg/report.py",
-        "util.py",
-        "tests/test_r.py",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let failing = vec![TestCase {
-        id: "tests/test_r.py::test_total".into(),
-        outcome: TestOutcome::Failed,
-        message: Some("assert 3 == 4".into()),
-        details: Some("pkg/report.py:12: in total\n    return x\nE assert".into()),
-    }];
-    let read = |p: &str| {
-        (p == "tests/test_r.py").then(|| "from pkg.models import Item\nimport util\n".to_string())
-    };
-    let order = implicated_files(
-        &failing,
-        &files,
-        &read,
-        &["pkg/report.py".into(), "pkg/__init__.py".into()],
-    );
-    assert_eq!(
-        order,
-        vec![
-            "pkg/report.py",
-            "pkg/models.py",
-            "util.py",
-            "pkg/__init__.py"
-        ]
-    );
-}
-
-#[test]
-fn each_file_sees_the_failures_that_concern_it() {
-    let case = |id: &str, details: &str| TestCase {
-        id: id.into(),
-        outcome: TestOutcome::Failed,
-        message: None,
-        details: Some(details.into()),
-    };
-    let failing = vec![
-        case("tests/test_a.py::t1", "pkg/a.py:3: in f"),
-        case("tests/test_b.py::t2", "tests/test_b.py:9: assert"),
-        case("tests/test_c.py::t3", "tests/test_c.py:2: assert"),
-    ];
-    let read = |p: &str| (p == "tests/test_b.py").then(|| "from pkg import b\n".to_string());
-    let ids = |file: &str| -> Vec<String> {
-        failures_for(&failing, file, &read)
-            .iter()
-            .map(|c| c.id.clone())
-            .collect()
-    };
-    assert_eq!(ids("pkg/a.py"), vec!["tests/test_a.py::t1"]);
-    assert_eq!(ids("pkg/b.py"), vec!["tests/test_b.py::t2"]);
-    assert_eq!(ids("pkg/z.py").len(), 3, "no match: show everything");
 }
 
 #[test]

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use crate::analysis::{FileMetrics, Severity};
-use crate::stage::fixer;
+use crate::stage::reach;
 use crate::tools::{LintMessage, TestCase};
 
 /// Why a file is where it is in the ranking.
@@ -124,7 +124,7 @@ pub fn rank(facts: &Facts<'_>) -> Vec<Ranked> {
     };
     for case in facts.failing {
         for path in facts.sources {
-            if fixer::traceback_mentions(case, path) {
+            if reach::traceback_mentions(case, path) {
                 add(
                     path,
                     Reason::Traceback {
@@ -196,48 +196,16 @@ fn lint_weight(kind: &str) -> usize {
     }
 }
 
-/// The source files a failing test's module imports, and the modules
-/// those packages re-export (`from .money import to_cents` in an
-/// imported `__init__.py`).
+/// The source files a failing test's module reaches (imports, or takes
+/// from through a package that re-exports them).
 fn imported_by(case: &TestCase, facts: &Facts<'_>) -> Vec<String> {
-    let Some(text) = fixer::test_module(case).and_then(|m| (facts.read)(m)) else {
+    let Some(text) = reach::test_module(case).and_then(|m| (facts.read)(m)) else {
         return Vec::new();
     };
-    let modules = fixer::imported_modules(&text);
-    let direct: Vec<String> = facts
-        .sources
-        .iter()
-        .filter(|path| fixer::imports(&modules, path))
-        .cloned()
-        .collect();
-    let mut all = direct.clone();
-    for package in direct.iter().filter(|p| p.ends_with("__init__.py")) {
-        let folder = package.trim_end_matches("__init__.py");
-        let Some(init) = (facts.read)(package) else {
-            continue;
-        };
-        for module in relative_imports(&init) {
-            let candidate = format!("{folder}{}.py", module.replace('.', "/"));
-            let as_package = format!("{folder}{}/__init__.py", module.replace('.', "/"));
-            for path in [candidate, as_package] {
-                if facts.sources.contains(&path) && !all.contains(&path) {
-                    all.push(path);
-                }
-            }
-        }
-    }
-    all
-}
-
-/// The modules of `from .x import …` lines (one leading dot: the package's
-/// own submodules).
-fn relative_imports(text: &str) -> Vec<String> {
-    text.lines()
-        .filter_map(|line| line.trim().strip_prefix("from ."))
-        .filter(|rest| !rest.starts_with('.'))
-        .filter_map(|rest| rest.split_whitespace().next())
-        .filter(|module| !module.is_empty() && *module != "import")
-        .map(str::to_string)
+    let sources: Vec<&String> = facts.sources.iter().collect();
+    reach::reached_sources(&text, &sources, facts.read)
+        .into_iter()
+        .map(|(path, _)| path)
         .collect()
 }
 

@@ -120,7 +120,7 @@ fn evidence_is_given_up_in_order_before_the_file() {
         assert!(llm::prompt_tokens(&prompt.request) <= allowance);
         assert!(text
             .trim_end()
-            .ends_with("keep public names that tests use."));
+            .ends_with("and one sentence why, without a diff."));
         if prompt.excerpts.is_some() {
             continue;
         }
@@ -174,7 +174,7 @@ fn a_file_too_large_is_shown_in_excerpts_within_the_allowance() {
     assert!(text.len() < owned.text.len() / 3);
     assert!(text
         .trim_end()
-        .ends_with("keep public names that tests use."));
+        .ends_with("and one sentence why, without a diff."));
     assert!(text.contains("## Failing tests\n### tests/test_x.py::test_0"));
     let excerpts = prompt.excerpts.expect("excerpts");
     assert!(excerpts
@@ -225,7 +225,7 @@ proptest::proptest! {
         proptest::prop_assert!(llm::prompt_tokens(&prompt.request) <= allowance);
         let text = text_of(&prompt);
         proptest::prop_assert!(text.contains(INSTRUCTIONS));
-        proptest::prop_assert!(text.trim_end().ends_with("keep public names that tests use."));
+        proptest::prop_assert!(text.trim_end().ends_with("and one sentence why, without a diff."));
         let retry = follow_up_within(
             prompt.request.clone(),
             &"r".repeat(reply_chars),

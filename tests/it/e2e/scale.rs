@@ -107,9 +107,119 @@ fn a_generated_project_has_one_bug_failing_two_tests_and_lints_clean() {
     assert!(report.contains("rated at 10.00/10"), "{report}");
 }
 
+/// Runs swarm on `repo` against `server` with `--json`, from a folder of
+/// its own; the log is in `cwd/logs`.
+fn run_against(repo: &TestRepo, server: &LlmServer) -> (Output, std::path::PathBuf) {
+    let cwd = repo.tmp().join("cwd");
+    std::fs::create_dir_all(&cwd).expect("create cwd");
+    let root = repo.root.to_string_lossy().into_owned();
+    let base = format!("{}/v1", server.base_url());
+    let out = swarm_in(
+        &cwd,
+        &repo.home,
+        &["--target_dir", &root, "--json"],
+        &[("OPENAI_API_KEY", FAKE_KEY), ("OPENAI_BASE_URL", &base)],
+    );
+    (out, cwd)
+}
+
+/// The first line of each request the model received.
+fn first_lines(server: &LlmServer) -> Vec<String> {
+    server
+        .requests()
+        .iter()
+        .map(|r| prompt_of(r).lines().next().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// The failing tests import the `billing` package, whose `__init__.py` only
+/// re-exports `apply_discount` from `billing/discounts.py`: the Fixer is
+/// asked about the module that defines it, once, and about nothing else.
 #[test]
-#[ignore = "over a minute: three pylint passes over 1,000 files (minutes when pylint hits its \
-            timeout on a busy machine); run with --ignored"]
+fn the_fixer_follows_a_package_re_export_to_the_module_that_defines_the_name() {
+    let (repo, project, start) = committed_project(40);
+    let model = project.clone();
+    let server = LlmServer::start(move |request| {
+        Reply::text_for(
+            request,
+            &model.reply(&system_of(request), &prompt_of(request)),
+        )
+    });
+    let (out, _) = run_against(&repo, &server);
+
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{}", head(&out.stderr));
+    assert_ne!(repo.head(), start, "HEAD did not move");
+    assert_eq!(repo.read(&project.buggy_path), project.fixed_text());
+    let kinds: Vec<RequestKind> = server
+        .requests()
+        .iter()
+        .map(|r| project.classify(&system_of(r), &prompt_of(r)))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![RequestKind::Plan, RequestKind::FixBuggy],
+        "requests: {:?}",
+        first_lines(&server)
+    );
+}
+
+/// The plan also names a clean module; the model answers that it needs no
+/// change. That is an answer: it is not asked again, in this round or the
+/// next, and the run still ends green with the bug fixed.
+#[test]
+fn a_reply_that_finds_nothing_to_change_is_not_asked_again() {
+    let (repo, project, start) = committed_project(40);
+    let clean = repo
+        .git(&["ls-files", "*.py"])
+        .lines()
+        .find(|f| f.matches('/').count() == 2 && !f.ends_with("__init__.py"))
+        .expect("a clean module in a subpackage")
+        .to_string();
+    let model = project.clone();
+    let planned = clean.clone();
+    let server = LlmServer::start(move |request| {
+        let (system, user) = (system_of(request), prompt_of(request));
+        let text = match model.classify(&system, &user) {
+            RequestKind::Plan => format!(
+                "{}\n## {planned}\n\n- **Type**: style\n  **Severity**: low\n  **Location**: \
+                 module\n  **Description**: check the names.\n  **Suggested fix**: rename if \
+                 unclear.\n",
+                model.plan()
+            ),
+            RequestKind::FixBuggy => model.fix_reply(),
+            RequestKind::FixOther => {
+                "NO CHANGE: the names in this module are already clear.".to_string()
+            }
+        };
+        Reply::text_for(request, &text)
+    });
+    let (out, cwd) = run_against(&repo, &server);
+
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{}", head(&out.stderr));
+    assert_ne!(repo.head(), start, "HEAD did not move");
+    assert_eq!(repo.read(&project.buggy_path), project.fixed_text());
+    let changed = repo.git(&["diff", "--name-only", &start, "HEAD"]);
+    assert_eq!(changed, project.buggy_path, "only the bug was changed");
+    let about_clean: Vec<String> = first_lines(&server)
+        .into_iter()
+        .filter(|line| line.contains(&format!("`{clean}`")))
+        .collect();
+    assert_eq!(about_clean.len(), 1, "asked about {clean}: {about_clean:?}");
+    assert!(stderr.contains("nothing to change"), "{stderr}");
+
+    let log = read_log(&cwd.join("logs/experiment_data.json"));
+    let declined: Vec<&Value> = log
+        .iter()
+        .filter(|e| e["details"]["kind"] == "llm_call" && e["details"]["file"] == clean.as_str())
+        .collect();
+    assert_eq!(declined.len(), 1, "{declined:?}");
+    assert!(declined[0]["details"]["output_response"]
+        .as_str()
+        .is_some_and(|r| r.starts_with("NO CHANGE")));
+}
+
+#[test]
 fn a_thousand_file_repository_is_fixed_with_every_request_within_the_plan_allowance() {
     let (repo, project, start) = committed_project(1_000);
     let model = project.clone();
@@ -157,6 +267,18 @@ fn a_thousand_file_repository_is_fixed_with_every_request_within_the_plan_allowa
 
     // The log agrees: every model call, sent or not, within the allowance.
     let log = read_log(&cwd.join("logs/experiment_data.json"));
+    let start_entry = log
+        .iter()
+        .find(|e| e["details"]["kind"] == "run_start")
+        .expect("a run_start entry");
+    let listed = start_entry["details"]["output_response"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        listed.starts_with("1000 Python files: ") && listed.ends_with(" and 900 more"),
+        "the run's start names a hundred files: {}",
+        &listed[..listed.len().min(300)]
+    );
     let calls: Vec<&Value> = log
         .iter()
         .filter(|e| e["details"]["kind"] == "llm_call")

@@ -1,0 +1,270 @@
+//! Which source files a failing test points at, most likely first: files
+//! its traceback names, then files its test module imports, following a
+//! package's re-exports to the modules that define the names
+//! (`from billing import apply_discount` reaches `billing/discounts.py`
+//! through `billing/__init__.py`). The Fixer is asked about these files,
+//! the Planner ranks them first.
+
+use std::collections::BTreeSet;
+
+use regex::Regex;
+
+use super::is_test_path;
+use crate::analysis;
+use crate::tools::TestCase;
+
+/// Packages re-exporting from packages are followed this deep.
+const REEXPORT_DEPTH: usize = 3;
+
+/// How a test module reaches a source file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Link {
+    /// The test module imports it.
+    Imported,
+    /// A package the test module imports takes names from it (`from
+    /// .discounts import apply_discount` in the package's `__init__.py`).
+    ReExported,
+    /// A package `__init__.py` the test module imports that only passes
+    /// names on (imports, a docstring, `__all__`): nothing in it can fail.
+    PassesNamesOn,
+}
+
+fn sources_of(files: &[String]) -> Vec<&String> {
+    files.iter().filter(|f| !is_test_path(f)).collect()
+}
+
+/// Files to work on this round, most urgent first: source files named in
+/// failing tests' tracebacks, then source files the failing test modules
+/// reach ([`reached_sources`]; a package that only passes names on is left
+/// out), then `others` (files with problems or plan items) in their order.
+pub fn implicated_files(
+    failing: &[TestCase],
+    files: &[String],
+    read: &dyn Fn(&str) -> Option<String>,
+    others: &[String],
+) -> Vec<String> {
+    let sources = sources_of(files);
+    let mut order: Vec<String> = Vec::new();
+    let mut push = |f: &str| {
+        if !order.iter().any(|o| o == f) {
+            order.push(f.to_string());
+        }
+    };
+    for case in failing {
+        for src in &sources {
+            if traceback_mentions(case, src) {
+                push(src);
+            }
+        }
+    }
+    let test_files: BTreeSet<&str> = failing.iter().filter_map(test_module).collect();
+    for test_file in test_files {
+        let Some(text) = read(test_file) else {
+            continue;
+        };
+        for (src, link) in reached_sources(&text, &sources, read) {
+            if link != Link::PassesNamesOn {
+                push(&src);
+            }
+        }
+    }
+    for f in others {
+        if sources.contains(&f) {
+            push(f);
+        }
+    }
+    order
+}
+
+/// The failing tests that concern `file`: its path is in their traceback, or
+/// their test module reaches it ([`reached_sources`]). All of them when none does, so the model
+/// always sees what fails.
+pub fn failures_for<'a>(
+    failing: &'a [TestCase],
+    file: &str,
+    files: &[String],
+    read: &dyn Fn(&str) -> Option<String>,
+) -> Vec<&'a TestCase> {
+    let sources = sources_of(files);
+    let relevant: Vec<&TestCase> = failing
+        .iter()
+        .filter(|case| {
+            traceback_mentions(case, file)
+                || test_module(case).and_then(read).is_some_and(|text| {
+                    reached_sources(&text, &sources, read)
+                        .iter()
+                        .any(|(src, _)| src == file)
+                })
+        })
+        .collect();
+    if relevant.is_empty() {
+        failing.iter().collect()
+    } else {
+        relevant
+    }
+}
+
+/// The test module of a case (`tests/test_x.py` of `tests/test_x.py::test_y`).
+pub(crate) fn test_module(case: &TestCase) -> Option<&str> {
+    case.id.split("::").next().filter(|f| f.ends_with(".py"))
+}
+
+/// Whether a case's message or traceback names `file` (target-relative).
+pub(crate) fn traceback_mentions(case: &TestCase, file: &str) -> bool {
+    static PATH: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    let re = PATH.get_or_init(|| Regex::new(r"([A-Za-z0-9_./\\-]+\.py)").expect("static regex"));
+    [case.message.as_deref(), case.details.as_deref()]
+        .into_iter()
+        .flatten()
+        .flat_map(|text| re.captures_iter(text))
+        .map(|m| m[1].replace('\\', "/"))
+        .any(|p| p == file || p.ends_with(&format!("/{file}")))
+}
+
+/// Whether `modules` (from [`imported_modules`]) include the module of `file`.
+pub(crate) fn imports(modules: &[String], file: &str) -> bool {
+    let stem = file.trim_end_matches(".py").trim_end_matches("/__init__");
+    modules.iter().any(|module| {
+        let as_path = module.replace('.', "/");
+        stem == as_path || stem.ends_with(&format!("/{as_path}"))
+    })
+}
+
+/// Modules named by `import x.y` and `from x.y import z` (and `from x import y`
+/// as `x.y`, which may be a submodule).
+pub(crate) fn imported_modules(text: &str) -> Vec<String> {
+    static IMPORT: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    let re = IMPORT.get_or_init(|| {
+        Regex::new(r"(?m)^\s*(?:from\s+([\w.]+)\s+import\s+([\w, ]+)|import\s+([\w.]+))")
+            .expect("static regex")
+    });
+    let mut out = Vec::new();
+    for c in re.captures_iter(text) {
+        if let Some(module) = c.get(1) {
+            let module = module.as_str().trim_start_matches('.');
+            out.push(module.to_string());
+            for name in c[2].split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                let name = name.split_whitespace().next().unwrap_or(name);
+                out.push(format!("{module}.{name}"));
+            }
+        } else if let Some(module) = c.get(3) {
+            out.push(module.as_str().to_string());
+        }
+    }
+    out
+}
+
+/// The source files a test module's text reaches, each with how: the
+/// modules it imports and, for each imported package, the modules its
+/// `__init__.py` imports, before the package itself. Source order within
+/// each step; every file once.
+pub fn reached_sources(
+    test_text: &str,
+    sources: &[&String],
+    read: &dyn Fn(&str) -> Option<String>,
+) -> Vec<(String, Link)> {
+    let modules = imported_modules(test_text);
+    let mut reached: Vec<(String, Link)> = Vec::new();
+    for src in sources.iter().filter(|src| imports(&modules, src)) {
+        if !reached.iter().any(|(r, _)| r == *src) {
+            reach_package(src, Link::Imported, sources, read, &mut reached, 0);
+        }
+    }
+    reached
+}
+
+/// Adds `path` with `link`; for a package, first the modules it imports.
+fn reach_package(
+    path: &str,
+    link: Link,
+    sources: &[&String],
+    read: &dyn Fn(&str) -> Option<String>,
+    reached: &mut Vec<(String, Link)>,
+    depth: usize,
+) {
+    let Some(package) = path.strip_suffix("__init__.py") else {
+        reached.push((path.to_string(), link));
+        return;
+    };
+    let text = read(path).unwrap_or_default();
+    let dotted = package.trim_end_matches('/').replace('/', ".");
+    let modules = package_imports(&text, &dotted);
+    let slot = reached.len();
+    reached.push((path.to_string(), link));
+    let mut found = false;
+    for src in sources {
+        let taken = reached.iter().any(|(r, _)| r == *src);
+        if taken || !src.starts_with(package) || !imports(&modules, src) {
+            continue;
+        }
+        found = true;
+        if depth < REEXPORT_DEPTH {
+            reach_package(src, Link::ReExported, sources, read, reached, depth + 1);
+        } else {
+            reached.push((src.to_string(), Link::ReExported));
+        }
+    }
+    // The package after what it takes names from.
+    let entry = reached.remove(slot);
+    let passes_on = found && analysis::only_passes_names(&text);
+    reached.push((
+        entry.0,
+        if passes_on {
+            Link::PassesNamesOn
+        } else {
+            entry.1
+        },
+    ));
+}
+
+/// The absolute modules an `__init__.py` of package `dotted` imports:
+/// `from .x import y` gives `dotted.x` and `dotted.x.y`, `from . import x`
+/// gives `dotted.x`, `from ..x import y` goes one package up; absolute
+/// imports are kept as they are.
+fn package_imports(text: &str, dotted: &str) -> Vec<String> {
+    static FROM: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    let re = FROM.get_or_init(|| {
+        Regex::new(r"(?m)^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)|import[ \t]+([\w., \t]+))")
+            .expect("static regex")
+    });
+    let mut out = Vec::new();
+    for c in re.captures_iter(text) {
+        if let Some(names) = c.get(4) {
+            out.extend(
+                names
+                    .as_str()
+                    .split(',')
+                    .filter_map(|n| n.split_whitespace().next())
+                    .map(str::to_string),
+            );
+            continue;
+        }
+        let dots = c.get(1).map_or(0, |m| m.as_str().len());
+        let rest = c.get(2).map_or("", |m| m.as_str());
+        let module = if dots == 0 {
+            rest.to_string()
+        } else {
+            let mut parts: Vec<&str> = dotted.split('.').filter(|p| !p.is_empty()).collect();
+            parts.truncate(parts.len().saturating_sub(dots - 1));
+            parts.extend(rest.split('.').filter(|p| !p.is_empty()));
+            parts.join(".")
+        };
+        if module.is_empty() {
+            continue;
+        }
+        let names = c.get(3).map_or("", |m| m.as_str());
+        for name in names
+            .trim_matches(|ch: char| ch == '(' || ch == ')' || ch.is_whitespace())
+            .split(',')
+            .filter_map(|n| n.split_whitespace().next())
+            .filter(|n| *n != "*")
+        {
+            out.push(format!("{module}.{name}"));
+        }
+        out.push(module);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

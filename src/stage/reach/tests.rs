@@ -1,0 +1,172 @@
+use super::*;
+use crate::tools::TestOutcome;
+
+#[test]
+fn traceback_files_come_first_then_imports() {
+    let files: Vec<String> = [
+        "pkg/__init__.py",
+        "pkg/models.py",
+        "pkg/report.py",
+        "util.py",
+        "tests/test_r.py",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let failing = vec![TestCase {
+        id: "tests/test_r.py::test_total".into(),
+        outcome: TestOutcome::Failed,
+        message: Some("assert 3 == 4".into()),
+        details: Some("pkg/report.py:12: in total\n    return x\nE assert".into()),
+    }];
+    let read = |p: &str| {
+        (p == "tests/test_r.py").then(|| "from pkg.models import Item\nimport util\n".to_string())
+    };
+    let order = implicated_files(
+        &failing,
+        &files,
+        &read,
+        &["pkg/report.py".into(), "pkg/__init__.py".into()],
+    );
+    assert_eq!(
+        order,
+        vec![
+            "pkg/report.py",
+            "pkg/models.py",
+            "util.py",
+            "pkg/__init__.py"
+        ]
+    );
+}
+
+#[test]
+fn each_file_sees_the_failures_that_concern_it() {
+    let case = |id: &str, details: &str| TestCase {
+        id: id.into(),
+        outcome: TestOutcome::Failed,
+        message: None,
+        details: Some(details.into()),
+    };
+    let failing = vec![
+        case("tests/test_a.py::t1", "pkg/a.py:3: in f"),
+        case("tests/test_b.py::t2", "tests/test_b.py:9: assert"),
+        case("tests/test_c.py::t3", "tests/test_c.py:2: assert"),
+    ];
+    let read = |p: &str| (p == "tests/test_b.py").then(|| "from pkg import b\n".to_string());
+    let files: Vec<String> = ["pkg/a.py", "pkg/b.py", "pkg/z.py"]
+        .map(String::from)
+        .to_vec();
+    let ids = |file: &str| -> Vec<String> {
+        failures_for(&failing, file, &files, &read)
+            .iter()
+            .map(|c| c.id.clone())
+            .collect()
+    };
+    assert_eq!(ids("pkg/a.py"), vec!["tests/test_a.py::t1"]);
+    assert_eq!(ids("pkg/b.py"), vec!["tests/test_b.py::t2"]);
+    assert_eq!(ids("pkg/z.py").len(), 3, "no match: show everything");
+}
+
+fn strings(paths: &[&str]) -> Vec<String> {
+    paths.iter().map(|s| s.to_string()).collect()
+}
+
+/// A project whose test imports `billing`, whose `__init__.py` re-exports
+/// from `billing/discounts.py` (relatively or absolutely, as `init` says).
+fn billing(init: &'static str) -> (Vec<String>, impl Fn(&str) -> Option<String>) {
+    let files = strings(&[
+        "billing/__init__.py",
+        "billing/charges.py",
+        "billing/discounts.py",
+        "billing/rates/__init__.py",
+        "billing/rates/table.py",
+        "other/discounts.py",
+        "tests/test_discounts.py",
+    ]);
+    let read = move |p: &str| {
+        match p {
+        "tests/test_discounts.py" => {
+            Some("from billing import apply_discount\n\ndef test_it():\n    assert apply_discount(80, 25) == 60\n".to_string())
+        }
+        "billing/__init__.py" => Some(init.to_string()),
+        "billing/rates/__init__.py" => Some("from .table import RATE\n".to_string()),
+        _ => Some(String::new()),
+    }
+    };
+    (files, read)
+}
+
+fn failing_discount_test() -> Vec<TestCase> {
+    vec![TestCase {
+        id: "tests/test_discounts.py::test_it".into(),
+        outcome: TestOutcome::Failed,
+        message: Some("assert 20.0 == 60".into()),
+        details: Some("tests/test_discounts.py:4: in test_it\nE assert 20.0 == 60".into()),
+    }]
+}
+
+#[test]
+fn a_package_that_only_re_exports_points_at_the_module_that_defines_the_name() {
+    for init in [
+        "\"\"\"Billing.\"\"\"\n\nfrom .discounts import apply_discount, bulk_price\n\n__all__ = [\"apply_discount\"]\n",
+        "from billing.discounts import (\n    apply_discount,\n    bulk_price,\n)\n",
+        "from . import discounts\nfrom .discounts import *\n",
+    ] {
+        let (files, read) = billing(init);
+        let order = implicated_files(&failing_discount_test(), &files, &read, &[]);
+        assert_eq!(order, vec!["billing/discounts.py"], "{init}");
+        let cases = failing_discount_test();
+        assert_eq!(failures_for(&cases, "billing/discounts.py", &files, &read).len(), 1);
+    }
+}
+
+#[test]
+fn a_package_with_logic_of_its_own_comes_after_the_modules_it_takes_names_from() {
+    let (files, read) = billing(
+        "from .discounts import apply_discount\nfrom .rates import RATE\n\ndef total(x):\n    return x * RATE\n",
+    );
+    let order = implicated_files(&failing_discount_test(), &files, &read, &[]);
+    assert_eq!(
+        order,
+        vec![
+            "billing/discounts.py",
+            "billing/rates/table.py",
+            "billing/__init__.py"
+        ],
+        "nested packages are followed; the charges module and the other package's discounts are not reached"
+    );
+    let text = read("tests/test_discounts.py").unwrap_or_default();
+    let sources: Vec<&String> = files.iter().collect();
+    let links: Vec<Link> = reached_sources(&text, &sources, &read)
+        .into_iter()
+        .map(|(_, l)| l)
+        .collect();
+    assert_eq!(
+        links,
+        vec![
+            Link::ReExported,
+            Link::ReExported,
+            Link::PassesNamesOn,
+            Link::Imported
+        ]
+    );
+}
+
+#[test]
+fn relative_imports_resolve_against_their_package() {
+    assert_eq!(
+        package_imports(
+            "from .x import a\nfrom ..y import b\nfrom . import z\nimport q.r\n",
+            "pkg.sub"
+        ),
+        strings(&[
+            "pkg.sub.x.a",
+            "pkg.sub.x",
+            "pkg.y.b",
+            "pkg.y",
+            "pkg.sub.z",
+            "pkg.sub",
+            "q.r"
+        ])
+    );
+}
