@@ -448,6 +448,12 @@ fn serve(stream: TcpStream, project: &ScaleProject, requests: &Mutex<Vec<Request
             .push(Request { kind, chars });
         let text = project.reply(&system, &user);
         (200, completion(&body, &text, chars))
+    } else if path.ends_with("/models") {
+        // swarm's preflight: the endpoint is there.
+        (
+            200,
+            json!({"object": "list", "data": [{"id": "m", "object": "model"}]}),
+        )
     } else {
         (
             404,

@@ -95,6 +95,10 @@ pub struct RunArgs {
     /// Do everything except the final fast-forward.
     #[arg(long)]
     pub dry_run: bool,
+    /// Skip the check, before the audit, that the model endpoint answers
+    /// (one `GET …/models`; a server that is down fails in seconds).
+    #[arg(long)]
+    pub no_preflight: bool,
     /// Let the Fixer change test files.
     #[arg(long)]
     pub allow_test_edits: bool,

@@ -8,6 +8,7 @@ use crate::cancel::Cancel;
 use crate::config::ProcessEnv;
 use crate::error::{ExitKind, SwarmError};
 use crate::llm::{self, ChatModel};
+use crate::log::{Event, EventSink};
 use crate::orchestrator::{self, RunConfig};
 
 /// Runs the pipeline with the resolved settings.
@@ -16,6 +17,11 @@ pub async fn execute(args: RunArgs, printer: &Printer) -> Result<ExitKind, Swarm
     let result = async {
         let resolved = settings::resolve(&args, &ProcessEnv)?;
         let model = llm::build(&resolved.provider)?;
+        if !args.no_preflight {
+            if let llm::Preflight::Doubtful(note) = llm::preflight(&resolved.provider).await? {
+                printer.emit(Event::Notice { message: note });
+            }
+        }
         let model = match &resolved.record {
             Some(path) => llm::record_to(model, path)?,
             None => model,

@@ -15,6 +15,7 @@ mod anthropic;
 mod cassette;
 mod gemini;
 mod openai;
+mod preflight;
 mod price;
 mod replay;
 mod reply;
@@ -26,6 +27,7 @@ pub use anthropic::AnthropicChat;
 pub use cassette::{Cassette, Interaction, RecordedResponse, Recorder};
 pub use gemini::GeminiChat;
 pub use openai::OpenAiChat;
+pub use preflight::{preflight, Preflight};
 pub use price::{price_for, Price, PriceTable};
 pub use replay::ReplayModel;
 pub use reply::{estimate_tokens, is_empty_reply, looks_like_refusal, says_no_change_needed};
@@ -223,6 +225,14 @@ pub enum LlmError {
         url: String,
         attempts: u32,
         message: String,
+    },
+    /// The preflight found the endpoint missing, wrong or closed to us.
+    #[error("{provider}: {url}: {what} — {check}")]
+    Unreachable {
+        provider: String,
+        url: String,
+        what: String,
+        check: String,
     },
     #[error("{provider}: unexpected reply: {message}: {body}")]
     Malformed {

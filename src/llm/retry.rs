@@ -315,7 +315,7 @@ fn error_chain(err: &dyn std::error::Error) -> String {
 }
 
 /// Whether `url` points at this machine (then no proxy is used).
-fn is_loopback(url: &str) -> bool {
+pub(crate) fn is_loopback(url: &str) -> bool {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
     let host_port = rest.split('/').next().unwrap_or_default();
     let host = if let Some(v6) = host_port.strip_prefix('[') {

@@ -269,6 +269,7 @@ fn a_folder_outside_any_repository_gets_one() {
         &[
             "--target_dir",
             repo.root.to_str().unwrap(),
+            "--no-preflight",
             "--retries",
             "1",
             "--llm-timeout",

@@ -229,6 +229,7 @@ mod hooks;
 mod kill;
 mod large_files;
 mod lint;
+mod preflight;
 mod providers;
 mod repos;
 mod review_rules;

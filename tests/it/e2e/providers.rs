@@ -34,6 +34,10 @@ fn gemini_end_to_end() {
         assert_eq!(r.header("x-goog-api-key"), Some(FAKE_KEY));
         assert!(!r.path.contains(FAKE_KEY));
     }
+    let preflights = server.preflights();
+    assert_eq!(preflights.len(), 1, "one preflight before the audit");
+    assert_eq!(preflights[0].path, "/v1beta/models");
+    assert_eq!(preflights[0].header("x-goog-api-key"), Some(FAKE_KEY));
     let msg = fx.repo.git(&["log", "-1", "--format=%B", "HEAD"]);
     assert!(msg.contains("Swarm-Model: gemini-2.5-flash"), "{msg}");
 }
@@ -57,6 +61,11 @@ fn anthropic_end_to_end() {
         assert_eq!(r.path, "/v1/messages");
         assert_eq!(r.header("x-api-key"), Some(FAKE_KEY));
     }
+    let preflights = server.preflights();
+    assert_eq!(preflights.len(), 1, "one preflight before the audit");
+    assert_eq!(preflights[0].path, "/v1/models");
+    assert_eq!(preflights[0].header("x-api-key"), Some(FAKE_KEY));
+    assert!(preflights[0].header("anthropic-version").is_some());
 }
 
 /// Every file under `dir` (including .git objects, decompressed) as text.

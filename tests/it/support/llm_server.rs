@@ -261,23 +261,40 @@ type Handler = dyn Fn(&RecordedRequest) -> Reply + Send + Sync;
 pub struct LlmServer {
     address: SocketAddr,
     requests: Arc<Mutex<Vec<RecordedRequest>>>,
+    /// The preflight's `GET …/models` requests, kept apart from the calls.
+    preflights: Arc<Mutex<Vec<RecordedRequest>>>,
     stop: Arc<AtomicBool>,
     acceptor: Option<JoinHandle<()>>,
 }
 
 impl LlmServer {
     /// Starts a server on `127.0.0.1` at a free port, answering every
-    /// request with `handler(request)`.
+    /// request with `handler(request)` — except swarm's preflight (`GET
+    /// …/models`), answered with a list of one model as the real APIs do,
+    /// and kept apart ([`LlmServer::preflights`]).
     pub fn start(handler: impl Fn(&RecordedRequest) -> Reply + Send + Sync + 'static) -> Self {
+        let models =
+            serde_json::json!({"object": "list", "data": [{"id": "m", "object": "model"}]});
+        Self::start_with_models(Reply::json(200, &models), handler)
+    }
+
+    /// Like [`LlmServer::start`], answering the preflight with `models`.
+    pub fn start_with_models(
+        models: Reply,
+        handler: impl Fn(&RecordedRequest) -> Reply + Send + Sync + 'static,
+    ) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
         let address = listener
             .local_addr()
             .expect("a bound listener has an address");
         let requests = Arc::new(Mutex::new(Vec::new()));
+        let preflights = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let handler: Arc<Handler> = Arc::new(handler);
+        let models = Arc::new(models);
         let acceptor = {
             let requests = Arc::clone(&requests);
+            let preflights = Arc::clone(&preflights);
             let stop = Arc::clone(&stop);
             std::thread::spawn(move || {
                 for stream in listener.incoming() {
@@ -285,16 +302,21 @@ impl LlmServer {
                         break;
                     }
                     let Ok(stream) = stream else { continue };
-                    let requests = Arc::clone(&requests);
+                    let log = Log {
+                        requests: Arc::clone(&requests),
+                        preflights: Arc::clone(&preflights),
+                        models: Arc::clone(&models),
+                    };
                     let stop = Arc::clone(&stop);
                     let handler = Arc::clone(&handler);
-                    std::thread::spawn(move || serve(stream, &requests, &stop, &*handler));
+                    std::thread::spawn(move || serve(stream, &log, &stop, &*handler));
                 }
             })
         };
         Self {
             address,
             requests,
+            preflights,
             stop,
             acceptor: Some(acceptor),
         }
@@ -316,10 +338,22 @@ impl LlmServer {
         format!("http://{}", self.address)
     }
 
-    /// Every request received so far, in arrival order.
+    /// Every request received so far, in arrival order (not the preflight).
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.requests.lock().expect("request log lock").clone()
     }
+
+    /// The preflight requests (`GET …/models`) received so far.
+    pub fn preflights(&self) -> Vec<RecordedRequest> {
+        self.preflights.lock().expect("preflight log lock").clone()
+    }
+}
+
+/// Where one connection's request goes, and the preflight's answer.
+struct Log {
+    requests: Arc<Mutex<Vec<RecordedRequest>>>,
+    preflights: Arc<Mutex<Vec<RecordedRequest>>>,
+    models: Arc<Reply>,
 }
 
 impl Drop for LlmServer {
@@ -334,12 +368,7 @@ impl Drop for LlmServer {
 }
 
 /// Serves one connection: one request, one reply, then close.
-fn serve(
-    stream: TcpStream,
-    requests: &Mutex<Vec<RecordedRequest>>,
-    stop: &AtomicBool,
-    handler: &Handler,
-) {
+fn serve(stream: TcpStream, log: &Log, stop: &AtomicBool, handler: &Handler) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
     let Ok(reader_stream) = stream.try_clone() else {
         return;
@@ -348,10 +377,19 @@ fn serve(
     let Some(mut request) = read_request(&mut reader) else {
         return;
     };
+    let path = request.path.split('?').next().unwrap_or_default();
+    if request.method == "GET" && path.ends_with("/models") {
+        log.preflights
+            .lock()
+            .expect("preflight log lock")
+            .push(request);
+        let _ = write_reply(stream, &log.models);
+        return;
+    }
     {
-        let mut log = requests.lock().expect("request log lock");
-        request.index = log.len();
-        log.push(request.clone());
+        let mut requests = log.requests.lock().expect("request log lock");
+        request.index = requests.len();
+        requests.push(request.clone());
     }
     let reply = handler(&request);
     let deadline = Instant::now() + reply.delay;

@@ -1,0 +1,252 @@
+//! The preflight: one cheap request before the audit, so that a server that
+//! is down, a wrong base URL or a rejected key ends the run within seconds
+//! instead of after pytest and pylint. It lists the models (`GET …/models`),
+//! which the three APIs and the usual local servers (Ollama, llama.cpp,
+//! vLLM, LM Studio) answer without spending a token.
+//!
+//! Only a clear sign that the real calls cannot work fails it: no
+//! connection (refused, unknown host, nothing answering within
+//! [`CONNECT_TIMEOUT`]), a rejected key (401, 403), no such API at that URL
+//! (another 4xx, or a reply that is not JSON, such as a web page). A busy or
+//! failing server (429, 5xx) or one slow to answer passes with a note: the
+//! real calls have their own retries. It is not a model call, so it is not
+//! in the experiment log.
+
+use std::time::Duration;
+
+use super::anthropic::{ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_VERSION};
+use super::gemini::GEMINI_DEFAULT_BASE_URL;
+use super::openai::OPENAI_DEFAULT_BASE_URL;
+use super::{resolve_base_url, LlmError, ProviderConfig, ProviderKind};
+
+/// How long the preflight waits for a connection.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long it waits for the whole answer once connected.
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(4);
+
+/// What the preflight found when the run may go on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Preflight {
+    /// The endpoint answered as the provider's API.
+    Ready,
+    /// Nothing to check (recorded replies).
+    Skipped,
+    /// It answered, but not cleanly (busy, failing, slow): say so and go on.
+    Doubtful(String),
+}
+
+/// The request that lists the provider's models: its URL and headers.
+fn models_request(config: &ProviderConfig) -> Option<(String, Vec<(&'static str, String)>)> {
+    let key = config
+        .api_key
+        .as_ref()
+        .map(|k| k.expose().trim().to_string())
+        .filter(|k| !k.is_empty());
+    match config.kind {
+        ProviderKind::OpenAi => {
+            let base = resolve_base_url(config, OPENAI_DEFAULT_BASE_URL, None);
+            let headers = key
+                .map(|k| vec![("authorization", format!("Bearer {k}"))])
+                .unwrap_or_default();
+            Some((format!("{base}/models"), headers))
+        }
+        ProviderKind::Anthropic => {
+            let base = resolve_base_url(config, ANTHROPIC_DEFAULT_BASE_URL, Some("/v1"));
+            let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION.to_string())];
+            headers.extend(key.map(|k| ("x-api-key", k)));
+            Some((format!("{base}/v1/models"), headers))
+        }
+        ProviderKind::Gemini => {
+            let base = resolve_base_url(config, GEMINI_DEFAULT_BASE_URL, Some("/v1beta"));
+            let headers = key.map(|k| vec![("x-goog-api-key", k)]).unwrap_or_default();
+            Some((format!("{base}/v1beta/models"), headers))
+        }
+        ProviderKind::Replay => None,
+    }
+}
+
+/// Checks that the endpoint of `config` is there and speaks its API.
+/// `Err(LlmError::Unreachable)` says what failed and what to check.
+pub async fn preflight(config: &ProviderConfig) -> Result<Preflight, LlmError> {
+    let Some((url, headers)) = models_request(config) else {
+        return Ok(Preflight::Skipped);
+    };
+    let provider = config.kind.name();
+    let fail = |what: String| LlmError::Unreachable {
+        provider: provider.to_string(),
+        url: url.clone(),
+        what,
+        check: check_hint(config.kind),
+    };
+    let mut builder = reqwest::Client::builder()
+        .user_agent(concat!("swarm/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(CONNECT_TIMEOUT)
+        .timeout(ANSWER_TIMEOUT);
+    if super::retry::is_loopback(&url) {
+        builder = builder.no_proxy();
+    }
+    let client = builder.build().map_err(|err| LlmError::Config {
+        provider: provider.to_string(),
+        message: format!("cannot create the HTTP client: {err}"),
+    })?;
+    let mut request = client.get(&url);
+    for (name, value) in &headers {
+        request = request.header(*name, value);
+    }
+    let response = match request.send().await {
+        Ok(response) => response,
+        Err(err) if err.is_connect() => return Err(fail(connect_failure(&err))),
+        Err(err) if err.is_timeout() => {
+            return Ok(Preflight::Doubtful(format!(
+                "{provider}: {url} did not answer within {} s; going on",
+                ANSWER_TIMEOUT.as_secs()
+            )))
+        }
+        Err(err) => return Err(fail(format!("the request failed: {}", error_chain(&err)))),
+    };
+    let status = response.status().as_u16();
+    let content_type = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let body = match response.bytes().await {
+        Ok(body) => body,
+        Err(err) if err.is_timeout() => {
+            return Ok(Preflight::Doubtful(format!(
+                "{provider}: {url} was slow to answer; going on"
+            )))
+        }
+        Err(err) => return Err(fail(format!("the reply broke off: {}", error_chain(&err)))),
+    };
+    judge(status, &content_type, &body).map_err(fail)
+}
+
+/// Whether a reply of `status` with `body` shows the API is there.
+fn judge(status: u16, content_type: &str, body: &[u8]) -> Result<Preflight, String> {
+    match status {
+        200..=299 if serde_json::from_slice::<serde_json::Value>(body).is_ok() => {
+            Ok(Preflight::Ready)
+        }
+        200..=299 if content_type.contains("html") || looks_like_html(body) => {
+            Err("it answers with a web page, not the API".to_string())
+        }
+        200..=299 => Err("its answer is not JSON, so it is not the API".to_string()),
+        401 | 403 => Err(format!("the key was rejected (HTTP {status})")),
+        408 | 429 | 500..=599 => Ok(Preflight::Doubtful(format!(
+            "the model server answered HTTP {status} to the preflight; going on"
+        ))),
+        _ => Err(format!("there is no API at this address (HTTP {status})")),
+    }
+}
+
+fn looks_like_html(body: &[u8]) -> bool {
+    let head = String::from_utf8_lossy(&body[..body.len().min(256)]).to_ascii_lowercase();
+    let head = head.trim_start();
+    head.starts_with("<!doctype html") || head.starts_with("<html")
+}
+
+/// Why a connection could not be made, in the words a user searches for.
+fn connect_failure(err: &reqwest::Error) -> String {
+    let chain = error_chain(err).to_ascii_lowercase();
+    if chain.contains("refused") {
+        "connection refused (is the server running?)".to_string()
+    } else if chain.contains("dns") || chain.contains("resolve") || chain.contains("lookup") {
+        "the host name does not resolve".to_string()
+    } else if err.is_timeout() || chain.contains("timed out") {
+        format!("nothing answered within {} s", CONNECT_TIMEOUT.as_secs())
+    } else {
+        format!("cannot connect: {}", error_chain(err))
+    }
+}
+
+/// An error with its sources, `a: b: c`.
+fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let line = cause.to_string();
+        if !text.contains(&line) {
+            text.push_str(": ");
+            text.push_str(&line);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// What to check for `kind`: its variables, and the way around the check.
+fn check_hint(kind: ProviderKind) -> String {
+    let (base, key) = match kind {
+        ProviderKind::OpenAi => (
+            "OPENAI_BASE_URL (a local server's usually ends in /v1)",
+            "OPENAI_API_KEY",
+        ),
+        ProviderKind::Anthropic => ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"),
+        ProviderKind::Gemini => ("GEMINI_BASE_URL", "GEMINI_API_KEY"),
+        ProviderKind::Replay => ("the recording", "nothing"),
+    };
+    format!("check {base} and {key}, or pass --no-preflight to skip this check")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_json_list_is_ready_and_a_web_page_or_a_rejected_key_is_not() {
+        assert_eq!(
+            judge(200, "application/json", br#"{"object":"list","data":[]}"#),
+            Ok(Preflight::Ready)
+        );
+        let page = judge(
+            200,
+            "text/html",
+            b"<!DOCTYPE html><html><title>Router</title>",
+        );
+        assert!(page.is_err_and(|e| e.contains("web page")));
+        let page = judge(200, "", b"  <html><body>hi</body></html>");
+        assert!(page.is_err_and(|e| e.contains("web page")));
+        assert!(judge(200, "text/plain", b"hello").is_err_and(|e| e.contains("not JSON")));
+        assert!(judge(401, "application/json", b"{}").is_err_and(|e| e.contains("rejected")));
+        assert!(judge(404, "text/html", b"<html>").is_err_and(|e| e.contains("no API")));
+    }
+
+    #[test]
+    fn a_busy_or_failing_server_passes_with_a_note() {
+        for status in [429, 500, 503] {
+            assert!(matches!(
+                judge(status, "application/json", b"{}"),
+                Ok(Preflight::Doubtful(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn each_provider_lists_its_models_where_its_api_lives() {
+        let config = |kind, base: Option<&str>| ProviderConfig {
+            kind,
+            model: "m".into(),
+            base_url: base.map(str::to_string),
+            api_key: Some(super::super::Secret::new("k")),
+            timeout: Duration::from_secs(1),
+            max_attempts: 1,
+            replay_file: None,
+        };
+        let url = |kind, base| models_request(&config(kind, base)).map(|(u, _)| u);
+        assert_eq!(
+            url(ProviderKind::OpenAi, Some("http://127.0.0.1:8080/v1/")).as_deref(),
+            Some("http://127.0.0.1:8080/v1/models")
+        );
+        assert_eq!(
+            url(ProviderKind::Anthropic, Some("http://h/v1")).as_deref(),
+            Some("http://h/v1/models")
+        );
+        assert_eq!(
+            url(ProviderKind::Gemini, None).as_deref(),
+            Some("https://generativelanguage.googleapis.com/v1beta/models")
+        );
+        assert_eq!(url(ProviderKind::Replay, None), None);
+    }
+}
