@@ -44,7 +44,7 @@ pub(crate) fn deliver(
         branch,
         best,
     } = ending;
-    let green = state.best.is_green(state.baseline.pylint)
+    let green = state.progress.best.is_green(state.facts.baseline.pylint)
         && final_check.as_ref().is_none_or(|check| check.passed);
     let interrupted = stop == StopReason::Interrupted || cancel.is_cancelled();
     let delivery = if interrupted {
@@ -56,7 +56,7 @@ pub(crate) fn deliver(
     } else if config.dry_run {
         left(&branch, "dry run: the target was not updated")
     } else {
-        let touched: Vec<String> = state.touched.iter().cloned().collect();
+        let touched: Vec<String> = state.progress.touched.iter().cloned().collect();
         // The merge cannot be interrupted half way (see git::fastforward);
         // a Ctrl-C that arrives during it takes effect after it.
         let outcome =
@@ -91,20 +91,20 @@ pub(crate) fn deliver(
         status: status_of(exit),
         exit_code: exit.code(),
         exit,
-        run_id: state.run_id.clone(),
+        run_id: state.facts.run_id.clone(),
         branch: branch.clone(),
         stop_reason: stop,
-        verified_by_tests: state.best.has_tests(),
-        tests_before: count(&state.baseline),
-        tests_after: count(&state.best),
-        pylint_before: state.baseline.pylint,
-        pylint_after: state.best.pylint,
-        iterations: state.iterations,
-        attempts: state.commits.len() as u32,
-        accepted: state.accepted,
-        commits: state.commits.clone(),
+        verified_by_tests: state.progress.best.has_tests(),
+        tests_before: count(&state.facts.baseline),
+        tests_after: count(&state.progress.best),
+        pylint_before: state.facts.baseline.pylint,
+        pylint_after: state.progress.best.pylint,
+        iterations: state.progress.iterations,
+        attempts: state.progress.commits.len() as u32,
+        accepted: state.progress.accepted,
+        commits: state.progress.commits.clone(),
         tokens: state.spend,
-        coverage: state.coverage.summary(),
+        coverage: state.work.coverage.summary(),
         delivery,
         inspect: format!("git log {branch}"),
         log_file: config.log_file.display().to_string(),

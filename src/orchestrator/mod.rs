@@ -2,6 +2,7 @@
 //! runs at most `max_iterations` Fixer→Reviewer→Executor→Judge rounds keeping
 //! the best state, and delivers it. Stages are called here and nowhere else.
 
+mod attempt;
 mod deliver;
 mod plan;
 mod record;
@@ -93,8 +94,18 @@ impl RunContext<'_> {
     }
 }
 
-/// What the run knows while it loops.
+/// What the run knows while it loops, by concern: what it works on, what
+/// is left to do, what was tried, what was spent.
 pub(crate) struct RunState {
+    pub facts: Facts,
+    pub work: Work,
+    pub progress: Progress,
+    pub spend: Spend,
+}
+
+/// What the run works on: settled by the audit (an accepted change that
+/// adds a Python file adds it to `files`).
+pub(crate) struct Facts {
     pub run_id: String,
     pub model_id: String,
     pub target_rel: String,
@@ -104,26 +115,52 @@ pub(crate) struct RunState {
     /// The audit's metrics of each file (the plan's ranking reads them).
     pub metrics: BTreeMap<String, FileMetrics>,
     pub severities: BTreeMap<String, Severity>,
+    pub baseline: Snapshot,
+}
+
+/// What is left to do: the plan, how far plans reached, and what the model
+/// found nothing to change in.
+#[derive(Default)]
+pub(crate) struct Work {
     pub plan: Plan,
     /// What plans and Fixer prompts have looked at.
     pub coverage: plan::Coverage,
-    pub baseline: Snapshot,
-    pub best: Snapshot,
-    pub history: BTreeMap<String, Vec<PastAttempt>>,
-    pub seen: HashSet<String>,
+    /// Plan files that still want an accepted attempt, with tries so far.
+    pub pending_plan: BTreeMap<String, u32>,
     /// Files the model found nothing to change in since the best state
     /// last moved: not asked about again until it does.
     pub declined: BTreeSet<String>,
-    /// Plan files that still want an accepted attempt, with tries so far.
-    pub pending_plan: BTreeMap<String, u32>,
+}
+
+/// What was tried and where it got.
+pub(crate) struct Progress {
+    /// The best measured state so far (the baseline at first).
+    pub best: Snapshot,
+    /// Earlier attempts per file, for the Fixer's prompt.
+    pub history: BTreeMap<String, Vec<PastAttempt>>,
+    /// Hashes of changes already tried, so none is tried twice.
+    pub seen: HashSet<String>,
+    /// One commit per attempt, in order (attempt k is `commits[k - 1]`).
+    pub commits: Vec<String>,
     /// Rounds run so far.
     pub iterations: u32,
     pub accepted: u32,
-    /// One commit per attempt, in order (attempt k is `commits[k - 1]`).
-    pub commits: Vec<String>,
     /// Repo-relative files changed by accepted attempts.
     pub touched: BTreeSet<String>,
-    pub spend: Spend,
+}
+
+impl Progress {
+    fn starting_at(best: Snapshot) -> Self {
+        Self {
+            best,
+            history: BTreeMap::new(),
+            seen: HashSet::new(),
+            commits: Vec::new(),
+            iterations: 0,
+            accepted: 0,
+            touched: BTreeSet::new(),
+        }
+    }
 }
 
 impl RunState {
@@ -132,13 +169,13 @@ impl RunState {
         self.spend.output += usage.output_tokens;
         self.spend.total = self.spend.input + self.spend.output;
         self.spend.calls += 1;
-        if let Some(cost) = prices.cost(&self.model_id, usage) {
+        if let Some(cost) = prices.cost(&self.facts.model_id, usage) {
             *self.spend.cost_usd.get_or_insert(0.0) += cost;
         }
     }
 
     fn is_done(&self) -> bool {
-        self.best.is_green(self.baseline.pylint) && self.pending_plan.is_empty()
+        self.progress.best.is_green(self.facts.baseline.pylint) && self.work.pending_plan.is_empty()
     }
 }
 
@@ -230,99 +267,109 @@ pub async fn run(
 fn wants_final_check(state: &RunState, stop: StopReason, ws: &RunWorkspace) -> bool {
     stop != StopReason::Interrupted
         && ws.best() != ws.base()
-        && state.best.is_green(state.baseline.pylint)
+        && state.progress.best.is_green(state.facts.baseline.pylint)
 }
 
+/// Audits, plans and runs the rounds; the state reached and why it stopped.
 async fn drive(
     cx: &RunContext<'_>,
     ws: &mut RunWorkspace,
     rec: &mut Recorder<'_>,
     scope: setup::Scope,
 ) -> Result<(RunState, StopReason), SwarmError> {
+    let mut state = audit(cx, rec, scope)?;
+    if let Some(stop) = plan::plan_batch(cx, rec, &mut state).await? {
+        return Ok((state, stop));
+    }
+    let stop = rounds(cx, ws, rec, &mut state).await?;
+    Ok((state, stop))
+}
+
+/// The Auditor's stage: the files, their metrics and the baseline, logged
+/// and reported; the run's state starts from it.
+fn audit(
+    cx: &RunContext<'_>,
+    rec: &mut Recorder<'_>,
+    scope: setup::Scope,
+) -> Result<RunState, SwarmError> {
     let setup::Scope {
         run_id,
         target_rel,
         files,
         submodules,
     } = scope;
-    let RunContext {
-        config,
-        model,
-        events,
-        cancel,
-        root,
-        ..
-    } = *cx;
     let audit = tokio::task::block_in_place(|| {
-        auditor::audit(cx.tools(), root, files, config.limits, cancel)
+        auditor::audit(cx.tools(), cx.root, files, cx.config.limits, cx.cancel)
     })?;
     rec.metrics(&audit.metrics)?;
     rec.measurement(crate::log::Agent::Auditor, &audit.baseline, None)?;
     let snapshot = audit.baseline.snapshot;
     for note in &snapshot.lint.notes {
-        events.emit(Event::Notice {
+        cx.events.emit(Event::Notice {
             message: format!("pylint: {note}"),
         });
     }
-    events.emit(Event::Audited {
+    cx.events.emit(Event::Audited {
         files: audit.files.len(),
         tests_passed: snapshot.counts().0,
         tests_total: snapshot.counts().1,
         no_tests: !snapshot.has_tests(),
         pylint: snapshot.pylint,
     });
-    let mut state = RunState {
-        run_id,
-        model_id: model.model().to_string(),
-        target_rel,
-        files: audit.files,
-        submodules,
-        metrics: audit.metrics,
-        severities: audit.severities,
-        plan: Plan::default(),
-        coverage: plan::Coverage::default(),
-        baseline: snapshot.clone(),
-        best: snapshot,
-        history: BTreeMap::new(),
-        seen: HashSet::new(),
-        declined: BTreeSet::new(),
-        pending_plan: BTreeMap::new(),
-        iterations: 0,
-        accepted: 0,
-        commits: Vec::new(),
-        touched: BTreeSet::new(),
+    Ok(RunState {
+        facts: Facts {
+            run_id,
+            model_id: cx.model.model().to_string(),
+            target_rel,
+            files: audit.files,
+            submodules,
+            metrics: audit.metrics,
+            severities: audit.severities,
+            baseline: snapshot.clone(),
+        },
+        work: Work::default(),
+        progress: Progress::starting_at(snapshot),
         spend: Spend::default(),
-    };
-    if let Some(stop) = plan::plan_batch(cx, rec, &mut state).await? {
-        return Ok((state, stop));
-    }
+    })
+}
 
+/// Rounds until the work is done, a limit is reached, three rounds in a row
+/// accept nothing, or the run is interrupted; a later plan batch comes
+/// before a round when the last plan's files are worked off.
+async fn rounds(
+    cx: &RunContext<'_>,
+    ws: &mut RunWorkspace,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+) -> Result<StopReason, SwarmError> {
+    let config = cx.config;
     let mut idle_rounds = 0;
-    let stop = loop {
-        if cancel.is_cancelled() {
-            break StopReason::Interrupted;
+    loop {
+        if cx.cancel.is_cancelled() {
+            return Ok(StopReason::Interrupted);
         }
-        let more = state.pending_plan.is_empty()
-            && state.iterations < config.max_iterations
-            && state.coverage.wants_batch(state.iterations);
+        let iterations = state.progress.iterations;
+        let more = state.work.pending_plan.is_empty()
+            && iterations < config.max_iterations
+            && state.work.coverage.wants_batch(iterations);
         if more && !over_budget(config, &state.spend) {
-            if let Some(stop) = plan::plan_batch(cx, rec, &mut state).await? {
-                break stop;
+            if let Some(stop) = plan::plan_batch(cx, rec, state).await? {
+                return Ok(stop);
             }
         }
         if state.is_done() {
-            break StopReason::Green;
+            return Ok(StopReason::Green);
         }
         if over_budget(config, &state.spend) {
-            break StopReason::Budget;
+            return Ok(StopReason::Budget);
         }
-        if state.iterations >= config.max_iterations {
-            break StopReason::IterationLimit;
+        if state.progress.iterations >= config.max_iterations {
+            return Ok(StopReason::IterationLimit);
         }
-        state.iterations += 1;
-        let outcome = round::run_round(cx, ws, rec, &mut state).await?;
+        state.progress.iterations += 1;
+        let outcome = round::run_round(cx, ws, rec, state).await?;
         if let Some(stop) = outcome.stop {
-            break stop;
+            return Ok(stop);
         }
         idle_rounds = if outcome.accepted > 0 {
             0
@@ -330,10 +377,9 @@ async fn drive(
             idle_rounds + 1
         };
         if idle_rounds >= 3 {
-            break StopReason::NoProgress;
+            return Ok(StopReason::NoProgress);
         }
-    };
-    Ok((state, stop))
+    }
 }
 
 fn over_budget(config: &RunConfig, spend: &Spend) -> bool {

@@ -74,12 +74,14 @@ pub(crate) async fn plan_batch(
     let root = cx.root;
     let read = |path: &str| crate::stage::read_source_text(root, path);
     let sources: Vec<String> = state
+        .facts
         .files
         .iter()
         .filter(|f| !crate::stage::is_test_path(f))
         .cloned()
         .collect();
     let failing = state
+        .progress
         .best
         .tests
         .as_ref()
@@ -87,19 +89,19 @@ pub(crate) async fn plan_batch(
         .unwrap_or_default();
     let facts = Facts {
         sources: &sources,
-        metrics: &state.metrics,
-        lint: &state.best.lint.messages,
+        metrics: &state.facts.metrics,
+        lint: &state.progress.best.lint.messages,
         failing: &failing,
         read: &read,
     };
     let ranked = planner::rank(&facts);
-    state.coverage.sources = sources.len();
-    state.coverage.urgency = ranked
+    state.work.coverage.sources = sources.len();
+    state.work.coverage.urgency = ranked
         .iter()
         .enumerate()
         .map(|(i, r)| (r.path.clone(), i))
         .collect();
-    state.coverage.needs_work.extend(
+    state.work.coverage.needs_work.extend(
         ranked
             .iter()
             .filter(|r| r.needs_work())
@@ -107,20 +109,24 @@ pub(crate) async fn plan_batch(
     );
     let input = PlanInput {
         ranked: &ranked,
-        metrics: &state.metrics,
-        lint: &state.best.lint.messages,
+        metrics: &state.facts.metrics,
+        lint: &state.progress.best.lint.messages,
         read: &read,
-        pylint_score: state.best.pylint,
-        tests_summary: state.best.describe(),
+        pylint_score: state.progress.best.pylint,
+        tests_summary: state.progress.best.describe(),
         failing: &failing,
-        planned: &state.coverage.planned,
-        batch: state.coverage.batches + 1,
+        planned: &state.work.coverage.planned,
+        batch: state.work.coverage.batches + 1,
         allowance: cx.budget.plan,
     };
     let (request, selection) =
         planner::plan_request(&input).map_err(|e| SwarmError::invalid(e.to_string()))?;
     rec.plan_selection(&selection)?;
-    note_selection(&mut state.coverage, &selection, state.iterations);
+    note_selection(
+        &mut state.work.coverage,
+        &selection,
+        state.progress.iterations,
+    );
     let (call, reply) = cancellable(
         cx.cancel,
         planner::ask(cx.model.as_ref(), request, &sources),
@@ -140,13 +146,13 @@ pub(crate) async fn plan_batch(
     let new: Vec<String> = plan
         .items
         .keys()
-        .filter(|f| !state.plan.items.contains_key(*f))
+        .filter(|f| !state.work.plan.items.contains_key(*f))
         .cloned()
         .collect();
     for file in &new {
-        state.pending_plan.insert(file.clone(), 0);
+        state.work.pending_plan.insert(file.clone(), 0);
     }
-    state.plan.extend(plan);
+    state.work.plan.extend(plan);
     cx.events.emit(Event::Planned { files: new });
     Ok(None)
 }

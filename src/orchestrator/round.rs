@@ -1,6 +1,7 @@
-//! One Fixer→Reviewer→Executor→Judge round: proposals for every implicated
-//! file are asked for concurrently (at most `--jobs` at once), then each is
-//! reviewed, applied on the best state, judged and committed in turn.
+//! One round: the files to work on (most urgent first, see
+//! [`crate::stage::reach`]), a Fixer proposal for each asked for
+//! concurrently (at most `--jobs` at once), then each proposal attempted in
+//! turn on the best state ([`super::attempt`]).
 
 use std::future::Future;
 use std::path::Path;
@@ -10,20 +11,18 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
+use super::attempt;
 use super::record::Recorder;
 use super::{RunContext, RunState, StopReason};
 use crate::cancel::Cancel;
 use crate::error::SwarmError;
 use crate::git::RunWorkspace;
 use crate::llm::LlmError;
-use crate::log::{Action, Agent, Event};
+use crate::log::{Action, Event};
 use crate::patch::ReplyContext;
 use crate::stage::budget::Allowance;
-use crate::stage::executor::{self, AttemptRecord};
-use crate::stage::fixer::{self, Proposal, ReplyProblem};
-use crate::stage::judge;
+use crate::stage::fixer::{self, Proposal};
 use crate::stage::prompt::{FixInput, PastAttempt};
-use crate::stage::reviewer::{self, Review, ReviewContext};
 use crate::stage::{auditor, is_test_path, reach, ModelCall};
 use crate::tools::{LintMessage, TestCase};
 
@@ -90,43 +89,47 @@ impl FixJob {
 /// The files to work on this round, most urgent first.
 fn choose_files(state: &RunState, root: &Path) -> Vec<String> {
     let failing: Vec<TestCase> = state
+        .progress
         .best
         .tests
         .as_ref()
         .map(|t| t.failing.clone())
         .unwrap_or_default();
     let mut others: Vec<String> = state
+        .progress
         .best
         .checks
         .as_ref()
         .map(|c| c.problems.iter().map(|(p, _)| p.clone()).collect())
         .unwrap_or_default();
-    let mut planned: Vec<&String> = state.pending_plan.keys().collect();
+    let mut planned: Vec<&String> = state.work.pending_plan.keys().collect();
     // Most urgent first: the evidence ranking of the last plan, then severity.
     planned.sort_by_key(|f| {
         (
             state
+                .work
                 .coverage
                 .urgency
                 .get(*f)
                 .copied()
                 .unwrap_or(usize::MAX),
-            std::cmp::Reverse(state.severities.get(*f).copied()),
+            std::cmp::Reverse(state.facts.severities.get(*f).copied()),
         )
     });
     others.extend(planned.into_iter().cloned());
     let read = |p: &str| crate::stage::read_source_text(root, p);
-    let mut files = reach::implicated_files(&failing, &state.files, &read, &others);
-    if files.is_empty() && !state.best.is_green(state.baseline.pylint) {
+    let mut files = reach::implicated_files(&failing, &state.facts.files, &read, &others);
+    if files.is_empty() && !state.progress.best.is_green(state.facts.baseline.pylint) {
         files = state
+            .facts
             .files
             .iter()
             .filter(|f| !is_test_path(f))
             .cloned()
             .collect();
-        files.sort_by_key(|f| std::cmp::Reverse(state.severities.get(f).copied()));
+        files.sort_by_key(|f| std::cmp::Reverse(state.facts.severities.get(f).copied()));
     }
-    files.retain(|f| !state.declined.contains(f));
+    files.retain(|f| !state.work.declined.contains(f));
     files.truncate(MAX_FILES_PER_ROUND);
     files
 }
@@ -135,11 +138,12 @@ fn job_for(cx: &RunContext<'_>, state: &RunState, file: &str) -> FixJob {
     let (config, root) = (cx.config, cx.root);
     let read = |p: &str| crate::stage::read_source_text(root, p);
     let failing: Vec<TestCase> = state
+        .progress
         .best
         .tests
         .as_ref()
         .map(|t| {
-            reach::failures_for(&t.failing, file, &state.files, &read)
+            reach::failures_for(&t.failing, file, &state.facts.files, &read)
                 .into_iter()
                 .take(8)
                 .cloned()
@@ -147,6 +151,7 @@ fn job_for(cx: &RunContext<'_>, state: &RunState, file: &str) -> FixJob {
         })
         .unwrap_or_default();
     let problems = state
+        .progress
         .best
         .checks
         .as_ref()
@@ -159,6 +164,7 @@ fn job_for(cx: &RunContext<'_>, state: &RunState, file: &str) -> FixJob {
         })
         .unwrap_or_default();
     let severity = state
+        .facts
         .severities
         .get(file)
         .copied()
@@ -166,14 +172,19 @@ fn job_for(cx: &RunContext<'_>, state: &RunState, file: &str) -> FixJob {
     FixJob {
         path: file.to_string(),
         text: crate::stage::read_source_text(root, file).unwrap_or_default(),
-        plan_items: state.plan.items.get(file).cloned(),
-        lint: auditor::lint_for(&state.best.lint.messages, file)
+        plan_items: state.work.plan.items.get(file).cloned(),
+        lint: auditor::lint_for(&state.progress.best.lint.messages, file)
             .into_iter()
             .cloned()
             .collect(),
         failing,
         problems,
-        history: state.history.get(file).cloned().unwrap_or_default(),
+        history: state
+            .progress
+            .history
+            .get(file)
+            .cloned()
+            .unwrap_or_default(),
         max_changed_lines: config.size_limits.for_severity(severity),
         max_changed_bytes: config.size_limits.bytes_for_severity(severity),
         allowance: cx.budget.fix,
@@ -189,17 +200,9 @@ pub(crate) async fn run_round(
     rec: &mut Recorder<'_>,
     state: &mut RunState,
 ) -> Result<RoundOutcome, SwarmError> {
-    let iteration = state.iterations;
-    let RunContext {
-        config,
-        model,
-        events,
-        cancel,
-        root,
-        ..
-    } = *cx;
-    let files = choose_files(state, root);
-    events.emit(Event::Iteration {
+    let iteration = state.progress.iterations;
+    let files = choose_files(state, cx.root);
+    cx.events.emit(Event::Iteration {
         number: iteration,
         files: files.clone(),
     });
@@ -209,19 +212,52 @@ pub(crate) async fn run_round(
             stop: Some(StopReason::NoProgress),
         });
     }
-    let permits = Arc::new(Semaphore::new(config.jobs.max(1)));
+    let results = ask_all(cx, state, &files).await?;
+    let mut accepted = 0;
+    let mut model_failed = false;
+    for (_, calls, result) in results {
+        record_calls(cx, rec, state, iteration, &calls, &result)?;
+        let proposal = match result {
+            Ok(p) => p,
+            Err(e) => {
+                model_failed = true;
+                cx.events.emit(Event::Notice {
+                    message: format!("model call failed: {e}"),
+                });
+                continue;
+            }
+        };
+        if cx.cancel.is_cancelled() {
+            return Err(SwarmError::interrupted());
+        }
+        if try_proposal(cx, ws, rec, state, &proposal)? {
+            accepted += 1;
+        }
+    }
+    let stop = model_failed.then_some(StopReason::ModelFailure);
+    Ok(RoundOutcome { accepted, stop })
+}
+
+/// Asks the Fixer about every file, at most `--jobs` at once; the results
+/// in file order.
+async fn ask_all(
+    cx: &RunContext<'_>,
+    state: &mut RunState,
+    files: &[String],
+) -> Result<Vec<ProposalResult>, SwarmError> {
+    let permits = Arc::new(Semaphore::new(cx.config.jobs.max(1)));
     let mut set: JoinSet<ProposalResult> = JoinSet::new();
     for (index, file) in files.iter().enumerate() {
-        state.coverage.in_depth.insert(file.clone());
+        state.work.coverage.in_depth.insert(file.clone());
         let job = job_for(cx, state, file);
-        let model = Arc::clone(model);
+        let model = Arc::clone(cx.model);
         let ctx = ReplyContext {
-            target_prefix: state.target_rel.clone(),
+            target_prefix: state.facts.target_rel.clone(),
             requested: vec![file.clone()],
         };
         // Taking the permit before spawning starts the calls in file order,
         // so a recorded run replays in the same order.
-        let permit = cancellable(cancel, Arc::clone(&permits).acquire_owned())
+        let permit = cancellable(cx.cancel, Arc::clone(&permits).acquire_owned())
             .await?
             .map_err(|e| SwarmError::internal(format!("the Fixer's job queue closed: {e}")))?;
         set.spawn(async move {
@@ -231,195 +267,59 @@ pub(crate) async fn run_round(
         });
     }
     let mut results: Vec<ProposalResult> = Vec::new();
-    while let Some(joined) = cancellable(cancel, set.join_next()).await? {
+    while let Some(joined) = cancellable(cx.cancel, set.join_next()).await? {
         results
             .push(joined.map_err(|e| SwarmError::internal(format!("a Fixer task failed: {e}")))?);
     }
     results.sort_by_key(|(index, _, _)| *index);
-
-    let mut accepted = 0;
-    let mut model_failed = false;
-    for (_, calls, result) in results {
-        let debugging = result.as_ref().map(|p| p.debugging).unwrap_or(false);
-        let action = if debugging {
-            Action::Debug
-        } else {
-            Action::Fix
-        };
-        for call in &calls {
-            let file = result.as_ref().ok().map(|p| p.file.as_str());
-            let excerpts = result.as_ref().ok().and_then(|p| p.excerpts.as_deref());
-            rec.fixer_call(action, call, file, iteration, excerpts)?;
-            if let Ok(reply) = &call.reply {
-                state.add_usage(&reply.usage, &config.prices);
-            }
-        }
-        let proposal = match result {
-            Ok(p) => p,
-            Err(e) => {
-                model_failed = true;
-                events.emit(Event::Notice {
-                    message: format!("model call failed: {e}"),
-                });
-                continue;
-            }
-        };
-        if cancel.is_cancelled() {
-            return Err(SwarmError::interrupted());
-        }
-        if let Some(tries) = state.pending_plan.get_mut(&proposal.file) {
-            *tries += 1;
-        }
-        if attempt(cx, ws, rec, state, iteration, &proposal)? {
-            accepted += 1;
-            state.pending_plan.remove(&proposal.file);
-        }
-        let give_up = state
-            .pending_plan
-            .get(&proposal.file)
-            .is_some_and(|t| *t >= PLAN_TRIES)
-            && state.best.is_green(state.baseline.pylint);
-        if give_up {
-            state.pending_plan.remove(&proposal.file);
-        }
-    }
-    let stop = model_failed.then_some(StopReason::ModelFailure);
-    Ok(RoundOutcome { accepted, stop })
+    Ok(results)
 }
 
-/// Reviews, applies, judges and commits one proposal. `Ok(true)` when the
-/// run branch moved to it.
-fn attempt(
+/// Logs a proposal's model calls and counts what they spent.
+fn record_calls(
+    cx: &RunContext<'_>,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+    iteration: u32,
+    calls: &[ModelCall],
+    result: &Result<Proposal, LlmError>,
+) -> Result<(), SwarmError> {
+    let proposal = result.as_ref().ok();
+    let action = if proposal.is_some_and(|p| p.debugging) {
+        Action::Debug
+    } else {
+        Action::Fix
+    };
+    for call in calls {
+        let file = proposal.map(|p| p.file.as_str());
+        let excerpts = proposal.and_then(|p| p.excerpts.as_deref());
+        rec.fixer_call(action, call, file, iteration, excerpts)?;
+        if let Ok(reply) = &call.reply {
+            state.add_usage(&reply.usage, &cx.config.prices);
+        }
+    }
+    Ok(())
+}
+
+/// Attempts one proposal and keeps the plan's count of tries: a plan file
+/// is done when an attempt on it is accepted, and given up after
+/// [`PLAN_TRIES`] once the tests pass. `Ok(true)` when it was accepted.
+fn try_proposal(
     cx: &RunContext<'_>,
     ws: &mut RunWorkspace,
     rec: &mut Recorder<'_>,
     state: &mut RunState,
-    iteration: u32,
     proposal: &Proposal,
 ) -> Result<bool, SwarmError> {
-    let RunContext {
-        config,
-        events,
-        cancel,
-        root,
-        ..
-    } = *cx;
-    let file = proposal.file.clone();
-    let summary = proposal.summary();
-    if let Err(reason) = &proposal.edits {
-        // Nothing to review: the model found nothing to change, or gave no
-        // usable change even when asked again.
-        events.emit(Event::NoProposal {
-            file: file.clone(),
-            reason: reason.to_string(),
-        });
-        let outcome = if reason.problem == ReplyProblem::NoChangeNeeded {
-            state.declined.insert(file.clone());
-            state.pending_plan.remove(&file);
-            "the model found nothing to change".to_string()
-        } else {
-            format!("no usable change: {reason}")
-        };
-        state.history.entry(file).or_default().push(PastAttempt {
-            label: format!("reply in round {iteration}"),
-            summary,
-            outcome,
-            diff: None,
-        });
-        return Ok(false);
+    let file = &proposal.file;
+    if let Some(tries) = state.work.pending_plan.get_mut(file) {
+        *tries += 1;
     }
-    let review = {
-        let base = ws.best().0.clone();
-        let ctx = ReviewContext {
-            base: &base,
-            root,
-            target_rel: &state.target_rel,
-            severities: &state.severities,
-            limits: config.size_limits,
-            allow_test_edits: config.allow_test_edits,
-            seen: &state.seen,
-            submodules: &state.submodules,
-        };
-        reviewer::review(proposal, &ctx)
-    };
-    let change = match review {
-        Review::Rejected(reason) => {
-            rec.review(&file, iteration, Err(&reason))?;
-            events.emit(Event::Rejected {
-                file: file.clone(),
-                reason: reason.to_string(),
-                rule: reason.rule(),
-            });
-            state.history.entry(file).or_default().push(PastAttempt {
-                label: format!("proposal in round {iteration}"),
-                summary,
-                outcome: format!("rejected by the Reviewer: {reason}"),
-                diff: None,
-            });
-            return Ok(false);
-        }
-        Review::Accepted(change) => change,
-    };
-    rec.review(&file, iteration, Ok(change.changed_lines))?;
-    state.seen.insert(change.hash.clone());
-    let k = state.commits.len() as u32 + 1;
-    executor::stage(ws, &change)?;
-    // New Python files the change creates are measured (and kept) too.
-    let mut files = state.files.clone();
-    for f in &change.files {
-        if f.ends_with(".py") && !files.contains(f) {
-            files.push(f.clone());
-        }
+    let accepted = attempt::attempt(cx, ws, rec, state, proposal)?;
+    let tries = state.work.pending_plan.get(file).copied().unwrap_or(0);
+    let green = state.progress.best.is_green(state.facts.baseline.pylint);
+    if accepted || (tries >= PLAN_TRIES && green) {
+        state.work.pending_plan.remove(file);
     }
-    let measured = tokio::task::block_in_place(|| {
-        let baseline = state.baseline.tests.as_ref();
-        judge::measure(cx.tools(), root, &files, config.limits, cancel, baseline)
-    })?;
-    let verdict = judge::compare(&state.best, &measured.snapshot, state.baseline.pylint);
-    rec.measurement(Agent::Judge, &measured, Some(k))?;
-    let record = AttemptRecord {
-        run_id: &state.run_id,
-        iteration,
-        attempt: k,
-        model: &state.model_id,
-        summary: &summary,
-        file: &crate::stage::repo_path(&state.target_rel, &file),
-        verdict,
-        baseline: &state.baseline,
-        result: &measured.snapshot,
-        changed_lines: change.changed_lines,
-    };
-    let message = executor::commit_message(&record);
-    let commit = executor::settle(ws, &change, k, verdict, &message)?;
-    rec.commit(&file, k, &commit.0, &message, verdict.as_str())?;
-    events.emit(Event::Judged {
-        attempt: k,
-        file: file.clone(),
-        verdict: verdict.as_str().into(),
-        tests: measured.snapshot.describe(),
-        pylint: measured.snapshot.pylint,
-        commit: commit.short().to_string(),
-    });
-    state.history.entry(file).or_default().push(PastAttempt {
-        label: format!("attempt {k}"),
-        summary,
-        outcome: format!(
-            "the Judge found it {}: {}",
-            verdict.as_str(),
-            measured.snapshot.describe()
-        ),
-        diff: Some(change.diff.clone()),
-    });
-    state.commits.push(commit.0.clone());
-    if verdict.is_accepted() {
-        state.best = measured.snapshot;
-        state.declined.clear();
-        state.accepted += 1;
-        state
-            .touched
-            .extend(change.writes.iter().map(|w| w.path.clone()));
-        state.files = files;
-        return Ok(true);
-    }
-    Ok(false)
+    Ok(accepted)
 }

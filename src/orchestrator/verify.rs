@@ -43,10 +43,10 @@ pub(crate) fn final_check(
         judge::measure(
             cx.tools(),
             cx.root,
-            &state.files,
+            &state.facts.files,
             cx.config.limits,
             cx.cancel,
-            state.baseline.tests.as_ref(),
+            state.facts.baseline.tests.as_ref(),
         )
     });
     // The worktree goes back to the best state whatever the measurement gave.
@@ -56,7 +56,7 @@ pub(crate) fn final_check(
     rec.measurement(Agent::Judge, &measured, None)?;
     let snapshot = &measured.snapshot;
     let check = FinalCheck {
-        passed: snapshot.is_green(state.baseline.pylint),
+        passed: snapshot.is_green(state.facts.baseline.pylint),
         tests: snapshot.describe(),
         restored: overlay.into_iter().map(|w| w.path).collect(),
     };
@@ -76,7 +76,7 @@ fn base_harness(
     for path in ws.files_changed_since_base()? {
         // Paths outside the target cannot change; judge the rest by their
         // place in the target, as the Reviewer does.
-        let Some(rel) = target_path(&state.target_rel, &path) else {
+        let Some(rel) = target_path(&state.facts.target_rel, &path) else {
             continue;
         };
         let keep_edit = allow_test_edits && is_test_path(rel) && !is_configuration(rel);
