@@ -150,6 +150,7 @@ impl EventSink for Printer {
             Event::NoProposal { file, reason } => {
                 format!("  {file}: no usable proposal — {reason}")
             }
+            Event::Declined { file } => format!("  {file}: nothing to change, says the model"),
             Event::Judged {
                 attempt,
                 file,

@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use crate::stage::judge::Verdict;
+
 /// One step worth telling the user about.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -39,13 +41,15 @@ pub enum Event {
     Judged {
         attempt: u32,
         file: String,
-        verdict: String,
+        verdict: Verdict,
         tests: String,
         pylint: Option<f64>,
         commit: String,
     },
     /// The model could not give a usable answer for a file.
     NoProposal { file: String, reason: String },
+    /// The model found nothing to change in a file.
+    Declined { file: String },
 }
 
 /// Receives events.

@@ -45,15 +45,18 @@ fn no_change(
     reason: &Unusable,
 ) {
     let iteration = state.progress.iterations;
-    cx.events.emit(Event::NoProposal {
-        file: file.to_string(),
-        reason: reason.to_string(),
-    });
     let outcome = if reason.problem == ReplyProblem::NoChangeNeeded {
+        cx.events.emit(Event::Declined {
+            file: file.to_string(),
+        });
         state.work.declined.insert(file.to_string());
         state.work.pending_plan.remove(file);
         "the model found nothing to change".to_string()
     } else {
+        cx.events.emit(Event::NoProposal {
+            file: file.to_string(),
+            reason: reason.to_string(),
+        });
         format!("no usable change: {reason}")
     };
     remember(
@@ -171,11 +174,11 @@ fn judge_and_commit(
     };
     let message = executor::commit_message(&record);
     let commit = executor::settle(ws, change, k, verdict, &message)?;
-    rec.commit(file, k, &commit.0, &message, verdict.as_str())?;
+    rec.commit(file, k, &commit.0, &message, verdict)?;
     cx.events.emit(Event::Judged {
         attempt: k,
         file: file.to_string(),
-        verdict: verdict.as_str().into(),
+        verdict,
         tests: measured.snapshot.describe(),
         pylint: measured.snapshot.pylint,
         commit: commit.short().to_string(),

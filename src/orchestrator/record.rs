@@ -9,7 +9,7 @@ use crate::analysis::FileMetrics;
 use crate::error::SwarmError;
 use crate::log::{Action, Agent, Entry, ExperimentLog, Status};
 use crate::stage::excerpt::Excerpt;
-use crate::stage::judge::Measurement;
+use crate::stage::judge::{Measurement, Verdict};
 use crate::stage::prompt::clip;
 use crate::stage::reviewer::Rejection;
 use crate::stage::ModelCall;
@@ -357,7 +357,7 @@ impl<'a> Recorder<'a> {
         attempt: u32,
         commit: &str,
         message: &str,
-        verdict: &str,
+        verdict: Verdict,
     ) -> Result<(), SwarmError> {
         let e = self
             .entry(
@@ -370,7 +370,7 @@ impl<'a> Recorder<'a> {
             .detail("file", file)
             .detail("attempt", attempt)
             .detail("commit", commit)
-            .detail("verdict", verdict);
+            .detail("verdict", verdict.as_str());
         self.write(e)
     }
 }

@@ -100,7 +100,7 @@ pub fn measure_files(root: &Path, files: &[String]) -> BTreeMap<String, FileMetr
 /// reports errors in it.
 pub fn severity(metrics: Option<&FileMetrics>, lint: &[&LintMessage]) -> Severity {
     let base = metrics.map(|m| m.severity).unwrap_or(Severity::Medium);
-    if lint.iter().any(|m| m.kind == "error" || m.kind == "fatal") {
+    if lint.iter().any(|m| m.kind.is_error()) {
         base.max(Severity::Medium)
     } else {
         base

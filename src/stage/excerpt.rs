@@ -21,7 +21,6 @@ use crate::tools::{LintMessage, TestCase};
 
 mod targets;
 
-pub(crate) use targets::lint_rank;
 use targets::{targets, Target};
 
 /// Lines shown before and after an implicated function.

@@ -225,6 +225,12 @@ impl Verdict {
     }
 }
 
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Compares an attempt's state with the best state so far.
 pub fn compare(best: &Snapshot, new: &Snapshot, baseline_pylint: Option<f64>) -> Verdict {
     let (regressed, gained) = match (&best.tests, &new.tests, &best.checks, &new.checks) {

@@ -99,6 +99,85 @@ pub fn resolve_env(
     resolve_env_with(target, bootstrap, progress, &EnvSettings::from_env())
 }
 
+/// What kind of message pylint reports, most serious first.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum LintKind {
+    Fatal,
+    Error,
+    Warning,
+    Refactor,
+    Convention,
+    Info,
+    /// A kind this version of swarm does not know (or none given).
+    #[default]
+    #[serde(other)]
+    Other,
+}
+
+impl LintKind {
+    /// pylint's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            LintKind::Fatal => "fatal",
+            LintKind::Error => "error",
+            LintKind::Warning => "warning",
+            LintKind::Refactor => "refactor",
+            LintKind::Convention => "convention",
+            LintKind::Info => "info",
+            LintKind::Other => "other",
+        }
+    }
+
+    /// A fatal or an error message: the code may not run as written.
+    pub fn is_error(self) -> bool {
+        matches!(self, LintKind::Fatal | LintKind::Error)
+    }
+
+    /// Its weight in pylint's default score: an error counts five times,
+    /// a warning, refactor or convention message once, the rest not at all.
+    pub fn weight(self) -> usize {
+        match self {
+            LintKind::Fatal | LintKind::Error => 5,
+            LintKind::Warning | LintKind::Refactor | LintKind::Convention => 1,
+            LintKind::Info | LintKind::Other => 0,
+        }
+    }
+}
+
+impl From<&str> for LintKind {
+    /// pylint's name of a kind; anything else is [`LintKind::Other`].
+    fn from(name: &str) -> Self {
+        match name {
+            "fatal" => LintKind::Fatal,
+            "error" => LintKind::Error,
+            "warning" => LintKind::Warning,
+            "refactor" => LintKind::Refactor,
+            "convention" => LintKind::Convention,
+            "info" => LintKind::Info,
+            _ => LintKind::Other,
+        }
+    }
+}
+
+impl std::fmt::Display for LintKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// One pylint message.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LintMessage {
@@ -109,7 +188,7 @@ pub struct LintMessage {
     /// 0-based column, as pylint reports it.
     pub column: u32,
     /// `error`, `warning`, `convention`, `refactor`, `fatal`, `info`.
-    pub kind: String,
+    pub kind: LintKind,
     /// `unused-import`.
     pub symbol: String,
     /// `W0611`.

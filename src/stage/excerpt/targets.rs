@@ -147,7 +147,7 @@ fn pointers(path: &str, evidence: &Evidence<'_>) -> Vec<(Pointer, String)> {
         }
     }
     let mut lint: Vec<&&LintMessage> = evidence.lint.iter().filter(|m| m.line > 0).collect();
-    lint.sort_by_key(|m| lint_rank(&m.kind));
+    lint.sort_by_key(|m| m.kind);
     for m in lint {
         out.push((
             Pointer::Line(m.line as usize),
@@ -170,18 +170,6 @@ fn short(id: &str) -> String {
     match id.char_indices().nth(80) {
         Some((end, _)) => format!("{}…", &id[..end]),
         None => id.to_string(),
-    }
-}
-
-/// pylint kinds, most serious first.
-pub(crate) fn lint_rank(kind: &str) -> u8 {
-    match kind {
-        "fatal" => 0,
-        "error" => 1,
-        "warning" => 2,
-        "refactor" => 3,
-        "convention" => 4,
-        _ => 5,
     }
 }
 

@@ -148,7 +148,7 @@ pub fn rank(facts: &Facts<'_>) -> Vec<Ranked> {
         }
     }
     for message in facts.lint {
-        if message.kind == "error" || message.kind == "fatal" {
+        if message.kind.is_error() {
             let path = message.path.trim_start_matches("./");
             add(
                 path,
@@ -171,7 +171,7 @@ pub fn rank(facts: &Facts<'_>) -> Vec<Ranked> {
     }
     for message in facts.lint {
         if let Some(ranked) = by_file.get_mut(message.path.trim_start_matches("./")) {
-            ranked.lint_weight += lint_weight(&message.kind);
+            ranked.lint_weight += message.kind.weight();
         }
     }
     let mut ranked: Vec<Ranked> = by_file.into_values().collect();
@@ -185,15 +185,6 @@ pub fn rank(facts: &Facts<'_>) -> Vec<Ranked> {
             .then(a.path.cmp(&b.path))
     });
     ranked
-}
-
-/// pylint's own weights: an error counts five times.
-fn lint_weight(kind: &str) -> usize {
-    match kind {
-        "fatal" | "error" => 5,
-        "warning" | "refactor" | "convention" => 1,
-        _ => 0,
-    }
 }
 
 /// The source files a failing test's module reaches (imports, or takes

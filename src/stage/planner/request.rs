@@ -16,7 +16,6 @@ use crate::analysis::{FileMetrics, Severity};
 use crate::llm::{budget_tokens, prompt_tokens, ChatMessage, ChatRequest, Role};
 use crate::stage::auditor::lint_for;
 use crate::stage::budget::Allowance;
-use crate::stage::excerpt::lint_rank;
 use crate::stage::prompt::{clip, one_line, stable};
 use crate::tools::{LintMessage, TestCase};
 
@@ -319,7 +318,7 @@ fn one_liner(input: &PlanInput<'_>, ranked: &Ranked) -> String {
     }
     let worst = lint_for(input.lint, &ranked.path)
         .into_iter()
-        .min_by_key(|m| lint_rank(&m.kind));
+        .min_by_key(|m| m.kind);
     if let Some(m) = worst {
         let _ = write!(
             line,

@@ -6,7 +6,6 @@
 use std::fmt::Write as _;
 
 use super::{clip, head_lines, one_line, stable, tail_lines, FixInput, PastAttempt};
-use crate::stage::excerpt;
 
 /// How much of each piece of evidence a fix prompt shows. The first
 /// level shows everything; each next one shows less, in the order the
@@ -142,7 +141,7 @@ pub(super) fn evidence_text(input: &FixInput<'_>, trim: &Trim) -> String {
         p.push_str("\n## pylint messages\n");
         let mut lint = input.lint.clone();
         if trimmed {
-            lint.sort_by_key(|m| excerpt::lint_rank(&m.kind));
+            lint.sort_by_key(|m| m.kind);
         }
         for m in lint.iter().take(trim.lint) {
             let text = format!(

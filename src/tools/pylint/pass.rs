@@ -17,7 +17,7 @@ use super::cache::Entry;
 use crate::cancel::Cancel;
 use crate::tools::env::last_line;
 use crate::tools::process::{Ending, ProcessBuilder, ProcessOutput};
-use crate::tools::{LintMessage, PythonEnv, Sandbox, ToolError};
+use crate::tools::{LintKind, LintMessage, PythonEnv, Sandbox, ToolError};
 
 /// The environment variable that carries the driver's source.
 const DRIVER_VAR: &str = "SWARM_PYLINT_DRIVER";
@@ -146,7 +146,7 @@ pub(super) fn as_argument(file: &str) -> String {
 #[derive(Debug, Deserialize)]
 struct RawMessage {
     #[serde(rename = "type", default)]
-    kind: String,
+    kind: LintKind,
     #[serde(default)]
     symbol: String,
     #[serde(default)]

@@ -10,7 +10,7 @@
 //! by the interpreter under the sandbox.
 
 use crate::tools::process::Ending;
-use crate::tools::{LintMessage, ToolError};
+use crate::tools::{LintKind, LintMessage, ToolError};
 
 use super::pass::Linter;
 
@@ -38,14 +38,14 @@ impl Totals {
     pub(super) fn add(&mut self, statements: u64, messages: &[LintMessage]) {
         self.statement += statements;
         for m in messages {
-            match m.kind.as_str() {
-                "fatal" => self.fatal += 1,
-                "error" => self.error += 1,
-                "warning" => self.warning += 1,
-                "refactor" => self.refactor += 1,
-                "convention" => self.convention += 1,
-                "info" => self.info += 1,
-                _ => {}
+            match m.kind {
+                LintKind::Fatal => self.fatal += 1,
+                LintKind::Error => self.error += 1,
+                LintKind::Warning => self.warning += 1,
+                LintKind::Refactor => self.refactor += 1,
+                LintKind::Convention => self.convention += 1,
+                LintKind::Info => self.info += 1,
+                LintKind::Other => {}
             }
         }
     }

@@ -63,7 +63,7 @@ fn pylint_gives_a_score_and_messages() {
         .find(|m| m.symbol == "unused-import")
         .expect("message");
     assert_eq!(
-        (unused.kind.as_str(), unused.message_id.as_str()),
+        (unused.kind.name(), unused.message_id.as_str()),
         ("warning", "W0611")
     );
     assert!(report.command.contains("--jobs=1"), "{}", report.command);
@@ -89,7 +89,7 @@ fn pylint_reports_syntax_errors_as_messages() {
         .find(|m| m.symbol == "syntax-error")
         .expect("syntax-error message");
     assert_eq!(
-        (syntax.path.as_str(), syntax.line, syntax.kind.as_str()),
+        (syntax.path.as_str(), syntax.line, syntax.kind.name()),
         ("broken.py", 1, "error")
     );
 }
