@@ -123,7 +123,7 @@ pub fn load_file(target: &Path) -> Result<Option<(PathBuf, FileConfig)>, SwarmEr
             SwarmError::invalid(format!(
                 "{} is not a valid swarm config: {}",
                 dot.display(),
-                first_line(&e.to_string())
+                one_line(&e.to_string())
             ))
         })?;
         return Ok(Some((dot, cfg)));
@@ -136,7 +136,7 @@ pub fn load_file(target: &Path) -> Result<Option<(PathBuf, FileConfig)>, SwarmEr
             SwarmError::invalid(format!(
                 "{} is not valid TOML: {}",
                 py.display(),
-                first_line(&e.to_string())
+                one_line(&e.to_string())
             ))
         })?;
         let Some(section) = doc.get("tool").and_then(|t| t.get("swarm")) else {
@@ -146,7 +146,7 @@ pub fn load_file(target: &Path) -> Result<Option<(PathBuf, FileConfig)>, SwarmEr
             SwarmError::invalid(format!(
                 "[tool.swarm] in {} is invalid: {}",
                 py.display(),
-                first_line(&e.to_string())
+                one_line(&e.to_string())
             ))
         })?;
         return Ok(Some((py, cfg)));
@@ -154,7 +154,8 @@ pub fn load_file(target: &Path) -> Result<Option<(PathBuf, FileConfig)>, SwarmEr
     Ok(None)
 }
 
-fn first_line(s: &str) -> String {
+/// A multi-line message (a TOML parse error) joined into one line.
+fn one_line(s: &str) -> String {
     s.lines()
         .filter(|l| !l.trim().is_empty())
         .collect::<Vec<_>>()

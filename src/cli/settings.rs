@@ -294,7 +294,7 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
         }
     }
 
-    let secrets = key.iter().map(|(s, _)| s.expose().to_string()).collect();
+    let secrets = key.iter().map(|(s, _)| s.clone()).collect();
     let provider_config = ProviderConfig {
         kind,
         model: model.value,

@@ -19,7 +19,7 @@ use crate::analysis::{FileMetrics, Severity};
 use crate::cancel::Cancel;
 use crate::error::SwarmError;
 use crate::git::RunWorkspace;
-use crate::llm::{ChatModel, PriceTable, Usage, Windowed};
+use crate::llm::{ChatModel, PriceTable, Secret, Usage, Windowed};
 use crate::log::{Event, EventSink};
 use crate::stage::auditor;
 use crate::stage::budget::{Budget, BudgetSettings};
@@ -48,8 +48,8 @@ pub struct RunConfig {
     pub jobs: usize,
     pub max_tokens_total: Option<u64>,
     pub max_cost: Option<f64>,
-    /// Secrets to mask in the log (API keys).
-    pub secrets: Vec<String>,
+    /// Secrets to mask in the log (API keys); `Debug` never shows them.
+    pub secrets: Vec<Secret>,
     /// Prices per model (built-in, with config overrides).
     pub prices: PriceTable,
     /// swarm's cache folder (`SWARM_CACHE_DIR`, else `<user cache>/swarm`);

@@ -108,7 +108,7 @@ pub(crate) fn open(
     let mut log =
         ExperimentLog::open(&config.log_file).map_err(|e| SwarmError::invalid(e.to_string()))?;
     for secret in &config.secrets {
-        log.mask(secret);
+        log.mask(secret.expose());
     }
     for repair in log.repairs() {
         notice(repair.to_string());

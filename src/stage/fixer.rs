@@ -189,7 +189,7 @@ fn read_reply(
 ) -> Result<ReadReply, LlmError> {
     match answer {
         Ok(r) => {
-            let edits = judge_reply(&r.text, &r.finish, ctx);
+            let edits = edits_in_reply(&r.text, &r.finish, ctx);
             Ok((r.text, edits))
         }
         Err(LlmError::NotUtf8 { detail, .. }) => {
@@ -200,7 +200,7 @@ fn read_reply(
 }
 
 /// The edits in a reply, or what is wrong with it.
-fn judge_reply(
+fn edits_in_reply(
     text: &str,
     finish: &Finish,
     ctx: &ReplyContext,

@@ -32,17 +32,7 @@ pub fn target_path<'a>(target_rel: &str, repo_rel: &'a str) -> Option<&'a str> {
         .and_then(|rest| rest.strip_prefix('/'))
 }
 
-/// Whether a target-relative path is a test file the Fixer must leave alone:
-/// `test_*.py`, `*_test.py`, `conftest.py`, or anything under a `tests/` or
-/// `test/` folder.
-pub fn is_test_path(rel: &str) -> bool {
-    let mut parts: Vec<&str> = rel.split('/').collect();
-    let name = parts.pop().unwrap_or_default();
-    parts.iter().any(|p| *p == "tests" || *p == "test")
-        || name == "conftest.py"
-        || (name.starts_with("test_") && name.ends_with(".py"))
-        || name.ends_with("_test.py")
-}
+pub use crate::tools::is_test_path;
 
 /// Files that configure pytest wherever they are: their whole content
 /// counts as test configuration.

@@ -160,17 +160,8 @@ pub fn is_importable_module(path: &str) -> bool {
     let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
         return false;
     };
-    if name.starts_with("test_")
-        || name.ends_with("_test.py")
-        || matches!(name, "conftest.py" | "setup.py" | "__main__.py")
-    {
-        return false;
-    }
-    !path
-        .parent()
-        .into_iter()
-        .flat_map(Path::components)
-        .any(|c| matches!(c.as_os_str().to_str(), Some("tests" | "test")))
+    let rel = path.to_string_lossy().replace('\\', "/");
+    !super::is_test_path(&rel) && !matches!(name, "setup.py" | "__main__.py")
 }
 
 /// The folder to put on `sys.path` and the dotted module name of `file`

@@ -99,6 +99,19 @@ pub fn resolve_env(
     resolve_env_with(target, bootstrap, progress, &EnvSettings::from_env())
 }
 
+/// Whether a target-relative path is a test file (the Fixer leaves it alone,
+/// the import checks do not import it):
+/// `test_*.py`, `*_test.py`, `conftest.py`, or anything under a `tests/` or
+/// `test/` folder.
+pub fn is_test_path(rel: &str) -> bool {
+    let mut parts: Vec<&str> = rel.split('/').collect();
+    let name = parts.pop().unwrap_or_default();
+    parts.iter().any(|p| *p == "tests" || *p == "test")
+        || name == "conftest.py"
+        || (name.starts_with("test_") && name.ends_with(".py"))
+        || name.ends_with("_test.py")
+}
+
 /// What kind of message pylint reports, most serious first.
 #[derive(
     Clone,
