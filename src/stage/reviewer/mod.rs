@@ -134,7 +134,35 @@ pub fn review(proposal: &Proposal, ctx: &ReviewContext<'_>) -> Review {
     }
 }
 
+/// The rules in their order (see the module doc); the change when all hold.
 fn check(proposal: &Proposal, ctx: &ReviewContext<'_>) -> Result<Change, Rejection> {
+    let edits = readable_edits(proposal)?;
+    for rule in PATH_RULES {
+        for edit in edits {
+            rule(&edit.path, ctx)?;
+        }
+    }
+    let read = |p: &str| crate::stage::read_source(ctx.root, p);
+    let applied = patch::apply(edits, &read).map_err(Rejection::DoesNotApply)?;
+    let outcomes: Vec<&patch::FileOutcome> =
+        applied.iter().filter(|o| o.before != o.after).collect();
+    let texts = texts_of(&outcomes);
+    let files = changed_files(&outcomes, &texts, ctx);
+    for rule in FILE_RULES {
+        for file in &files {
+            rule(file, ctx)?;
+        }
+    }
+    is_a_change(&files)?;
+    let change = change_of(&outcomes, &files, ctx);
+    if ctx.seen.contains(&change.hash) {
+        return Err(Rejection::Repeat);
+    }
+    Ok(change)
+}
+
+/// `unusable_reply`: the reply's edits, when it holds any.
+fn readable_edits(proposal: &Proposal) -> Result<&[patch::FileEdit], Rejection> {
     let edits = proposal
         .edits
         .as_ref()
@@ -143,28 +171,30 @@ fn check(proposal: &Proposal, ctx: &ReviewContext<'_>) -> Result<Change, Rejecti
         let problem = ReplyProblem::Patch(PatchError::NoChange);
         return Err(Rejection::Unusable(problem.into()));
     }
-    for rule in PATH_RULES {
-        for edit in edits {
-            rule(&edit.path, ctx)?;
-        }
-    }
-    let read = |p: &str| crate::stage::read_source(ctx.root, p);
-    let outcomes = patch::apply(edits, &read).map_err(Rejection::DoesNotApply)?;
-    let outcomes: Vec<&patch::FileOutcome> =
-        outcomes.iter().filter(|o| o.before != o.after).collect();
-    let texts: Vec<(Option<String>, Option<String>)> = outcomes
+    Ok(edits)
+}
+
+/// Each changed file's text before and after, as text.
+fn texts_of(outcomes: &[&patch::FileOutcome]) -> Vec<(Option<String>, Option<String>)> {
+    let text = |b: &Option<Vec<u8>>| {
+        b.as_deref()
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+    };
+    outcomes
         .iter()
-        .map(|o| {
-            let text = |b: &Option<Vec<u8>>| {
-                b.as_deref()
-                    .map(|b| String::from_utf8_lossy(b).into_owned())
-            };
-            (text(&o.before), text(&o.after))
-        })
-        .collect();
-    let files: Vec<ChangedFile<'_>> = outcomes
+        .map(|o| (text(&o.before), text(&o.after)))
+        .collect()
+}
+
+/// What the file rules look at: each changed file with its severity.
+fn changed_files<'a>(
+    outcomes: &[&'a patch::FileOutcome],
+    texts: &'a [(Option<String>, Option<String>)],
+    ctx: &ReviewContext<'_>,
+) -> Vec<ChangedFile<'a>> {
+    outcomes
         .iter()
-        .zip(&texts)
+        .zip(texts)
         .map(|(o, (before, after))| ChangedFile {
             path: &o.path,
             before: before.as_deref(),
@@ -175,12 +205,11 @@ fn check(proposal: &Proposal, ctx: &ReviewContext<'_>) -> Result<Change, Rejecti
                 .copied()
                 .unwrap_or(Severity::Medium),
         })
-        .collect();
-    for rule in FILE_RULES {
-        for file in &files {
-            rule(file, ctx)?;
-        }
-    }
+        .collect()
+}
+
+/// `no_change` and `whitespace_only`: the change as a whole alters code.
+fn is_a_change(files: &[ChangedFile<'_>]) -> Result<(), Rejection> {
     if files.is_empty() {
         return Err(Rejection::NoChange);
     }
@@ -189,9 +218,20 @@ fn check(proposal: &Proposal, ctx: &ReviewContext<'_>) -> Result<Change, Rejecti
             || f.after.is_none()
             || squeeze(f.before.unwrap_or("")) != squeeze(f.after.unwrap_or(""))
     });
-    if !meaningful {
-        return Err(Rejection::WhitespaceOnly);
+    if meaningful {
+        Ok(())
+    } else {
+        Err(Rejection::WhitespaceOnly)
     }
+}
+
+/// The accepted change: its writes, diff, size and hash (of the base and
+/// every file's new content, so the same change is never tried twice).
+fn change_of(
+    outcomes: &[&patch::FileOutcome],
+    files: &[ChangedFile<'_>],
+    ctx: &ReviewContext<'_>,
+) -> Change {
     let mut hasher = Sha256::new();
     hasher.update(ctx.base.as_bytes());
     hasher.update([0]);
@@ -202,7 +242,7 @@ fn check(proposal: &Proposal, ctx: &ReviewContext<'_>) -> Result<Change, Rejecti
         diff: String::new(),
         hash: String::new(),
     };
-    for (outcome, file) in outcomes.iter().zip(&files) {
+    for (outcome, file) in outcomes.iter().zip(files) {
         let (b, a) = (file.before.unwrap_or(""), file.after.unwrap_or(""));
         hasher.update(outcome.path.as_bytes());
         hasher.update([0]);
@@ -219,10 +259,7 @@ fn check(proposal: &Proposal, ctx: &ReviewContext<'_>) -> Result<Change, Rejecti
         change.files.push(outcome.path.clone());
     }
     change.hash = hex::encode(hasher.finalize());
-    if ctx.seen.contains(&change.hash) {
-        return Err(Rejection::Repeat);
-    }
-    Ok(change)
+    change
 }
 
 /// Text without any whitespace, to spot whitespace-only changes.
