@@ -36,46 +36,26 @@ pub(crate) fn deliver(
     cancel: &Cancel,
     rec: &mut Recorder<'_>,
 ) -> Result<Summary, SwarmError> {
-    let Ending {
-        state,
-        stop,
-        final_check,
-        safety,
-        branch,
-        best,
-    } = ending;
-    let green = state.progress.best.is_green(state.facts.baseline.pylint)
-        && final_check.as_ref().is_none_or(|check| check.passed);
-    let interrupted = stop == StopReason::Interrupted || cancel.is_cancelled();
+    let green = ending
+        .state
+        .progress
+        .best
+        .is_green(ending.state.facts.baseline.pylint)
+        && ending.final_check.as_ref().is_none_or(|check| check.passed);
+    let interrupted = ending.stop == StopReason::Interrupted || cancel.is_cancelled();
     let delivery = if interrupted {
-        left(&branch, "the run was interrupted")
+        left(&ending.branch, "the run was interrupted")
     } else if !green {
         Delivery::NotAccepted
-    } else if &best == start {
+    } else if &ending.best == start {
         Delivery::Unchanged
     } else if config.dry_run {
-        left(&branch, "dry run: the target was not updated")
+        left(&ending.branch, "dry run: the target was not updated")
     } else {
-        let touched: Vec<String> = state.progress.touched.iter().cloned().collect();
-        // The merge cannot be interrupted half way (see git::fastforward);
-        // a Ctrl-C that arrives during it takes effect after it.
-        let outcome =
-            tokio::task::block_in_place(|| repo.fast_forward(start, &best, &branch, &touched))?;
-        match outcome {
-            FastForward::Updated {
-                branch, to, undo, ..
-            } => Delivery::Updated {
-                branch,
-                commit: to.0,
-                undo,
-            },
-            FastForward::NothingToDo => Delivery::Unchanged,
-            FastForward::Skipped { reason, command } => Delivery::Left { reason, command },
-            FastForward::Failed { reason, command } => Delivery::Failed { reason, command },
-        }
+        fast_forward(repo, start, &ending)?
     };
-    let improved = green && &best != start;
-    let exit = match stop {
+    let improved = green && &ending.best != start;
+    let exit = match ending.stop {
         _ if matches!(delivery, Delivery::Failed { .. }) => ExitKind::Git,
         StopReason::Interrupted => ExitKind::Interrupted,
         _ if interrupted && !matches!(delivery, Delivery::Updated { .. }) => ExitKind::Interrupted,
@@ -83,11 +63,48 @@ pub(crate) fn deliver(
         _ if green => ExitKind::Success,
         _ => ExitKind::GaveUp,
     };
+    let summary = summary_of(config, ending, delivery, exit);
+    rec.system_end(&summary)?;
+    Ok(summary)
+}
+
+/// Moves the user's branch to the best state, when git finds that safe.
+fn fast_forward(repo: &Repo, start: &CommitId, ending: &Ending) -> Result<Delivery, SwarmError> {
+    let touched: Vec<String> = ending.state.progress.touched.iter().cloned().collect();
+    // The merge cannot be interrupted half way (see git::fastforward);
+    // a Ctrl-C that arrives during it takes effect after it.
+    let outcome = tokio::task::block_in_place(|| {
+        repo.fast_forward(start, &ending.best, &ending.branch, &touched)
+    })?;
+    Ok(match outcome {
+        FastForward::Updated {
+            branch, to, undo, ..
+        } => Delivery::Updated {
+            branch,
+            commit: to.0,
+            undo,
+        },
+        FastForward::NothingToDo => Delivery::Unchanged,
+        FastForward::Skipped { reason, command } => Delivery::Left { reason, command },
+        FastForward::Failed { reason, command } => Delivery::Failed { reason, command },
+    })
+}
+
+/// What the run reports: the state reached, the delivery and the exit.
+fn summary_of(config: &RunConfig, ending: Ending, delivery: Delivery, exit: ExitKind) -> Summary {
+    let Ending {
+        state,
+        stop,
+        final_check,
+        safety,
+        branch,
+        ..
+    } = ending;
     let count = |s: &Snapshot| {
         let (passed, total) = s.counts();
         TestCount { passed, total }
     };
-    let summary = Summary {
+    Summary {
         status: status_of(exit),
         exit_code: exit.code(),
         exit,
@@ -102,7 +119,7 @@ pub(crate) fn deliver(
         iterations: state.progress.iterations,
         attempts: state.progress.commits.len() as u32,
         accepted: state.progress.accepted,
-        commits: state.progress.commits.clone(),
+        commits: state.progress.commits,
         tokens: state.spend,
         coverage: state.work.coverage.summary(),
         delivery,
@@ -111,9 +128,7 @@ pub(crate) fn deliver(
         dry_run: config.dry_run,
         final_check,
         safety,
-    };
-    rec.system_end(&summary)?;
-    Ok(summary)
+    }
 }
 
 /// Left on the run branch, with the command that takes it.
