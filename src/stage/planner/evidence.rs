@@ -100,73 +100,25 @@ pub fn rank(facts: &Facts<'_>) -> Vec<Ranked> {
         .sources
         .iter()
         .map(|path| {
-            (
-                path.as_str(),
-                Ranked {
-                    path: path.clone(),
-                    reasons: Vec::new(),
-                    lint_weight: 0,
-                },
-            )
+            let ranked = Ranked {
+                path: path.clone(),
+                reasons: Vec::new(),
+                lint_weight: 0,
+            };
+            (path.as_str(), ranked)
         })
         .collect();
-    let mut add = |path: &str, reason: Reason| {
-        if let Some(ranked) = by_file.get_mut(path) {
-            let same_kind = ranked
-                .reasons
-                .iter()
-                .filter(|r| std::mem::discriminant(*r) == std::mem::discriminant(&reason))
-                .count();
-            if same_kind < REASONS_PER_KIND && !ranked.reasons.contains(&reason) {
-                ranked.reasons.push(reason);
-            }
-        }
-    };
-    for case in facts.failing {
-        for path in facts.sources {
-            if reach::traceback_mentions(case, path) {
-                add(
-                    path,
-                    Reason::Traceback {
-                        test: case.id.clone(),
-                    },
-                );
-            }
-        }
-        for path in imported_by(case, facts) {
-            add(
-                &path,
-                Reason::ImportedByFailingTest {
-                    test: case.id.clone(),
-                },
-            );
-        }
-    }
-    for (path, metrics) in facts.metrics {
-        if let Some(line) = metrics.syntax_errors.first() {
-            add(path, Reason::SyntaxError { line: *line });
-        }
-    }
-    for message in facts.lint {
-        if message.kind.is_error() {
-            let path = message.path.trim_start_matches("./");
-            add(
-                path,
-                Reason::PylintError {
-                    symbol: message.symbol.clone(),
-                    line: message.line,
-                },
-            );
-        }
-    }
-    for (path, metrics) in facts.metrics {
-        if metrics.severity > Severity::Low {
-            add(
-                path,
-                Reason::Severity {
-                    severity: metrics.severity,
-                },
-            );
+    for (path, reason) in evidence(facts) {
+        let Some(ranked) = by_file.get_mut(path.as_str()) else {
+            continue;
+        };
+        let same_kind = ranked
+            .reasons
+            .iter()
+            .filter(|r| std::mem::discriminant(*r) == std::mem::discriminant(&reason))
+            .count();
+        if same_kind < REASONS_PER_KIND && !ranked.reasons.contains(&reason) {
+            ranked.reasons.push(reason);
         }
     }
     for message in facts.lint {
@@ -185,6 +137,42 @@ pub fn rank(facts: &Facts<'_>) -> Vec<Ranked> {
             .then(a.path.cmp(&b.path))
     });
     ranked
+}
+
+/// Every piece of evidence, as (file, reason): failing tests' tracebacks
+/// and imports, syntax errors, pylint errors, then severity.
+fn evidence(facts: &Facts<'_>) -> Vec<(String, Reason)> {
+    let mut found = Vec::new();
+    for case in facts.failing {
+        let test = || case.id.clone();
+        for path in facts.sources {
+            if reach::traceback_mentions(case, path) {
+                found.push((path.clone(), Reason::Traceback { test: test() }));
+            }
+        }
+        for path in imported_by(case, facts) {
+            found.push((path, Reason::ImportedByFailingTest { test: test() }));
+        }
+    }
+    for (path, metrics) in facts.metrics {
+        if let Some(line) = metrics.syntax_errors.first() {
+            found.push((path.clone(), Reason::SyntaxError { line: *line }));
+        }
+    }
+    for message in facts.lint.iter().filter(|m| m.kind.is_error()) {
+        let reason = Reason::PylintError {
+            symbol: message.symbol.clone(),
+            line: message.line,
+        };
+        found.push((message.path.trim_start_matches("./").to_string(), reason));
+    }
+    for (path, metrics) in facts.metrics {
+        if metrics.severity > Severity::Low {
+            let severity = metrics.severity;
+            found.push((path.clone(), Reason::Severity { severity }));
+        }
+    }
+    found
 }
 
 /// The source files a failing test's module reaches (imports, or takes
