@@ -132,46 +132,8 @@ pub fn plan_request(input: &PlanInput<'_>) -> Result<(ChatRequest, Selection), P
         allowance_tokens: allowance,
         ..Selection::default()
     };
-    let mut full = String::new();
-    let mut rest: Vec<&Ranked> = Vec::new();
-    for ranked in input.ranked {
-        if input.planned.contains(&ranked.path) {
-            rest.push(ranked);
-            continue;
-        }
-        let section = (input.read)(&ranked.path)
-            .map(|text| section(input, ranked, &text, per_file.min(left)));
-        match section {
-            // Only a file the evidence points at is worth showing in part.
-            Some((text, partial))
-                if !text.is_empty()
-                    && budget_tokens(&text) <= left
-                    && (!partial || ranked.needs_work()) =>
-            {
-                left -= budget_tokens(&text);
-                full.push_str(&text);
-                selection.in_full.push(Shown {
-                    path: ranked.path.clone(),
-                    why: ranked.reasons.iter().map(ToString::to_string).collect(),
-                    partial,
-                });
-            }
-            _ => rest.push(ranked),
-        }
-    }
-    let mut lines = String::new();
-    let mut counted: Vec<&Ranked> = Vec::new();
-    for ranked in rest {
-        let line = one_liner(input, ranked);
-        let cost = budget_tokens(&line);
-        if counted.is_empty() && cost <= left {
-            left -= cost;
-            lines.push_str(&line);
-            selection.summarised.push(ranked.path.clone());
-        } else {
-            counted.push(ranked);
-        }
-    }
+    let (full, rest) = sections(input, per_file, &mut left, &mut selection);
+    let (lines, counted) = one_liners(input, rest, &mut left, &mut selection);
     selection.counted = count_by_folder(&counted, input.metrics)
         .into_iter()
         .map(|(folder, c)| (folder, c.files))
@@ -187,6 +149,68 @@ pub fn plan_request(input: &PlanInput<'_>) -> Result<(ChatRequest, Selection), P
     let built = request(format!("{head}\n## Files\n{files}{INSTRUCTIONS}"), reply);
     selection.prompt_tokens = prompt_tokens(&built);
     Ok((built, selection))
+}
+
+/// The files shown in full (or, pointed at by evidence, in part), most
+/// urgent first, while they fit in `left`; the rest in rank order.
+fn sections<'a>(
+    input: &PlanInput<'a>,
+    per_file: u64,
+    left: &mut u64,
+    selection: &mut Selection,
+) -> (String, Vec<&'a Ranked>) {
+    let mut full = String::new();
+    let mut rest: Vec<&Ranked> = Vec::new();
+    for ranked in input.ranked {
+        if input.planned.contains(&ranked.path) {
+            rest.push(ranked);
+            continue;
+        }
+        let section = (input.read)(&ranked.path)
+            .map(|text| section(input, ranked, &text, per_file.min(*left)));
+        match section {
+            // Only a file the evidence points at is worth showing in part.
+            Some((text, partial))
+                if !text.is_empty()
+                    && budget_tokens(&text) <= *left
+                    && (!partial || ranked.needs_work()) =>
+            {
+                *left -= budget_tokens(&text);
+                full.push_str(&text);
+                selection.in_full.push(Shown {
+                    path: ranked.path.clone(),
+                    why: ranked.reasons.iter().map(ToString::to_string).collect(),
+                    partial,
+                });
+            }
+            _ => rest.push(ranked),
+        }
+    }
+    (full, rest)
+}
+
+/// One line each for `rest` while they fit in `left`; the files past that
+/// are only counted per folder.
+fn one_liners<'a>(
+    input: &PlanInput<'_>,
+    rest: Vec<&'a Ranked>,
+    left: &mut u64,
+    selection: &mut Selection,
+) -> (String, Vec<&'a Ranked>) {
+    let mut lines = String::new();
+    let mut counted: Vec<&Ranked> = Vec::new();
+    for ranked in rest {
+        let line = one_liner(input, ranked);
+        let cost = budget_tokens(&line);
+        if counted.is_empty() && cost <= *left {
+            *left -= cost;
+            lines.push_str(&line);
+            selection.summarised.push(ranked.path.clone());
+        } else {
+            counted.push(ranked);
+        }
+    }
+    (lines, counted)
 }
 
 fn request(prompt: String, reply_tokens: u32) -> ChatRequest {
