@@ -83,7 +83,10 @@ pub(super) fn run(
             "--swarm-case-timeout={}",
             limits.case.map_or(0.0, |c| c.as_secs_f64())
         ))
-        .arg(format!("--swarm-run-deadline={}", timeout.as_secs_f64()))
+        .arg(format!(
+            "--swarm-run-deadline={:.3}",
+            deadline_after(timeout)
+        ))
         .arg("--swarm-results")
         .arg(&results_file)
         .arg("--swarm-stack-file")
@@ -177,4 +180,13 @@ fn write_file(path: &Path, text: &str) -> Result<(), ToolError> {
         std::fs::create_dir_all(folder).map_err(failed)?;
     }
     std::fs::write(path, text).map_err(failed)
+}
+
+/// The wall-clock time `timeout` from now, in seconds since the epoch: when
+/// the whole run will be killed, for the plugin's last stack dump.
+fn deadline_after(timeout: std::time::Duration) -> f64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    (now + timeout).as_secs_f64()
 }

@@ -128,7 +128,7 @@ pub(in crate::tools) fn cases_from_results(
                     message: Some(format!(
                         "did not finish: the whole test run was stopped at its limit of {seconds} s (--test-timeout)"
                     )),
-                    details: stack.clone(),
+                    details: stack.clone().filter(|s| shows_test(s, &id)),
                     id,
                 },
                 (_, _, Some(case)) => case,
@@ -159,6 +159,14 @@ fn track<'a>(
         started: false,
         finished: false,
     })
+}
+
+/// Whether a stack dump shows the test `id` running (the dump is taken
+/// shortly before the kill, and another test may have run then).
+fn shows_test(stack: &str, id: &str) -> bool {
+    let name = id.rsplit("::").next().unwrap_or(id);
+    let function = name.split('[').next().unwrap_or(name);
+    stack.contains(&format!(" in {function}\n")) || stack.ends_with(&format!(" in {function}"))
 }
 
 /// A phase's outcome as junit would report it; `None` for a phase that passed.
@@ -298,7 +306,10 @@ mod tests {
             r#"{"event": "collected", "ids": ["t.py::test_a"]}"#,
             r#"{"event": "start", "id": "t.py::test_a"}"#,
         ]);
-        let cases = cases_from_results(&text, None, Path::new(ROOT), Duration::from_secs(3));
+        // The dump was taken while an earlier test still ran: not this one's stack.
+        let other = "Thread 0x00007f43 (most recent call first):\n  \
+                     File \"/work/tree/t.py\", line 3 in test_before\n";
+        let cases = cases_from_results(&text, Some(other), Path::new(ROOT), Duration::from_secs(3));
         assert_eq!(cases.len(), 1);
         assert_eq!(cases[0].outcome, TestOutcome::Failed);
         assert_eq!(cases[0].details, None);

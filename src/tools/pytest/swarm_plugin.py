@@ -15,7 +15,7 @@ but the standard library and pytest.
 * ``--swarm-results=FILE``: one JSON object per line, flushed as it
   happens: the collected ids, each test's start, and every report. swarm
   reads it when pytest was killed before writing its junit XML.
-* ``--swarm-stack-file=FILE`` with ``--swarm-run-deadline=SECONDS``:
+* ``--swarm-stack-file=FILE`` with ``--swarm-run-deadline=EPOCH_SECONDS``:
   faulthandler dumps every thread's stack into FILE shortly before swarm's
   whole-run limit, so the test that was running then still gets a stack.
 """
@@ -30,7 +30,6 @@ import traceback
 
 import pytest
 
-_STARTED = time.monotonic()
 # How often a swallowed timeout is raised again.
 _REPEAT_SECONDS = 1.0
 # The most frames a timeout's stack shows (the innermost ones).
@@ -51,7 +50,7 @@ def pytest_addoption(parser):
     group.addoption("--swarm-stack-file", default=None,
                     help="faulthandler dumps stacks here before the run deadline")
     group.addoption("--swarm-run-deadline", type=float, default=0.0,
-                    help="seconds after which swarm kills the whole run")
+                    help="when swarm kills the whole run, in seconds since the epoch")
 
 
 class _Results:
@@ -163,19 +162,25 @@ class SwarmPlugin:
         rootdir = getattr(config, "rootpath", None) or config.rootdir
         self.guard = _Guard(config.getoption("swarm_case_timeout") or 0.0, str(rootdir))
         self._stack_file = None
-        self._arm_stack_dump(config)
-
-    def _arm_stack_dump(self, config):
+        self._deadline = config.getoption("swarm_run_deadline") or 0.0
         path = config.getoption("swarm_stack_file")
-        deadline = config.getoption("swarm_run_deadline") or 0.0
-        if not path or deadline <= 0:
+        if path and self._deadline > 0:
+            self._stack_file = open(path, "w", encoding="utf-8")
+        self._arm_stack_dump()
+
+    def _arm_stack_dump(self):
+        """(Re)arms faulthandler to dump every stack into the stack file
+        shortly before the deadline. pytest cancels that timer whenever a
+        test fails (``pytest_exception_interact``), so this runs again
+        around every test."""
+        if self._stack_file is None:
             return
-        margin = min(2.0, deadline * 0.1)
-        left = deadline - margin - (time.monotonic() - _STARTED)
-        if left <= 0:
-            return
-        self._stack_file = open(path, "w", encoding="utf-8")
-        faulthandler.dump_traceback_later(left, repeat=False, file=self._stack_file)
+        # The deadline is a wall-clock time: swarm's timer started when it
+        # spawned this process, before the interpreter and pytest loaded.
+        left = self._deadline - time.time()
+        left -= min(1.0, left * 0.1)
+        if left > 0:
+            faulthandler.dump_traceback_later(left, repeat=False, file=self._stack_file)
 
     def close(self):
         if self._stack_file is not None:
@@ -203,11 +208,17 @@ class SwarmPlugin:
     # inside this one) takes over for the tests it covers.
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_protocol(self, item, nextitem):
+        self._arm_stack_dump()
         self.guard.arm(item)
         try:
             yield
         finally:
             self.guard.disarm()
+            self._arm_stack_dump()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_exception_interact(self, node, call, report):
+        self._arm_stack_dump()
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
