@@ -144,8 +144,13 @@ pub(super) fn run(
     if cases.is_none() {
         // Killed (or crashed) before the junit XML: what finished still counts.
         if let Ok(text) = std::fs::read_to_string(&results_file) {
-            let stacks = std::fs::read_to_string(&stack_file).ok();
-            let found = results::cases_from_results(&text, stacks.as_deref(), root, timeout);
+            let (cut, stacks) = if timed_out {
+                let stacks = std::fs::read_to_string(&stack_file).ok();
+                (results::Cut::Limit(timeout), stacks)
+            } else {
+                (results::Cut::Ended(out.exit_code()), None)
+            };
+            let found = results::cases_from_results(&text, stacks.as_deref(), root, cut);
             let not_run = found
                 .iter()
                 .filter(|c| c.outcome == super::TestOutcome::NotRun)

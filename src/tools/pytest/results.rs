@@ -49,14 +49,40 @@ struct Progress {
     finished: bool,
 }
 
-/// The cases of a run stopped after `limit` (the whole run's timeout),
-/// from the plugin's `results` text and faulthandler's `stacks` dump, in
-/// run order. `root` (the rootdir) is removed from texts.
+/// Why pytest ended before writing its junit XML.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in crate::tools) enum Cut {
+    /// Killed at the whole run's limit (`--test-timeout`).
+    Limit(Duration),
+    /// It ended by itself (a crash, `os._exit` in a test) with this exit
+    /// code, or killed by a signal (`None`).
+    Ended(Option<i32>),
+}
+
+impl std::fmt::Display for Cut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Cut::Limit(limit) => write!(
+                f,
+                "the whole test run was stopped at its limit of {} s (--test-timeout)",
+                limit.as_secs()
+            ),
+            Cut::Ended(Some(code)) => {
+                write!(f, "pytest ended early with exit code {code}")
+            }
+            Cut::Ended(None) => f.write_str("pytest was killed by a signal"),
+        }
+    }
+}
+
+/// The cases of a run `cut` short, from the plugin's `results` text and
+/// faulthandler's `stacks` dump, in run order. `root` (the rootdir) is
+/// removed from texts.
 pub(in crate::tools) fn cases_from_results(
     results: &str,
     stacks: Option<&str>,
     root: &Path,
-    limit: Duration,
+    cut: Cut,
 ) -> Vec<TestCase> {
     let prefixes = root_prefixes(root);
     let mut order: Vec<String> = Vec::new();
@@ -107,7 +133,6 @@ pub(in crate::tools) fn cases_from_results(
         }
     }
 
-    let seconds = limit.as_secs();
     let stack = stacks
         .map(|text| trim_details(&relativize(&test_frames(text), &prefixes)))
         .filter(|s| !s.is_empty());
@@ -125,9 +150,7 @@ pub(in crate::tools) fn cases_from_results(
                             TestOutcome::Failed
                         }
                     }),
-                    message: Some(format!(
-                        "did not finish: the whole test run was stopped at its limit of {seconds} s (--test-timeout)"
-                    )),
+                    message: Some(format!("did not finish: {cut}")),
                     details: stack.clone().filter(|s| shows_test(s, &id)),
                     id,
                 },
@@ -135,9 +158,7 @@ pub(in crate::tools) fn cases_from_results(
                 (_, _, None) => TestCase {
                     id,
                     outcome: TestOutcome::NotRun,
-                    message: Some(format!(
-                        "not run: the whole test run was stopped at its limit of {seconds} s (--test-timeout) before this test started"
-                    )),
+                    message: Some(format!("not run: {cut} before this test started")),
                     details: None,
                 },
             })
@@ -235,7 +256,8 @@ mod tests {
                     File \"/work/tree/t.py\", line 9 in test_c\n  \
                     File \"/usr/lib/python3/site-packages/_pytest/python.py\", line 187 in pytest_pyfunc_call\n  \
                     File \"/usr/lib/python3/site-packages/pluggy/_callers.py\", line 103 in _multicall\n";
-        let cases = cases_from_results(&text, Some(dump), Path::new(ROOT), Duration::from_secs(60));
+        let cut = Cut::Limit(Duration::from_secs(60));
+        let cases = cases_from_results(&text, Some(dump), Path::new(ROOT), cut);
         let summary: Vec<(&str, TestOutcome)> =
             cases.iter().map(|c| (c.id.as_str(), c.outcome)).collect();
         assert_eq!(
@@ -250,10 +272,10 @@ mod tests {
         assert_eq!(cases[1].message.as_deref(), Some("assert 1 == 2"));
         assert_eq!(cases[1].details.as_deref(), Some("t.py:4: AssertionError"));
         let running = &cases[2];
-        assert!(running
-            .message
-            .as_deref()
-            .is_some_and(|m| m.starts_with("did not finish") && m.contains("60 s")));
+        assert_eq!(
+            running.message.as_deref(),
+            Some("did not finish: the whole test run was stopped at its limit of 60 s (--test-timeout)")
+        );
         assert_eq!(
             running.details.as_deref(),
             Some(
@@ -284,7 +306,7 @@ mod tests {
             r#"{"event": "report", "id": "t.py::test_teardown", "when": "teardown", "outcome": "failed", "message": "teardown broke"}"#,
             "not json at all",
         ]);
-        let cases = cases_from_results(&text, None, Path::new(ROOT), Duration::from_secs(5));
+        let cases = cases_from_results(&text, None, Path::new(ROOT), Cut::Ended(Some(2)));
         let summary: Vec<(&str, TestOutcome)> =
             cases.iter().map(|c| (c.id.as_str(), c.outcome)).collect();
         assert_eq!(
@@ -298,6 +320,12 @@ mod tests {
         );
         assert_eq!(cases[2].details, None);
         assert_eq!(cases[3].message.as_deref(), Some("teardown broke"));
+        let collected = r#"{"event": "collected", "ids": ["t.py::test_x"]}"#;
+        let killed = cases_from_results(collected, None, Path::new(ROOT), Cut::Ended(None));
+        assert_eq!(
+            killed[0].message.as_deref(),
+            Some("not run: pytest was killed by a signal before this test started")
+        );
     }
 
     #[test]
@@ -309,7 +337,8 @@ mod tests {
         // The dump was taken while an earlier test still ran: not this one's stack.
         let other = "Thread 0x00007f43 (most recent call first):\n  \
                      File \"/work/tree/t.py\", line 3 in test_before\n";
-        let cases = cases_from_results(&text, Some(other), Path::new(ROOT), Duration::from_secs(3));
+        let cut = Cut::Limit(Duration::from_secs(3));
+        let cases = cases_from_results(&text, Some(other), Path::new(ROOT), cut);
         assert_eq!(cases.len(), 1);
         assert_eq!(cases[0].outcome, TestOutcome::Failed);
         assert_eq!(cases[0].details, None);
@@ -317,6 +346,6 @@ mod tests {
             .message
             .as_deref()
             .is_some_and(|m| m.contains("3 s")));
-        assert!(cases_from_results("", None, Path::new(ROOT), Duration::from_secs(3)).is_empty());
+        assert!(cases_from_results("", None, Path::new(ROOT), cut).is_empty());
     }
 }

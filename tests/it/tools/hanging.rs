@@ -188,3 +188,43 @@ fn when_the_whole_run_is_killed_finished_tests_keep_their_outcomes() {
     );
     assert!(run.output.contains("2 not run"), "{}", run.output);
 }
+
+#[test]
+fn a_test_that_ends_pytest_leaves_the_finished_outcomes_and_says_why_the_rest_did_not_run() {
+    let dir = project(&[(
+        "tests/test_exit.py",
+        "import os\n\n\ndef test_a_passes():\n    pass\n\n\ndef test_b_exits():\n    os._exit(3)\n\n\n\
+         def test_c_after():\n    pass\n",
+    )]);
+    let run = run_pytest_with(
+        &system_env(),
+        &sandbox_for(dir.path()),
+        dir.path(),
+        limits(60, Some(5.0)),
+        &Cancel::new(),
+    )
+    .expect("pytest runs");
+    assert!(!run.timed_out);
+    assert_eq!(run.exit_code, Some(3));
+    let outcomes: Vec<(&str, TestOutcome)> = run
+        .cases
+        .iter()
+        .map(|c| (c.id.as_str(), c.outcome))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            ("tests/test_exit.py::test_a_passes", TestOutcome::Passed),
+            ("tests/test_exit.py::test_b_exits", TestOutcome::Failed),
+            ("tests/test_exit.py::test_c_after", TestOutcome::NotRun),
+        ],
+        "{}",
+        run.output
+    );
+    assert_eq!(
+        case(&run, "tests/test_exit.py::test_b_exits")
+            .message
+            .as_deref(),
+        Some("did not finish: pytest ended early with exit code 3")
+    );
+}
