@@ -47,6 +47,8 @@ pub struct FileConfig {
     pub base_url: Option<String>,
     pub max_iterations: Option<u32>,
     pub test_timeout: Option<u64>,
+    /// Seconds one test may run; 0 disables.
+    pub test_case_timeout: Option<u64>,
     pub lint_timeout: Option<u64>,
     pub llm_timeout: Option<u64>,
     pub retries: Option<u32>,

@@ -62,6 +62,9 @@ pub struct RunArgs {
     /// Seconds pytest may run [default: 60].
     #[arg(long, value_name = "SECS")]
     pub test_timeout: Option<u64>,
+    /// Seconds one test may run, setup and teardown included; 0 disables [default: 10].
+    #[arg(long, value_name = "SECS")]
+    pub test_case_timeout: Option<u64>,
     /// Seconds one pylint process (a batch of files) may run [default: 30].
     #[arg(long, value_name = "SECS")]
     pub lint_timeout: Option<u64>,

@@ -140,6 +140,12 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
         10,
     );
     let test_timeout = num(args.test_timeout, "--test-timeout", file.test_timeout, 60);
+    let test_case_timeout = num(
+        args.test_case_timeout,
+        "--test-case-timeout",
+        file.test_case_timeout,
+        crate::tools::DEFAULT_TEST_CASE_TIMEOUT.as_secs(),
+    );
     let lint_timeout = num(args.lint_timeout, "--lint-timeout", file.lint_timeout, 30);
     let llm_timeout = num(args.llm_timeout, "--llm-timeout", file.llm_timeout, 120);
     let retries = config::pick(
@@ -169,6 +175,14 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
         }
         row(name, value.to_string(), source);
     }
+    row(
+        "test_case_timeout",
+        match test_case_timeout.value {
+            0 => "0 (off)".to_string(),
+            secs => secs.to_string(),
+        },
+        &test_case_timeout.source,
+    );
     let max_tokens = config::pick(
         args.max_tokens_total.map(Some),
         "--max-tokens-total",
@@ -309,6 +323,8 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
         max_iterations: max_iterations.value,
         limits: Limits {
             tests: Duration::from_secs(test_timeout.value),
+            test_case: (test_case_timeout.value > 0)
+                .then(|| Duration::from_secs(test_case_timeout.value)),
             lint: Duration::from_secs(lint_timeout.value),
         },
         log_file: log_file.value,

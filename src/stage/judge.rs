@@ -20,7 +20,10 @@ pub const IMPORT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Timeouts for the tools.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
+    /// The whole pytest run (`--test-timeout`).
     pub tests: Duration,
+    /// One test (`--test-case-timeout`); `None` when off.
+    pub test_case: Option<Duration>,
     pub lint: Duration,
 }
 
@@ -36,7 +39,11 @@ pub struct TestState {
     /// collection problem), so a change can never turn red into green by
     /// making a test disappear.
     pub vanished: BTreeSet<String>,
-    /// Tests that ran (passed, failed or errored) plus the vanished ones.
+    /// Tests collected but never started because the whole run hit its
+    /// time limit first: not passing, and not failing either.
+    pub not_run: BTreeSet<String>,
+    /// Tests that ran (passed, failed or errored), the ones not run, plus
+    /// the vanished ones.
     pub total: usize,
     pub timed_out: bool,
 }
@@ -55,6 +62,9 @@ impl TestState {
                     state.passed.insert(case.id.clone());
                 }
                 TestOutcome::Failed | TestOutcome::Error => state.failing.push(case.clone()),
+                TestOutcome::NotRun => {
+                    state.not_run.insert(case.id.clone());
+                }
                 TestOutcome::Skipped => {}
             }
             if case.outcome != TestOutcome::Skipped {
@@ -62,7 +72,8 @@ impl TestState {
             }
         }
         if let Some(reference) = reference {
-            let ran_now: BTreeSet<&String> = state.ran().collect();
+            // A test not run is counted as such, not again as vanished.
+            let ran_now: BTreeSet<&String> = state.ran().chain(&state.not_run).collect();
             let vanished: BTreeSet<String> = reference
                 .ran()
                 .filter(|id| !ran_now.contains(id))
@@ -90,19 +101,31 @@ impl TestState {
         state
     }
 
-    /// `5/6 passed`, plus how many baseline tests no longer ran.
+    /// `5/6 passed`, plus how many tests the time limit left unrun and
+    /// how many baseline tests no longer ran.
     pub fn describe(&self) -> String {
-        let passed = format!("{}/{} passed", self.passed.len(), self.total);
-        match self.vanished.len() {
-            0 => passed,
-            n => format!("{passed}, {n} baseline test(s) missing, deselected or skipped"),
+        let mut text = format!("{}/{} passed", self.passed.len(), self.total);
+        if !self.not_run.is_empty() {
+            text.push_str(&format!(
+                ", {} not run (the test run hit its time limit)",
+                self.not_run.len()
+            ));
         }
+        if !self.vanished.is_empty() {
+            text.push_str(&format!(
+                ", {} baseline test(s) missing, deselected or skipped",
+                self.vanished.len()
+            ));
+        }
+        text
     }
 
-    /// Every test passes, there is at least one, and no baseline test vanished.
+    /// Every test passes, there is at least one, none was left unrun and
+    /// no baseline test vanished.
     pub fn all_pass(&self) -> bool {
         !self.timed_out
             && self.failing.is_empty()
+            && self.not_run.is_empty()
             && self.vanished.is_empty()
             && !self.passed.is_empty()
     }
@@ -317,7 +340,11 @@ pub fn measure(
                 cancel,
             )
         });
-        let run = tools::run_pytest(env, sandbox, root, limits.tests, cancel);
+        let test_limits = tools::TestLimits {
+            run: limits.tests,
+            case: limits.test_case,
+        };
+        let run = tools::run_pytest_with(env, sandbox, root, test_limits, cancel);
         let lint = lint.join().unwrap_or_else(|_| {
             Err(tools::ToolError::Failed {
                 command: "pylint".into(),
@@ -503,6 +530,34 @@ mod tests {
         // Tests only ever added are fine; a passing baseline test that vanishes is lost.
         let lost = state_of(&run_of(&[("t::b", Passed), ("t::new", Passed)]), reference);
         assert_eq!(compare(&baseline, &lost, Some(5.0)), Verdict::Regressed);
+    }
+
+    #[test]
+    fn tests_left_unrun_by_the_time_limit_count_but_never_pass() {
+        use TestOutcome::*;
+        let base_run = run_of(&[("t::a", Passed), ("t::b", Failed), ("t::c", Passed)]);
+        let baseline = state_of(&base_run, None);
+        let mut cut_run = run_of(&[("t::a", Passed), ("t::b", Failed), ("t::c", NotRun)]);
+        cut_run.timed_out = true;
+        let cut = state_of(&cut_run, baseline.tests.as_ref());
+        let tests = cut.tests.as_ref().unwrap();
+        assert_eq!(tests.not_run, BTreeSet::from(["t::c".to_string()]));
+        // Counted once: as not run, not again as vanished.
+        assert!(tests.vanished.is_empty());
+        assert_eq!(cut.counts(), (1, 3));
+        assert_eq!(
+            tests.describe(),
+            "1/3 passed, 1 not run (the test run hit its time limit)"
+        );
+        assert!(!tests.all_pass());
+        assert_eq!(compare(&baseline, &cut, Some(5.0)), Verdict::Regressed);
+
+        // A baseline cut short is beaten by a run where everything passes.
+        let all = state_of(
+            &run_of(&[("t::a", Passed), ("t::b", Passed), ("t::c", Passed)]),
+            cut.tests.as_ref(),
+        );
+        assert_eq!(compare(&cut, &all, Some(5.0)), Verdict::Green);
     }
 
     #[test]

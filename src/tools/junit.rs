@@ -73,12 +73,13 @@ pub fn parse_junit(xml: &str, root: &Path) -> Result<Vec<TestCase>, JunitError> 
 }
 
 /// Which outcome wins when a test reports twice.
-fn rank(outcome: TestOutcome) -> u8 {
+pub(super) fn rank(outcome: TestOutcome) -> u8 {
     match outcome {
-        TestOutcome::Passed => 0,
-        TestOutcome::Skipped => 1,
-        TestOutcome::Failed => 2,
-        TestOutcome::Error => 3,
+        TestOutcome::NotRun => 0,
+        TestOutcome::Passed => 1,
+        TestOutcome::Skipped => 2,
+        TestOutcome::Failed => 3,
+        TestOutcome::Error => 4,
     }
 }
 
@@ -129,7 +130,7 @@ pub fn case_id(file: Option<&str>, classname: &str, name: &str) -> String {
 }
 
 /// The spellings of `root` that may appear in messages, longest first, each with a trailing `/`.
-fn root_prefixes(root: &Path) -> Vec<String> {
+pub(super) fn root_prefixes(root: &Path) -> Vec<String> {
     let mut prefixes = vec![format!("{}/", root.display())];
     if let Ok(canonical) = root.canonicalize() {
         prefixes.push(format!("{}/", canonical.display()));
@@ -139,7 +140,8 @@ fn root_prefixes(root: &Path) -> Vec<String> {
     prefixes
 }
 
-fn relativize(text: &str, prefixes: &[String]) -> String {
+/// `text` with every spelling of the rootdir in `prefixes` removed.
+pub(super) fn relativize(text: &str, prefixes: &[String]) -> String {
     prefixes
         .iter()
         .filter(|p| p.len() > 1)

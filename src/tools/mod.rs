@@ -314,12 +314,17 @@ pub fn run_pylint(
 #[serde(rename_all = "lowercase")]
 pub enum TestOutcome {
     Passed,
-    /// An assertion or exception in the test body.
+    /// An assertion or exception in the test body, or a test that ran past
+    /// its own time limit (`timed out after N s`).
     Failed,
     /// An error in setup/teardown, or a collection error (syntax, import).
     Error,
     /// Skipped or xfailed.
     Skipped,
+    /// Collected but never started: the whole run was stopped at its time
+    /// limit before the test's turn came.
+    #[serde(rename = "not_run")]
+    NotRun,
 }
 
 /// One test's result from the junit XML.
@@ -352,8 +357,32 @@ pub struct TestRun {
     pub duration: Duration,
 }
 
+/// How long one test may run when nothing else is said (`--test-case-timeout`).
+pub const DEFAULT_TEST_CASE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The time limits of a pytest run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TestLimits {
+    /// The whole run (`--test-timeout`): the process group is killed then.
+    pub run: Duration,
+    /// One test, setup and teardown included (`--test-case-timeout`);
+    /// `None` leaves tests unlimited but for the whole run's limit.
+    pub case: Option<Duration>,
+}
+
+impl TestLimits {
+    /// `run` for the whole run and [`DEFAULT_TEST_CASE_TIMEOUT`] per test.
+    pub fn new(run: Duration) -> Self {
+        Self {
+            run,
+            case: Some(DEFAULT_TEST_CASE_TIMEOUT),
+        }
+    }
+}
+
 /// Runs pytest under `sandbox` with `root` as rootdir and working
-/// directory, with junit XML.
+/// directory, with junit XML, `timeout` for the whole run and
+/// [`DEFAULT_TEST_CASE_TIMEOUT`] per test.
 pub fn run_pytest(
     env: &PythonEnv,
     sandbox: &Sandbox,
@@ -361,7 +390,22 @@ pub fn run_pytest(
     timeout: Duration,
     cancel: &Cancel,
 ) -> Result<TestRun, ToolError> {
-    pytest::run(env, sandbox, root, timeout, cancel)
+    pytest::run(env, sandbox, root, TestLimits::new(timeout), cancel)
+}
+
+/// [`run_pytest`] with explicit limits. swarm's own pytest plugin enforces
+/// the per-test limit (a test past it fails with `timed out after N s` and
+/// its stack when stopped) and records results as they finish: when the
+/// whole run is killed, the tests that finished keep their outcomes, the
+/// one running then fails, and the others are [`TestOutcome::NotRun`].
+pub fn run_pytest_with(
+    env: &PythonEnv,
+    sandbox: &Sandbox,
+    root: &Path,
+    limits: TestLimits,
+    cancel: &Cancel,
+) -> Result<TestRun, ToolError> {
+    pytest::run(env, sandbox, root, limits, cancel)
 }
 
 /// The result of compiling and importing every module (used when there are no tests).

@@ -225,6 +225,7 @@ fn fixes_a_project_without_tests() {
 mod budget;
 mod delivery;
 mod failures;
+mod hanging;
 mod hooks;
 mod kill;
 mod large_files;

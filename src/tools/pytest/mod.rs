@@ -1,43 +1,61 @@
 //! Running pytest under the sandbox, with a junit XML report written into
 //! the process's sandbox cell (outside the tested tree).
 //!
-//! `python -m pytest -q -p no:cacheprovider --rootdir <root> -c <config>
-//! --confcutdir <config's folder> --junitxml <cell>/junit.xml -o
-//! junit_family=xunit1`, cwd `root`, plus `--ignore` for every symlink that
-//! leads out of the worktree ([`links`]). The configuration file is the one
-//! pytest would find, but never above the worktree ([`config`]); without one
-//! it is an empty `pytest.ini` in the cell and `--confcutdir` is `root`,
-//! which is what pytest does by itself then. Failing tests,
-//! collection errors, no tests (exit code 5) and timeouts are all values in
-//! the [`TestRun`]; only a pytest that cannot be started, or a cancel, is an
-//! `Err`.
+//! `python -m pytest -q -p no:cacheprovider -p _swarm_pytest_plugin
+//! --swarm-… --rootdir <root> -c <config> --confcutdir <config's folder>
+//! --junitxml <cell>/junit.xml -o junit_family=xunit1`, cwd `root`, plus
+//! `--ignore` for every symlink that leads out of the worktree ([`links`]).
+//! The configuration file is the one pytest would find, but never above the
+//! worktree ([`config`]); without one it is an empty `pytest.ini` in the
+//! cell and `--confcutdir` is `root`, which is what pytest does by itself
+//! then.
+//!
+//! swarm's own plugin (`swarm_plugin.py`, embedded in the binary, written
+//! into the cell and put on `PYTHONPATH`, so nothing needs installing) stops
+//! a test past the per-test limit, and writes each result as it finishes;
+//! when the whole run is killed before junit XML exists, [`results`] reads
+//! those. Failing tests, collection errors, no tests (exit code 5) and
+//! timeouts are all values in the [`TestRun`]; only a pytest that cannot be
+//! started, or a cancel, is an `Err`.
 
 use std::path::Path;
-use std::time::Duration;
 
 mod config;
 mod links;
+mod results;
 
 use super::junit::parse_junit;
 use super::process::{cap_text, Ending};
-use super::{PythonEnv, Sandbox, TestRun, ToolError};
+use super::{PythonEnv, Sandbox, TestLimits, TestRun, ToolError};
 use crate::cancel::Cancel;
 
 /// pytest's exit code when it collected no tests.
 pub const NO_TESTS_COLLECTED: i32 = 5;
 /// How much of pytest's console output a run keeps.
 pub const TEST_OUTPUT_CAP: usize = 32 * 1024;
+/// The module name swarm's plugin is written and loaded as.
+const PLUGIN_MODULE: &str = "_swarm_pytest_plugin";
+/// The plugin's source.
+const PLUGIN_SOURCE: &str = include_str!("swarm_plugin.py");
 
 pub(super) fn run(
     env: &PythonEnv,
     sandbox: &Sandbox,
     root: &Path,
-    timeout: Duration,
+    limits: TestLimits,
     cancel: &Cancel,
 ) -> Result<TestRun, ToolError> {
+    let timeout = limits.run;
     let root = &std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
     let cell = sandbox.cell("pytest")?;
     let junit = cell.dir().join("junit.xml");
+    let plugin_dir = cell.dir().join("plugin");
+    let results_file = cell.dir().join("results.jsonl");
+    let stack_file = cell.dir().join("stacks.txt");
+    write_file(
+        &plugin_dir.join(format!("{PLUGIN_MODULE}.py")),
+        PLUGIN_SOURCE,
+    )?;
     let (config, confcutdir) = match config::locate(root, &sandbox.boundary_of(root)) {
         Some(file) => {
             let folder = file.parent().unwrap_or(root).to_path_buf();
@@ -45,17 +63,35 @@ pub(super) fn run(
         }
         None => {
             let empty = cell.dir().join("pytest.ini");
-            std::fs::write(&empty, "").map_err(|e| ToolError::Failed {
-                command: format!("write {}", empty.display()),
-                message: e.to_string(),
-            })?;
+            write_file(&empty, "")?;
             (empty, root.clone())
         }
     };
     let escaping = links::leading_out(root, &sandbox.boundary_of(root));
     let mut builder = cell
         .command(&env.python)
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir"])
+        .args([
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            PLUGIN_MODULE,
+        ])
+        .arg(format!(
+            "--swarm-case-timeout={}",
+            limits.case.map_or(0.0, |c| c.as_secs_f64())
+        ))
+        .arg(format!(
+            "--swarm-run-deadline={:.3}",
+            deadline_after(timeout)
+        ))
+        .arg("--swarm-results")
+        .arg(&results_file)
+        .arg("--swarm-stack-file")
+        .arg(&stack_file)
+        .arg("--rootdir")
         .arg(root)
         .arg("-c")
         .arg(&config)
@@ -64,6 +100,7 @@ pub(super) fn run(
         .arg("--junitxml")
         .arg(&junit)
         .args(["-o", "junit_family=xunit1", "--color=no"])
+        .env("PYTHONPATH", &plugin_dir)
         .cwd(root)
         .timeout(timeout);
     for link in &escaping {
@@ -87,15 +124,15 @@ pub(super) fn run(
             names.join(", ")
         ));
     }
-    let cases = match std::fs::read_to_string(&junit) {
+    let mut cases = match std::fs::read_to_string(&junit) {
         Ok(xml) => match parse_junit(&xml, root) {
-            Ok(cases) => cases,
+            Ok(cases) => Some(cases),
             Err(e) => {
                 output.push_str(&format!("\n[swarm] {e}"));
-                Vec::new()
+                None
             }
         },
-        Err(_) => Vec::new(),
+        Err(_) => None,
     };
     let timed_out = out.ending == Ending::TimedOut;
     if timed_out {
@@ -104,6 +141,28 @@ pub(super) fn run(
             timeout.as_secs()
         ));
     }
+    if cases.is_none() {
+        // Killed (or crashed) before the junit XML: what finished still counts.
+        if let Ok(text) = std::fs::read_to_string(&results_file) {
+            let (cut, stacks) = if timed_out {
+                let stacks = std::fs::read_to_string(&stack_file).ok();
+                (results::Cut::Limit(timeout), stacks)
+            } else {
+                (results::Cut::Ended(out.exit_code()), None)
+            };
+            let found = results::cases_from_results(&text, stacks.as_deref(), root, cut);
+            let not_run = found
+                .iter()
+                .filter(|c| c.outcome == super::TestOutcome::NotRun)
+                .count();
+            output.push_str(&format!(
+                "\n[swarm] {} test(s) read from the results written as they finished; {not_run} not run",
+                found.len()
+            ));
+            cases = Some(found);
+        }
+    }
+    let cases = cases.unwrap_or_default();
     let exit_code = out.exit_code();
     Ok(TestRun {
         cases,
@@ -114,4 +173,25 @@ pub(super) fn run(
         output,
         duration: out.duration,
     })
+}
+
+/// Writes `text` to `path`, creating its folder.
+fn write_file(path: &Path, text: &str) -> Result<(), ToolError> {
+    let failed = |e: std::io::Error| ToolError::Failed {
+        command: format!("write {}", path.display()),
+        message: e.to_string(),
+    };
+    if let Some(folder) = path.parent() {
+        std::fs::create_dir_all(folder).map_err(failed)?;
+    }
+    std::fs::write(path, text).map_err(failed)
+}
+
+/// The wall-clock time `timeout` from now, in seconds since the epoch: when
+/// the whole run will be killed, for the plugin's last stack dump.
+fn deadline_after(timeout: std::time::Duration) -> f64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    (now + timeout).as_secs_f64()
 }
