@@ -15,7 +15,9 @@ pub async fn execute(args: RunArgs, printer: &Printer) -> Result<ExitKind, Swarm
     let json = args.json;
     let result = async {
         let resolved = settings::resolve(&args, &ProcessEnv)?;
-        let model = llm::build(&resolved.provider)?;
+        let progress = Arc::new(printer.clone());
+        let model =
+            llm::build_reporting(&resolved.provider, llm::RetryPolicy::default(), progress)?;
         let model = match &resolved.record {
             Some(path) => llm::record_to(model, path)?,
             None => model,
