@@ -7,7 +7,12 @@
 //! (OpenAI chat completions, Gemini generateContent, Anthropic Messages),
 //! any status with body and headers (429 + `Retry-After`, 5xx, HTML pages),
 //! malformed JSON, a hang-up, and any of these after a delay (to exceed a
-//! client timeout). Each connection is served by its own thread and closed
+//! client timeout). Streamed replies ([`Reply::openai_stream`],
+//! [`Reply::gemini_stream`], [`Reply::anthropic_stream`],
+//! [`Reply::stream_for`]) are server-sent events written chunk by chunk
+//! (`Transfer-Encoding: chunked`) with a pause before each; one made to
+//! [`Reply::stall_after`] some chunks keeps the connection open and silent
+//! until the client gives up. Each connection is served by its own thread and closed
 //! after one exchange (`Connection: close`), so a slow reply never blocks a
 //! retry. The server stops when dropped.
 //!
@@ -85,6 +90,18 @@ pub struct Reply {
     pub delay: Duration,
     /// Close the connection without answering.
     pub hang_up: bool,
+    /// When not empty, the body is sent in these pieces instead of `body`
+    /// (chunked transfer encoding), each after its pause.
+    pub chunks: Vec<Chunk>,
+    /// After the chunks, keep the connection open and send nothing more.
+    pub stall: bool,
+}
+
+/// One piece of a streamed body, written `pause` after the one before.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Chunk {
+    pub pause: Duration,
+    pub bytes: Vec<u8>,
 }
 
 impl Reply {
@@ -101,6 +118,8 @@ impl Reply {
             body: body.as_bytes().to_vec(),
             delay: Duration::ZERO,
             hang_up: false,
+            chunks: Vec::new(),
+            stall: false,
         }
     }
 
@@ -241,7 +260,7 @@ impl Reply {
         let path = request.path.split('?').next().unwrap_or_default();
         if path.ends_with("/chat/completions") {
             Self::openai_text(text)
-        } else if path.ends_with(":generateContent") {
+        } else if path.ends_with(":generateContent") || path.ends_with(":streamGenerateContent") {
             Self::gemini_text(text)
         } else if path.ends_with("/v1/messages") {
             Self::anthropic_text(text)
@@ -251,6 +270,202 @@ impl Reply {
                 &json!({"error": {"message": format!("no route {path}")}}),
             )
         }
+    }
+}
+
+/// Streamed replies: server-sent events in each provider's format.
+impl Reply {
+    /// A 200 `text/event-stream` reply of `events` (each one event's lines,
+    /// without the blank line that ends it), one chunk per event, each after
+    /// `pause`.
+    pub fn sse(events: Vec<String>, pause: Duration) -> Self {
+        let chunks = events
+            .into_iter()
+            .map(|event| Chunk {
+                pause,
+                bytes: format!("{event}\n\n").into_bytes(),
+            })
+            .collect();
+        Self {
+            chunks,
+            ..Self::status(200, "").with_header("content-type", "text/event-stream")
+        }
+    }
+
+    /// An OpenAI chat completion stream of `text` in `pieces` deltas, with
+    /// `finish_reason`, a usage chunk and `[DONE]`.
+    pub fn openai_stream_with_finish(
+        text: &str,
+        finish_reason: &str,
+        pieces: usize,
+        pause: Duration,
+    ) -> Self {
+        let chunk = |delta: Value, finish: Value| {
+            format!(
+                "data: {}",
+                json!({
+                    "id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0,
+                    "model": "test-model",
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                })
+            )
+        };
+        let mut events = vec![chunk(
+            json!({"role": "assistant", "content": ""}),
+            Value::Null,
+        )];
+        for piece in split_text(text, pieces) {
+            events.push(chunk(json!({"content": piece}), Value::Null));
+        }
+        events.push(chunk(json!({}), json!(finish_reason)));
+        events.push(format!(
+            "data: {}",
+            json!({
+                "id": "chatcmpl-test", "object": "chat.completion.chunk", "choices": [],
+                "usage": {
+                    "prompt_tokens": REPLY_INPUT_TOKENS,
+                    "completion_tokens": REPLY_OUTPUT_TOKENS,
+                    "total_tokens": REPLY_INPUT_TOKENS + REPLY_OUTPUT_TOKENS,
+                },
+            })
+        ));
+        events.push("data: [DONE]".to_string());
+        Self::sse(events, pause)
+    }
+
+    /// An OpenAI stream of `text` that ends normally.
+    pub fn openai_stream(text: &str, pieces: usize, pause: Duration) -> Self {
+        Self::openai_stream_with_finish(text, "stop", pieces, pause)
+    }
+
+    /// A Gemini `streamGenerateContent?alt=sse` stream of `text` in
+    /// `pieces` chunks, the last with `finishReason: STOP` and the usage.
+    pub fn gemini_stream(text: &str, pieces: usize, pause: Duration) -> Self {
+        let parts = split_text(text, pieces);
+        let last = parts.len() - 1;
+        let events = parts
+            .into_iter()
+            .enumerate()
+            .map(|(index, piece)| {
+                let mut candidate = json!({
+                    "content": {"role": "model", "parts": [{"text": piece}]},
+                    "index": 0,
+                });
+                if index == last {
+                    candidate["finishReason"] = json!("STOP");
+                }
+                let output = if index == last {
+                    REPLY_OUTPUT_TOKENS
+                } else {
+                    index as u64 + 1
+                };
+                format!(
+                    "data: {}",
+                    json!({
+                        "candidates": [candidate],
+                        "usageMetadata": {
+                            "promptTokenCount": REPLY_INPUT_TOKENS,
+                            "candidatesTokenCount": output,
+                        },
+                        "modelVersion": "gemini-test",
+                    })
+                )
+            })
+            .collect();
+        Self::sse(events, pause)
+    }
+
+    /// An Anthropic Messages stream of `text` in `pieces` text deltas:
+    /// message_start, content_block_start, a ping, the deltas,
+    /// content_block_stop, message_delta (`end_turn`, usage), message_stop.
+    pub fn anthropic_stream(text: &str, pieces: usize, pause: Duration) -> Self {
+        let event = |name: &str, data: Value| format!("event: {name}\ndata: {data}");
+        let mut events = vec![
+            event(
+                "message_start",
+                json!({"type": "message_start", "message": {
+                    "id": "msg_test", "type": "message", "role": "assistant", "model": "claude-test",
+                    "content": [], "stop_reason": null,
+                    "usage": {"input_tokens": REPLY_INPUT_TOKENS, "output_tokens": 1},
+                }}),
+            ),
+            event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0,
+                       "content_block": {"type": "text", "text": ""}}),
+            ),
+            event("ping", json!({"type": "ping"})),
+        ];
+        for piece in split_text(text, pieces) {
+            events.push(event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0,
+                       "delta": {"type": "text_delta", "text": piece}}),
+            ));
+        }
+        events.push(event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ));
+        events.push(event(
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null},
+                   "usage": {"output_tokens": REPLY_OUTPUT_TOKENS}}),
+        ));
+        events.push(event("message_stop", json!({"type": "message_stop"})));
+        Self::sse(events, pause)
+    }
+
+    /// A streamed reply with `text` in the wire format `request` was sent
+    /// in (told by its path, like [`Reply::text_for`]), in `pieces` pieces
+    /// `pause` apart.
+    pub fn stream_for(
+        request: &RecordedRequest,
+        text: &str,
+        pieces: usize,
+        pause: Duration,
+    ) -> Self {
+        let path = request.path.split('?').next().unwrap_or_default();
+        if path.ends_with("/chat/completions") {
+            Self::openai_stream(text, pieces, pause)
+        } else if path.ends_with(":streamGenerateContent") || path.ends_with(":generateContent") {
+            Self::gemini_stream(text, pieces, pause)
+        } else if path.ends_with("/v1/messages") {
+            Self::anthropic_stream(text, pieces, pause)
+        } else {
+            Self::text_for(request, text)
+        }
+    }
+
+    /// Sends only the first `chunks` chunks of a streamed reply, then keeps
+    /// the connection open and silent (a model that stalled mid-stream).
+    pub fn stall_after(mut self, chunks: usize) -> Self {
+        self.chunks.truncate(chunks);
+        self.stall = true;
+        self
+    }
+}
+
+/// Whether `request` asked for a streamed reply: `"stream": true` in its
+/// body, or Gemini's streaming endpoint.
+pub fn is_streaming(request: &RecordedRequest) -> bool {
+    request.body_json()["stream"] == json!(true) || request.path.contains(":streamGenerateContent")
+}
+
+/// `text` cut into `pieces` parts of about equal length, on character
+/// boundaries (at least one part, none empty unless `text` is).
+fn split_text(text: &str, pieces: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let pieces = pieces.clamp(1, chars.len().max(1));
+    let size = chars.len().div_ceil(pieces).max(1);
+    let parts: Vec<String> = chars
+        .chunks(size)
+        .map(|part| part.iter().collect())
+        .collect();
+    if parts.is_empty() {
+        vec![String::new()]
+    } else {
+        parts
     }
 }
 
@@ -365,7 +580,66 @@ fn serve(
         let _ = stream.shutdown(std::net::Shutdown::Both);
         return;
     }
-    let _ = write_reply(stream, &reply);
+    if reply.chunks.is_empty() && !reply.stall {
+        let _ = write_reply(stream, &reply);
+    } else {
+        let _ = write_chunked(stream, &reply, stop);
+    }
+}
+
+/// Waits `pause`, or less when the server stops; false when it stopped.
+fn pause_unless_stopped(pause: Duration, stop: &AtomicBool) -> bool {
+    let deadline = Instant::now() + pause;
+    while Instant::now() < deadline {
+        if stop.load(Ordering::SeqCst) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5).min(pause));
+    }
+    !stop.load(Ordering::SeqCst)
+}
+
+/// Writes a streamed reply chunk by chunk; a stalling one then stays silent
+/// until the client hangs up (noticed by a read) or the server stops.
+fn write_chunked(mut stream: TcpStream, reply: &Reply, stop: &AtomicBool) -> std::io::Result<()> {
+    let mut head = format!("HTTP/1.1 {} {}\r\n", reply.status, reason(reply.status));
+    for (name, value) in &reply.headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("transfer-encoding: chunked\r\nconnection: close\r\n\r\n");
+    stream.write_all(head.as_bytes())?;
+    stream.flush()?;
+    for chunk in &reply.chunks {
+        if !pause_unless_stopped(chunk.pause, stop) {
+            return Ok(());
+        }
+        stream.write_all(format!("{:x}\r\n", chunk.bytes.len()).as_bytes())?;
+        stream.write_all(&chunk.bytes)?;
+        stream.write_all(b"\r\n")?;
+        stream.flush()?;
+    }
+    if reply.stall {
+        // Silent until the client closes the connection or the server stops.
+        stream.set_read_timeout(Some(Duration::from_millis(50)))?;
+        let mut byte = [0u8; 1];
+        while !stop.load(Ordering::SeqCst) {
+            match std::io::Read::read(&mut stream, &mut byte) {
+                Ok(0) => return Ok(()),
+                Ok(_) => {}
+                Err(err)
+                    if matches!(
+                        err.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(_) => return Ok(()),
+            }
+        }
+        return Ok(());
+    }
+    stream.write_all(b"0\r\n\r\n")?;
+    stream.flush()?;
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    Ok(())
 }
 
 /// Reads a request head and its body (Content-Length or chunked).
