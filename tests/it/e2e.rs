@@ -234,4 +234,5 @@ mod repos;
 mod review_rules;
 mod sandbox;
 mod scale;
+mod streaming;
 mod trust;
