@@ -8,14 +8,15 @@
 //! secrets that never print.
 //!
 //! Submodules: one per wire format (`openai`, `gemini`, `anthropic`), the
-//! shared retrying transport (`retry`), reading a reply as it arrives
-//! (`stream`, `sse`), error bodies in one line (`body`), `replay` and
-//! `cassette` (recording), `price` (cost per model), `reply`
+//! shared retrying transport (`retry`) and its waits (`backoff`), reading a
+//! reply as it arrives (`stream`, `sse`), error bodies in one line (`body`),
+//! `replay` and `cassette` (recording), `price` (cost per model), `reply`
 //! (refusal/empty-reply checks) and `utf8` (why a reply's bytes are not
 //! text). Nothing here prints; failures are [`LlmError`] values, progress
 //! and retries are [`crate::log::Event`]s for a sink the caller gives.
 
 mod anthropic;
+mod backoff;
 mod body;
 mod cassette;
 mod gemini;
@@ -30,13 +31,14 @@ mod utf8;
 mod window;
 
 pub use anthropic::AnthropicChat;
+pub use backoff::RetryPolicy;
 pub use cassette::{Cassette, Interaction, RecordedResponse, Recorder};
 pub use gemini::GeminiChat;
 pub use openai::OpenAiChat;
 pub use price::{price_for, Price, PriceTable};
 pub use replay::ReplayModel;
 pub use reply::{estimate_tokens, is_empty_reply, looks_like_refusal, says_no_change_needed};
-pub use retry::{RetryPolicy, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_TIME};
+pub use retry::{DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_TIME};
 pub use window::{budget_tokens, context_window_for, prompt_tokens, Windowed};
 
 use std::path::PathBuf;

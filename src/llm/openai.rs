@@ -15,9 +15,10 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::reply::estimated_usage;
-use super::retry::{Exchange, Received, RetryPolicy, Transport};
+use super::retry::{Exchange, Received, Transport};
 use super::sse::SseEvent;
 use super::stream::{event_json, Flow, StreamDecoder, StreamFault, StreamedParts};
+use super::RetryPolicy;
 use super::{
     model_or_default, require_key, resolve_base_url, temperature_json, ChatModel, ChatRequest,
     ChatResponse, Finish, LlmError, ProviderConfig, ProviderKind, Role, Secret, Usage,
