@@ -190,6 +190,10 @@ pub(crate) async fn read_reply<D: StreamDecoder>(
         return read_events(response, clocks, decoder, progress).await;
     }
     match read_body(&mut response, clocks).await {
+        Waited::Done(Ok(bytes)) if looks_like_events(&bytes) => {
+            // Events under another content type: read them all the same.
+            decode_events(&bytes, decoder)
+        }
         Waited::Done(Ok(bytes)) => match String::from_utf8(bytes) {
             Ok(text) => Read::Body(text),
             Err(err) => Read::NotUtf8(utf8::describe_error(err.utf8_error(), err.as_bytes())),
@@ -201,6 +205,48 @@ pub(crate) async fn read_reply<D: StreamDecoder>(
             capped: true,
         }),
     }
+}
+
+/// Whether a body that was not labelled `text/event-stream` is one.
+fn looks_like_events(body: &[u8]) -> bool {
+    let start = body
+        .iter()
+        .position(|byte| !byte.is_ascii_whitespace())
+        .unwrap_or(body.len());
+    let head = &body[start..];
+    head.starts_with(b"data:") || head.starts_with(b"event:")
+}
+
+/// Decodes a whole body of events.
+fn decode_events<D: StreamDecoder>(body: &[u8], mut decoder: D) -> Read<D> {
+    let mut parser = SseParser::default();
+    let events = match parser.feed(body) {
+        Ok(mut events) => match parser.finish() {
+            Ok(last) => {
+                events.extend(last);
+                events
+            }
+            Err(detail) => return Read::NotUtf8(detail),
+        },
+        Err(detail) => return Read::NotUtf8(detail),
+    };
+    for event in &events {
+        match decoder.event(event) {
+            Ok(Flow::More) => {}
+            Ok(Flow::Done) => break,
+            Err(fault) => return Read::Fault(fault),
+        }
+    }
+    if !decoder.is_complete() {
+        return Read::Broken(format!(
+            "the stream ended before the reply did ({} characters received)",
+            decoder.text().chars().count()
+        ));
+    }
+    Read::Stream(Streamed {
+        decoder,
+        capped: false,
+    })
 }
 
 /// Reads a whole body chunk by chunk, each chunk under the clocks.
@@ -358,6 +404,14 @@ impl Progress {
     }
 }
 
+/// A call that ends any way (an error, a cancelled run) closes its
+/// progress line.
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.done();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -435,6 +489,37 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(events[1], Event::ModelProgress { done: true, .. }));
+    }
+
+    #[test]
+    fn events_without_their_content_type_are_still_events() {
+        assert!(looks_like_events(b"\n data: {}\n\n"));
+        assert!(looks_like_events(b"event: ping\n"));
+        assert!(!looks_like_events(br#"{"choices": []}"#));
+        match decode_events(b"data: ab\n\ndata: c\n", Text(String::new())) {
+            Read::Stream(streamed) => assert_eq!(streamed.into_parts().text, "abc"),
+            _ => panic!("a whole stream"),
+        }
+    }
+
+    #[test]
+    fn a_dropped_call_closes_its_progress_line() {
+        let sink = Arc::new(Collect::default());
+        let mut progress = Progress::new(Some(sink.clone()), 1, "m");
+        progress.last -= PROGRESS_EVERY;
+        progress.tick(&Text("abcd".into()));
+        drop(progress);
+        let events = sink.0.lock().unwrap().clone();
+        assert!(
+            matches!(
+                events.as_slice(),
+                [
+                    Event::ModelProgress { done: false, .. },
+                    Event::ModelProgress { done: true, .. }
+                ]
+            ),
+            "{events:?}"
+        );
     }
 
     #[test]
