@@ -51,6 +51,7 @@ pub struct FileConfig {
     pub test_case_timeout: Option<u64>,
     pub lint_timeout: Option<u64>,
     pub llm_timeout: Option<u64>,
+    pub llm_max_time: Option<u64>,
     pub retries: Option<u32>,
     pub jobs: Option<usize>,
     pub max_tokens_total: Option<u64>,

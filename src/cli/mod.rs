@@ -68,9 +68,16 @@ pub struct RunArgs {
     /// Seconds one pylint process (a batch of files) may run [default: 30].
     #[arg(long, value_name = "SECS")]
     pub lint_timeout: Option<u64>,
-    /// Seconds one model request may take [default: 120].
+    /// Longest silence from the model, in seconds: the wait for the reply to
+    /// start, for its first token and between tokens. A reply that keeps
+    /// streaming may take longer (see --llm-max-time) [default: 120].
     #[arg(long, value_name = "SECS")]
     pub llm_timeout: Option<u64>,
+    /// Longest one model request may take in all, in seconds, however
+    /// steadily it streams; a reply cut there counts as cut off by the
+    /// output limit (asked again for a shorter answer, not resent) [default: 900].
+    #[arg(long, value_name = "SECS")]
+    pub llm_max_time: Option<u64>,
     /// HTTP attempts per model call, retries included [default: 4].
     #[arg(long, value_name = "N")]
     pub retries: Option<u32>,

@@ -1,24 +1,62 @@
 //! Renders events and the summary for people, on stderr.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use crate::log::{Event, EventSink};
 use crate::orchestrator::{Delivery, StopReason, Summary};
 
-/// Writes progress to stderr unless quiet.
+/// Erases the terminal line the cursor is on.
+const CLEAR_LINE: &str = "\r\x1b[2K";
+
+/// Writes progress to stderr unless quiet. Clones share the terminal line a
+/// streaming reply's progress is drawn on.
+#[derive(Clone)]
 pub struct Printer {
     quiet: bool,
     verbose: u8,
+    /// stderr is a terminal: only then is streaming progress drawn.
+    terminal: bool,
+    /// A progress line is on screen (no newline after it yet).
+    progress_shown: Arc<AtomicBool>,
 }
 
 impl Printer {
     pub fn new(quiet: bool, verbose: u8) -> Self {
-        Self { quiet, verbose }
+        Self {
+            quiet,
+            verbose,
+            terminal: std::io::stderr().is_terminal(),
+            progress_shown: Arc::new(AtomicBool::new(false)),
+        }
     }
 
     fn line(&self, text: &str) {
         let mut err = std::io::stderr().lock();
+        if self.progress_shown.swap(false, Ordering::SeqCst) {
+            let _ = write!(err, "{CLEAR_LINE}");
+        }
         let _ = writeln!(err, "{text}");
+    }
+
+    /// Draws (or, when `text` is `None`, erases) the progress line.
+    fn progress(&self, text: Option<&str>) {
+        if !self.terminal {
+            return;
+        }
+        let mut err = std::io::stderr().lock();
+        let _ = match text {
+            Some(text) => {
+                self.progress_shown.store(true, Ordering::SeqCst);
+                write!(err, "{CLEAR_LINE}{text}")
+            }
+            None if self.progress_shown.swap(false, Ordering::SeqCst) => {
+                write!(err, "{CLEAR_LINE}")
+            }
+            None => Ok(()),
+        };
+        let _ = err.flush();
     }
 
     /// The final summary (always shown, even with -q).
@@ -162,7 +200,60 @@ impl EventSink for Printer {
                 "  {file}: attempt {attempt} {verdict} — {tests}, pylint {} ({commit})",
                 score(pylint)
             ),
+            Event::ModelProgress {
+                call,
+                model,
+                tokens,
+                tokens_per_second,
+                done,
+            } => {
+                let text = progress_text(call, &model, tokens, tokens_per_second);
+                self.progress((!done).then_some(text.as_str()));
+                return;
+            }
+            Event::ModelRetry {
+                call,
+                attempt,
+                reason,
+                wait_ms,
+                ..
+            } => retry_text(call, attempt, &reason, wait_ms),
         };
         self.line(&text);
+    }
+}
+
+/// The progress line of a streaming reply.
+fn progress_text(call: u64, model: &str, tokens: u64, tokens_per_second: f64) -> String {
+    format!(
+        "  model call {call} ({model}): {tokens} tokens so far, {tokens_per_second:.1} tokens/s"
+    )
+}
+
+/// The line saying a model request goes out again, and why.
+fn retry_text(call: u64, attempt: u32, reason: &str, wait_ms: u64) -> String {
+    let when = if wait_ms == 0 {
+        "now".to_string()
+    } else {
+        format!("in {:.1} s", wait_ms as f64 / 1000.0)
+    };
+    format!("  model call {call}: asking again {when} (request {attempt}) — {reason}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_and_retries_read_plainly() {
+        assert_eq!(
+            progress_text(3, "qwen2.5-coder", 812, 26.14),
+            "  model call 3 (qwen2.5-coder): 812 tokens so far, 26.1 tokens/s"
+        );
+        assert_eq!(
+            retry_text(3, 2, "no data for 120 s (--llm-timeout)", 1250),
+            "  model call 3: asking again in 1.2 s (request 2) — no data for 120 s (--llm-timeout)"
+        );
+        assert!(retry_text(1, 2, "refused", 0).contains("asking again now"));
     }
 }

@@ -16,7 +16,9 @@ pub async fn execute(args: RunArgs, printer: &Printer) -> Result<ExitKind, Swarm
     let json = args.json;
     let result = async {
         let resolved = settings::resolve(&args, &ProcessEnv)?;
-        let model = llm::build(&resolved.provider)?;
+        let progress = Arc::new(printer.clone());
+        let model =
+            llm::build_reporting(&resolved.provider, llm::RetryPolicy::default(), progress)?;
         if !args.no_preflight {
             if let llm::Preflight::Doubtful(note) = llm::preflight(&resolved.provider).await? {
                 printer.emit(Event::Notice { message: note });

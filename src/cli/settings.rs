@@ -148,6 +148,7 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
     );
     let lint_timeout = num(args.lint_timeout, "--lint-timeout", file.lint_timeout, 30);
     let llm_timeout = num(args.llm_timeout, "--llm-timeout", file.llm_timeout, 120);
+    let llm_max_time = num(args.llm_max_time, "--llm-max-time", file.llm_max_time, 900);
     let retries = config::pick(
         args.retries,
         "--retries",
@@ -165,6 +166,7 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
         ("test_timeout", test_timeout.value, &test_timeout.source),
         ("lint_timeout", lint_timeout.value, &lint_timeout.source),
         ("llm_timeout", llm_timeout.value, &llm_timeout.source),
+        ("llm_max_time", llm_max_time.value, &llm_max_time.source),
         ("retries", retries.value as u64, &retries.source),
         ("jobs", jobs.value as u64, &jobs.source),
     ] {
@@ -315,6 +317,7 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
         base_url: base_url.value,
         api_key: key.map(|(s, _)| s),
         timeout: Duration::from_secs(llm_timeout.value),
+        max_time: Duration::from_secs(llm_max_time.value),
         max_attempts: retries.value,
         replay_file,
     };

@@ -1,17 +1,23 @@
 //! The only module that touches reqwest: chat models behind one trait.
 //!
 //! Providers: OpenAI-compatible chat completions, Gemini generateContent,
-//! Anthropic Messages, and replay (answers from a recorded experiment log or
-//! cassette, no network). Retries with backoff on 429/5xx/timeouts, token
-//! usage, prices, and secrets that never print.
+//! Anthropic Messages — each streamed, with a plain fallback for servers
+//! that refuse streaming — and replay (answers from a recorded experiment
+//! log or cassette, no network). Time-outs on silence with a total cap per
+//! request, retries with backoff on 429/5xx/stalls, token usage, prices, and
+//! secrets that never print.
 //!
 //! Submodules: one per wire format (`openai`, `gemini`, `anthropic`), the
-//! shared retrying transport (`retry`), `replay` and `cassette` (recording),
-//! `price` (cost per model), `reply` (refusal/empty-reply checks) and `utf8`
-//! (why a reply's bytes are not text).
-//! Nothing here prints; failures are [`LlmError`] values.
+//! shared retrying transport (`retry`) and its waits (`backoff`), reading a
+//! reply as it arrives (`stream`, `sse`), error bodies in one line (`body`),
+//! `replay` and `cassette` (recording), `price` (cost per model), `reply`
+//! (refusal/empty-reply checks) and `utf8` (why a reply's bytes are not
+//! text). Nothing here prints; failures are [`LlmError`] values, progress
+//! and retries are [`crate::log::Event`]s for a sink the caller gives.
 
 mod anthropic;
+mod backoff;
+mod body;
 mod cassette;
 mod gemini;
 mod openai;
@@ -20,10 +26,13 @@ mod price;
 mod replay;
 mod reply;
 mod retry;
+mod sse;
+mod stream;
 mod utf8;
 mod window;
 
 pub use anthropic::AnthropicChat;
+pub use backoff::RetryPolicy;
 pub use cassette::{Cassette, Interaction, RecordedResponse, Recorder};
 pub use gemini::GeminiChat;
 pub use openai::OpenAiChat;
@@ -31,7 +40,7 @@ pub use preflight::{preflight, Preflight};
 pub use price::{price_for, Price, PriceTable};
 pub use replay::ReplayModel;
 pub use reply::{estimate_tokens, is_empty_reply, looks_like_refusal, says_no_change_needed};
-pub use retry::{RetryPolicy, DEFAULT_ATTEMPT_TIMEOUT};
+pub use retry::{DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_TIME};
 pub use window::{budget_tokens, context_window_for, prompt_tokens, Windowed};
 
 use std::path::PathBuf;
@@ -213,7 +222,12 @@ pub enum LlmError {
         attempts: u32,
         body: String,
     },
-    #[error("{provider}: no answer within {timeout:?} after {attempts} attempt(s)")]
+    /// The model sent nothing (headers, first token, next chunk) for
+    /// `timeout`, the idle limit, on every attempt.
+    #[error(
+        "{provider}: no data for {timeout:?} after {attempts} attempt(s); raise --llm-timeout \
+         if the model is this slow to start or between tokens"
+    )]
     Timeout {
         provider: String,
         timeout: Duration,
@@ -233,6 +247,15 @@ pub enum LlmError {
         url: String,
         what: String,
         check: String,
+    },
+    /// A reply that had started broke off (connection lost, or a stream
+    /// that ended without saying how the reply ended).
+    #[error("{provider}: the reply from {url} broke off after {attempts} attempt(s): {message}")]
+    BrokenOff {
+        provider: String,
+        url: String,
+        attempts: u32,
+        message: String,
     },
     #[error("{provider}: unexpected reply: {message}: {body}")]
     Malformed {
@@ -300,8 +323,14 @@ pub struct ProviderConfig {
     /// Overrides the provider's default base URL.
     pub base_url: Option<String>,
     pub api_key: Option<Secret>,
-    /// Per HTTP attempt (zero: [`DEFAULT_ATTEMPT_TIMEOUT`]).
+    /// The longest silence per HTTP request: the wait for the response
+    /// headers, the first token and between chunks (zero:
+    /// [`DEFAULT_ATTEMPT_TIMEOUT`]).
     pub timeout: Duration,
+    /// The longest one HTTP request may take however steadily it streams
+    /// (zero: [`DEFAULT_MAX_TIME`]); a reply cut there is truncated
+    /// ([`Finish::Length`]).
+    pub max_time: Duration,
     /// Total HTTP attempts (1 = no retry; 0 is taken as 1).
     pub max_attempts: u32,
     /// For replay: the experiment log or cassette to answer from.
@@ -323,10 +352,30 @@ pub fn build_with_retry(
     config: &ProviderConfig,
     retry: RetryPolicy,
 ) -> Result<Arc<dyn ChatModel>, LlmError> {
+    build_inner(config, retry, None)
+}
+
+/// Like [`build`], reporting each call's streaming progress
+/// ([`Event::ModelProgress`](crate::log::Event::ModelProgress), at most once
+/// a second) and its retries with their reasons
+/// ([`Event::ModelRetry`](crate::log::Event::ModelRetry)) to `events`.
+pub fn build_reporting(
+    config: &ProviderConfig,
+    retry: RetryPolicy,
+    events: Arc<dyn crate::log::EventSink>,
+) -> Result<Arc<dyn ChatModel>, LlmError> {
+    build_inner(config, retry, Some(events))
+}
+
+fn build_inner(
+    config: &ProviderConfig,
+    retry: RetryPolicy,
+    events: Option<Arc<dyn crate::log::EventSink>>,
+) -> Result<Arc<dyn ChatModel>, LlmError> {
     Ok(match config.kind {
-        ProviderKind::OpenAi => Arc::new(OpenAiChat::new(config, retry)?),
-        ProviderKind::Gemini => Arc::new(GeminiChat::new(config, retry)?),
-        ProviderKind::Anthropic => Arc::new(AnthropicChat::new(config, retry)?),
+        ProviderKind::OpenAi => Arc::new(OpenAiChat::new(config, retry)?.reporting(events)),
+        ProviderKind::Gemini => Arc::new(GeminiChat::new(config, retry)?.reporting(events)),
+        ProviderKind::Anthropic => Arc::new(AnthropicChat::new(config, retry)?.reporting(events)),
         ProviderKind::Replay => Arc::new(ReplayModel::new(config)?),
     })
 }
@@ -473,6 +522,7 @@ mod tests {
             base_url: Some("http://host:1/v1beta/".into()),
             api_key: None,
             timeout: Duration::from_secs(1),
+            max_time: Duration::ZERO,
             max_attempts: 1,
             replay_file: None,
         };
@@ -505,6 +555,7 @@ mod tests {
             base_url: None,
             api_key: Some(Secret::new("  ")),
             timeout: Duration::from_secs(1),
+            max_time: Duration::ZERO,
             max_attempts: 1,
             replay_file: None,
         };

@@ -4,11 +4,21 @@
 //! talks to OpenAI, OpenRouter, Ollama, vLLM, llama.cpp and LM Studio. The key
 //! goes in `Authorization: Bearer`; a local server given by base URL may have
 //! no key, and then no `Authorization` header is sent.
+//!
+//! Replies are streamed (`stream: true` with `stream_options.include_usage`,
+//! so the last chunk carries the usage); a server that refuses streaming is
+//! asked the plain way, and a server that answers with one JSON body is read
+//! as that.
+
+use std::sync::Arc;
 
 use serde_json::{json, Value};
 
 use super::reply::estimated_usage;
-use super::retry::{RetryPolicy, Transport};
+use super::retry::{Exchange, Received, Transport};
+use super::sse::SseEvent;
+use super::stream::{event_json, Flow, StreamDecoder, StreamFault, StreamedParts};
+use super::RetryPolicy;
 use super::{
     model_or_default, require_key, resolve_base_url, temperature_json, ChatModel, ChatRequest,
     ChatResponse, Finish, LlmError, ProviderConfig, ProviderKind, Role, Secret, Usage,
@@ -51,12 +61,29 @@ impl OpenAiChat {
         })
     }
 
+    /// Reports progress and retries to `events`, if given.
+    pub(crate) fn reporting(mut self, events: Option<Arc<dyn crate::log::EventSink>>) -> Self {
+        if let Some(events) = events {
+            self.transport.report_to(events);
+        }
+        self
+    }
+
     /// The endpoint this provider posts to.
     pub fn endpoint(&self) -> String {
         format!("{}/chat/completions", self.base_url)
     }
 
-    /// The JSON body for `request`.
+    /// The JSON body for `request`, streamed: [`Self::request_body`] with
+    /// `stream` and `stream_options.include_usage`.
+    pub fn stream_body(&self, request: &ChatRequest) -> Value {
+        let mut body = self.request_body(request);
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+        body
+    }
+
+    /// The JSON body for `request`, not streamed.
     pub fn request_body(&self, request: &ChatRequest) -> Value {
         let mut messages = Vec::with_capacity(request.messages.len() + 1);
         if !request.system.is_empty() {
@@ -97,12 +124,7 @@ impl OpenAiChat {
             };
             return Err(self.transport.malformed(message, body));
         };
-        let finish = match choice.get("finish_reason").and_then(Value::as_str) {
-            None | Some("stop") => Finish::Stop,
-            Some("length") => Finish::Length,
-            Some("content_filter") => Finish::Filtered,
-            Some(other) => Finish::Other(other.to_string()),
-        };
+        let finish = finish_of(choice.get("finish_reason").and_then(Value::as_str));
         let message = choice.get("message");
         let content = message.and_then(|message| message_text(message.get("content")?));
         let refusal = message
@@ -122,15 +144,100 @@ impl OpenAiChat {
         };
         let usage = value
             .get("usage")
-            .and_then(|usage| {
-                Some(Usage {
-                    input_tokens: usage.get("prompt_tokens")?.as_u64()?,
-                    output_tokens: usage.get("completion_tokens")?.as_u64()?,
-                    estimated: false,
-                })
-            })
+            .and_then(reported_usage)
             .unwrap_or_else(|| estimated_usage(request, &text));
         Ok((text, finish, usage))
+    }
+}
+
+/// `finish_reason` as a [`Finish`] (absent: a normal stop).
+fn finish_of(reason: Option<&str>) -> Finish {
+    match reason {
+        None | Some("stop") => Finish::Stop,
+        Some("length") => Finish::Length,
+        Some("content_filter") => Finish::Filtered,
+        Some(other) => Finish::Other(other.to_string()),
+    }
+}
+
+/// The `usage` object's token counts, when both are there.
+fn reported_usage(usage: &Value) -> Option<Usage> {
+    Some(Usage {
+        input_tokens: usage.get("prompt_tokens")?.as_u64()?,
+        output_tokens: usage.get("completion_tokens")?.as_u64()?,
+        estimated: false,
+    })
+}
+
+/// Reads `chat.completion.chunk` events up to `data: [DONE]`.
+#[derive(Debug, Default)]
+struct OpenAiStream {
+    text: String,
+    refusal: String,
+    finish: Option<Finish>,
+    usage: Option<Usage>,
+    done: bool,
+}
+
+impl StreamDecoder for OpenAiStream {
+    fn event(&mut self, event: &SseEvent) -> Result<Flow, StreamFault> {
+        if event.data.trim() == "[DONE]" {
+            self.done = true;
+            return Ok(Flow::Done);
+        }
+        let value = event_json(event)?;
+        if value.get("error").is_some_and(|error| !error.is_null()) {
+            return Err(StreamFault::Api(event.data.clone()));
+        }
+        if let Some(usage) = value.get("usage").and_then(reported_usage) {
+            self.usage = Some(usage);
+        }
+        let choice = value
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|choices| choices.first());
+        if let Some(choice) = choice {
+            let delta = choice.get("delta");
+            if let Some(text) = delta.and_then(|delta| message_text(delta.get("content")?)) {
+                self.text.push_str(&text);
+            }
+            if let Some(refusal) = delta
+                .and_then(|delta| delta.get("refusal"))
+                .and_then(Value::as_str)
+            {
+                self.refusal.push_str(refusal);
+            }
+            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+                self.finish = Some(finish_of(Some(reason)));
+            }
+        }
+        Ok(Flow::More)
+    }
+
+    fn text(&self) -> &str {
+        &self.text
+    }
+
+    fn output_tokens(&self) -> Option<u64> {
+        self.usage.map(|usage| usage.output_tokens)
+    }
+
+    fn is_complete(&self) -> bool {
+        self.done || self.finish.is_some()
+    }
+
+    fn into_parts(self) -> StreamedParts {
+        let finish = self.finish.unwrap_or(Finish::Stop);
+        let (text, finish) = if self.text.is_empty() && !self.refusal.is_empty() {
+            (self.refusal, Finish::Filtered)
+        } else {
+            (self.text, finish)
+        };
+        StreamedParts {
+            text,
+            finish,
+            usage: self.usage,
+        }
     }
 }
 
@@ -149,11 +256,21 @@ impl ChatModel for OpenAiChat {
         if let Some(key) = &self.key {
             headers.push(("authorization", format!("Bearer {}", key.expose())));
         }
-        let (body, attempts) = self
+        let exchange = Exchange {
+            stream_url: self.endpoint(),
+            stream_body: self.stream_body(request),
+            plain_url: self.endpoint(),
+            plain_body: self.request_body(request),
+            headers: &headers,
+        };
+        let (received, attempts) = self
             .transport
-            .post_json(&self.endpoint(), &headers, &self.request_body(request))
+            .send(&exchange, OpenAiStream::default)
             .await?;
-        let (text, finish, usage) = self.parse(request, &body)?;
+        let (text, finish, usage) = match received {
+            Received::Body(body) => self.parse(request, &body)?,
+            Received::Stream(streamed) => streamed.into_parts().into_reply(request),
+        };
         Ok(ChatResponse {
             text,
             finish,
@@ -190,6 +307,65 @@ fn is_reasoning_model(model: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn read(stream: &str) -> (StreamedParts, bool) {
+        let mut parser = crate::llm::sse::SseParser::default();
+        let mut decoder = OpenAiStream::default();
+        for event in parser.feed(stream.as_bytes()).expect("text") {
+            if decoder.event(&event).expect("a good event") == Flow::Done {
+                break;
+            }
+        }
+        let complete = decoder.is_complete();
+        (decoder.into_parts(), complete)
+    }
+
+    #[test]
+    fn a_stream_gives_text_finish_and_usage() {
+        let (parts, complete) = read(concat!(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"--- a/x.py\\n\"}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"+++ b/x.py\"},\"finish_reason\":null}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}\n\n",
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":4}}\n\n",
+            "data: [DONE]\n\n",
+        ));
+        assert!(complete);
+        assert_eq!(parts.text, "--- a/x.py\n+++ b/x.py");
+        assert_eq!(parts.finish, Finish::Length);
+        assert_eq!(
+            parts.usage,
+            Some(Usage {
+                input_tokens: 9,
+                output_tokens: 4,
+                estimated: false
+            })
+        );
+    }
+
+    #[test]
+    fn a_streamed_refusal_is_filtered_and_errors_are_faults() {
+        let (parts, _) = read(
+            "data: {\"choices\":[{\"delta\":{\"refusal\":\"I can't\"},\"finish_reason\":\"stop\"}]}\n\n",
+        );
+        assert_eq!(
+            (parts.text.as_str(), parts.finish),
+            ("I can't", Finish::Filtered)
+        );
+        let mut decoder = OpenAiStream::default();
+        let event = SseEvent {
+            event: None,
+            data: r#"{"error":{"message":"overloaded"}}"#.into(),
+        };
+        assert!(matches!(decoder.event(&event), Err(StreamFault::Api(_))));
+        let (parts, complete) =
+            read("data: {\"choices\":[{\"delta\":{\"content\":\"half\"}}]}\n\n");
+        assert!(
+            !complete,
+            "no finish reason, no [DONE]: the stream broke off"
+        );
+        assert_eq!(parts.text, "half");
+    }
 
     #[test]
     fn reasoning_models_are_recognised() {

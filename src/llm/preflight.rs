@@ -232,6 +232,7 @@ mod tests {
             api_key: Some(super::super::Secret::new("k")),
             timeout: Duration::from_secs(1),
             max_attempts: 1,
+            max_time: Duration::ZERO,
             replay_file: None,
         };
         let url = |kind, base| models_request(&config(kind, base)).map(|(u, _)| u);

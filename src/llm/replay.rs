@@ -86,6 +86,7 @@ impl ReplayModel {
             base_url: None,
             api_key: None,
             timeout: std::time::Duration::ZERO,
+            max_time: std::time::Duration::ZERO,
             max_attempts: 1,
             replay_file: Some(path.to_path_buf()),
         };

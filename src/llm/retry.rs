@@ -1,92 +1,61 @@
 //! The retrying HTTP transport shared by the network providers.
 //!
-//! Owns: one reqwest client per provider, the per-attempt timeout, retries
-//! with exponential backoff and jitter on 408/429/5xx, connection errors and
-//! timeouts, `Retry-After` (seconds or HTTP date, capped), and the final
-//! error with a short, key-free excerpt of the reply. It knows nothing of any
-//! wire format: it posts JSON and hands back the body of a 2xx reply — only
-//! when that body is valid UTF-8 ([`LlmError::NotUtf8`] otherwise; it is
-//! never decoded lossily, and not retried here: the caller decides).
+//! Owns: one reqwest client per provider, retries with exponential backoff
+//! and jitter on 408/429/5xx, connection errors and replies that broke off,
+//! `Retry-After` (seconds or HTTP date, capped), a stalled stream asked again
+//! at most once, the switch to plain requests for a server that refuses
+//! streaming (remembered for the provider's life), retry events, and the
+//! final error with a short, key-free excerpt of the reply. It knows nothing
+//! of any wire format: it posts JSON and hands back a whole 2xx body or a
+//! decoded stream (`stream` reads them) — only when the bytes are valid
+//! UTF-8 ([`LlmError::NotUtf8`] otherwise; never decoded lossily, and not
+//! retried here: the caller decides).
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
+use super::backoff::RetryPolicy;
+use super::body::{explain_body, looks_like_html};
+use super::stream::{
+    read_body, read_reply, Clocks, Progress, Read, StreamDecoder, StreamFault, Streamed, Waited,
+};
 use super::{utf8, LlmError, ProviderConfig, Secret};
+use crate::log::{Event, EventSink};
 
-/// How long to wait between attempts.
-///
-/// Attempt `n` (1-based) that failed waits `base_delay * 2^(n-1)`, capped at
-/// `max_delay`, times a random factor in `[0.5, 1.0]` (jitter), unless the
-/// server sent `Retry-After`, which is honoured up to `retry_after_cap`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RetryPolicy {
-    /// Delay after the first failed attempt, before jitter.
-    pub base_delay: Duration,
-    /// Upper bound of the exponential delay.
-    pub max_delay: Duration,
-    /// Upper bound of a server's `Retry-After`.
-    pub retry_after_cap: Duration,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        Self {
-            base_delay: Duration::from_millis(500),
-            max_delay: Duration::from_secs(20),
-            retry_after_cap: Duration::from_secs(60),
-        }
-    }
-}
-
-impl RetryPolicy {
-    /// A policy with millisecond delays, for tests.
-    pub fn fast() -> Self {
-        Self {
-            base_delay: Duration::from_millis(5),
-            max_delay: Duration::from_millis(40),
-            retry_after_cap: Duration::from_secs(60),
-        }
-    }
-
-    /// The backoff after failed attempt `attempt` (1-based), with jitter.
-    pub fn backoff(&self, attempt: u32) -> Duration {
-        let exponent = attempt.saturating_sub(1).min(16);
-        let raw = self.base_delay.saturating_mul(1u32 << exponent);
-        let capped = raw.min(self.max_delay);
-        capped.mul_f64(0.5 + fastrand::f64() * 0.5)
-    }
-
-    /// How long to wait for a server that sent `Retry-After: value`.
-    pub fn retry_after(&self, value: &str) -> Option<Duration> {
-        parse_retry_after(value, chrono::Utc::now()).map(|wait| wait.min(self.retry_after_cap))
-    }
-}
-
-/// Parses `Retry-After`: delta seconds, or an HTTP date (then the time left
-/// until it, zero when it is past).
-pub(crate) fn parse_retry_after(
-    value: &str,
-    now: chrono::DateTime<chrono::Utc>,
-) -> Option<Duration> {
-    let value = value.trim();
-    if let Ok(seconds) = value.parse::<u64>() {
-        return Some(Duration::from_secs(seconds));
-    }
-    if let Ok(seconds) = value.parse::<f64>() {
-        if seconds.is_finite() && seconds >= 0.0 {
-            return Some(Duration::from_secs_f64(seconds.min(86_400.0)));
-        }
-    }
-    let date = chrono::DateTime::parse_from_rfc2822(value).ok()?;
-    let left = date.with_timezone(&chrono::Utc) - now;
-    Some(left.to_std().unwrap_or(Duration::ZERO))
-}
-
-/// The per-attempt timeout used when the config gives zero.
+/// The idle limit used when the config gives zero.
 pub const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// The total cap per request used when the config gives zero.
+pub const DEFAULT_MAX_TIME: Duration = Duration::from_secs(900);
+
+/// A call gives up at its second stall: a stalled stream is asked again at
+/// most once (a model that went silent twice will not answer a third time).
+const MAX_STALLS: u32 = 2;
+
+/// One request in its two forms: streaming, and plain for servers that
+/// refuse streaming.
+pub(crate) struct Exchange<'a> {
+    pub stream_url: String,
+    pub stream_body: serde_json::Value,
+    pub plain_url: String,
+    pub plain_body: serde_json::Value,
+    pub headers: &'a [(&'a str, String)],
+}
+
+/// A 2xx reply.
+#[derive(Debug)]
+pub(crate) enum Received<D> {
+    /// A whole body: the plain request's, or a server that answered the
+    /// streaming request with JSON. The caller parses it as before.
+    Body(String),
+    /// An event stream read to its end, or cut off by the total cap.
+    Stream(Streamed<D>),
+}
+
 /// What one attempt produced.
-enum Outcome {
-    Success(String),
+enum Outcome<D> {
+    Success(Received<D>),
     /// A 2xx body that is not UTF-8: what is wrong with it.
     NotUtf8(String),
     Status {
@@ -94,25 +63,53 @@ enum Outcome {
         body: String,
         retry_after: Option<String>,
     },
-    Timeout,
+    /// Silence past the idle limit.
+    Stalled,
     Connect(String),
+    /// The reply broke off after it had started.
+    Broken(String),
+    Fault(StreamFault),
 }
 
 /// A JSON-over-HTTPS client with retries, for one provider.
-#[derive(Debug)]
 pub(crate) struct Transport {
     client: reqwest::Client,
     provider: &'static str,
+    /// The model, as named in progress events.
+    model: String,
+    /// The longest silence: headers, first chunk, between chunks.
     timeout: Duration,
+    /// The longest one request may take, however steadily it streams.
+    max_time: Duration,
     max_attempts: u32,
     retry: RetryPolicy,
     /// Only used to scrub the key out of error excerpts.
     key: Option<Secret>,
+    /// Set when the server refused a streaming request: every later call
+    /// of this provider asks without streaming.
+    plain_only: AtomicBool,
+    /// Calls made so far (names each call in events).
+    calls: AtomicU64,
+    events: Option<Arc<dyn EventSink>>,
+}
+
+/// Never shows the key or the client's internals.
+impl std::fmt::Debug for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transport")
+            .field("provider", &self.provider)
+            .field("timeout", &self.timeout)
+            .field("max_time", &self.max_time)
+            .field("max_attempts", &self.max_attempts)
+            .field("plain_only", &self.plain_only)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Transport {
     /// A transport for `config`, talking to `base_url`. A zero timeout means
-    /// [`DEFAULT_ATTEMPT_TIMEOUT`]; zero attempts mean one.
+    /// [`DEFAULT_ATTEMPT_TIMEOUT`], a zero cap [`DEFAULT_MAX_TIME`]; zero
+    /// attempts mean one.
     pub(crate) fn new(
         provider: &'static str,
         config: &ProviderConfig,
@@ -124,6 +121,11 @@ impl Transport {
             DEFAULT_ATTEMPT_TIMEOUT
         } else {
             config.timeout
+        };
+        let max_time = if config.max_time.is_zero() {
+            DEFAULT_MAX_TIME
+        } else {
+            config.max_time
         };
         let mut builder = reqwest::Client::builder()
             .user_agent(concat!("swarm/", env!("CARGO_PKG_VERSION")))
@@ -139,43 +141,88 @@ impl Transport {
         Ok(Self {
             client,
             provider,
+            model: super::model_or_default(config),
             timeout,
+            max_time,
             max_attempts: config.max_attempts.max(1),
             retry,
             key,
+            plain_only: AtomicBool::new(false),
+            calls: AtomicU64::new(0),
+            events: None,
         })
     }
 
-    /// POSTs `body` to `url` with `headers`, retrying, and returns the body
-    /// of the first 2xx reply with the number of attempts it took.
-    pub(crate) async fn post_json(
+    /// Reports progress and retries to `events`.
+    pub(crate) fn report_to(&mut self, events: Arc<dyn EventSink>) {
+        self.events = Some(events);
+    }
+
+    /// Sends `exchange`, streaming unless this server refused it before,
+    /// retrying, and returns the first 2xx reply with the number of HTTP
+    /// requests it took.
+    ///
+    /// Retried: 408/429/5xx (honouring `Retry-After`), connection errors, a
+    /// reply that broke off and an error the API sent inside a stream, up
+    /// to `max_attempts` in all; a stall (no data within the idle limit) at
+    /// most once. A streaming request the server refuses is sent again
+    /// without streaming, at no cost to the attempts. A reply cut off by
+    /// the total cap is a reply (see [`Streamed::capped`]), never retried.
+    pub(crate) async fn send<D: StreamDecoder>(
         &self,
-        url: &str,
-        headers: &[(&str, String)],
-        body: &serde_json::Value,
-    ) -> Result<(String, u32), LlmError> {
-        let mut attempt = 0;
+        exchange: &Exchange<'_>,
+        decoder: impl Fn() -> D,
+    ) -> Result<(Received<D>, u32), LlmError> {
+        let call = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut sent = 0;
+        let mut failed = 0;
+        let mut stalls = 0;
         loop {
-            attempt += 1;
-            let outcome = self.attempt(url, headers, body).await;
-            let (wait, error) = match outcome {
-                Outcome::Success(text) => return Ok((text, attempt)),
-                Outcome::NotUtf8(detail) => {
-                    return Err(LlmError::NotUtf8 {
-                        provider: self.provider.to_string(),
-                        detail,
-                    })
+            let streaming = !self.plain_only.load(Ordering::Relaxed);
+            let (url, body) = if streaming {
+                (&exchange.stream_url, &exchange.stream_body)
+            } else {
+                (&exchange.plain_url, &exchange.plain_body)
+            };
+            sent += 1;
+            let outcome = self
+                .attempt(url, exchange.headers, body, decoder(), call)
+                .await;
+            let (wait, error, reason) = match outcome {
+                Outcome::Success(received) => return Ok((received, sent)),
+                Outcome::NotUtf8(detail) => return Err(self.not_utf8(detail)),
+                Outcome::Fault(StreamFault::NotUtf8(detail)) => return Err(self.not_utf8(detail)),
+                Outcome::Fault(StreamFault::Malformed { message, data }) => {
+                    return Err(self.malformed(message, &data))
+                }
+                Outcome::Status { status, body, .. }
+                    if streaming && refuses_streaming(status, &body) =>
+                {
+                    self.plain_only.store(true, Ordering::Relaxed);
+                    self.report_retry(
+                        call,
+                        sent + 1,
+                        format!(
+                            "the server refused a streaming request (HTTP {status}: {}); \
+                             asking without streaming from now on",
+                            self.excerpt(&body)
+                        ),
+                        Duration::ZERO,
+                    );
+                    continue;
                 }
                 Outcome::Status {
                     status,
                     body,
                     retry_after,
                 } => {
+                    let excerpt = self.excerpt(&body);
+                    let reason = format!("HTTP {status}: {excerpt}");
                     let error = LlmError::Http {
                         provider: self.provider.to_string(),
                         status,
-                        attempts: attempt,
-                        body: self.excerpt(&body),
+                        attempts: sent,
+                        body: excerpt,
                     };
                     if !is_retryable_status(status) {
                         return Err(error);
@@ -183,72 +230,130 @@ impl Transport {
                     let wait = retry_after
                         .as_deref()
                         .and_then(|value| self.retry.retry_after(value))
-                        .unwrap_or_else(|| self.retry.backoff(attempt));
-                    (wait, error)
+                        .unwrap_or_else(|| self.retry.backoff(failed + 1));
+                    (wait, error, reason)
                 }
-                Outcome::Timeout => (
-                    self.retry.backoff(attempt),
-                    LlmError::Timeout {
+                Outcome::Stalled => {
+                    stalls += 1;
+                    let error = LlmError::Timeout {
                         provider: self.provider.to_string(),
                         timeout: self.timeout,
-                        attempts: attempt,
-                    },
-                ),
-                Outcome::Connect(message) => (
-                    self.retry.backoff(attempt),
-                    LlmError::Connect {
+                        attempts: sent,
+                    };
+                    if stalls >= MAX_STALLS {
+                        return Err(error);
+                    }
+                    let reason = format!("no data for {} (--llm-timeout)", seconds(self.timeout));
+                    (self.retry.backoff(failed + 1), error, reason)
+                }
+                Outcome::Connect(message) => {
+                    let message = self.scrub(&message);
+                    let reason = format!("cannot connect: {message}");
+                    let error = LlmError::Connect {
                         provider: self.provider.to_string(),
                         url: url.to_string(),
-                        attempts: attempt,
-                        message: self.scrub(&message),
-                    },
-                ),
+                        attempts: sent,
+                        message,
+                    };
+                    (self.retry.backoff(failed + 1), error, reason)
+                }
+                Outcome::Broken(message) => {
+                    let message = self.scrub(&message);
+                    let reason = format!("the reply broke off: {message}");
+                    let error = LlmError::BrokenOff {
+                        provider: self.provider.to_string(),
+                        url: url.to_string(),
+                        attempts: sent,
+                        message,
+                    };
+                    (self.retry.backoff(failed + 1), error, reason)
+                }
+                Outcome::Fault(StreamFault::Api(data)) => {
+                    let reason = format!("the API sent an error: {}", self.excerpt(&data));
+                    let error = self.malformed("the API sent an error inside the stream", &data);
+                    (self.retry.backoff(failed + 1), error, reason)
+                }
             };
-            if attempt >= self.max_attempts {
+            failed += 1;
+            if failed >= self.max_attempts {
                 return Err(error);
             }
-            tracing::debug!(provider = self.provider, attempt, ?wait, %error, "retrying");
+            tracing::debug!(provider = self.provider, attempt = sent, ?wait, %error, "retrying");
+            self.report_retry(call, sent + 1, reason, wait);
             tokio::time::sleep(wait).await;
         }
     }
 
-    async fn attempt(
+    async fn attempt<D: StreamDecoder>(
         &self,
         url: &str,
         headers: &[(&str, String)],
         body: &serde_json::Value,
-    ) -> Outcome {
+        decoder: D,
+        call: u64,
+    ) -> Outcome<D> {
+        let clocks = Clocks::start(self.timeout, self.max_time);
         let mut request = self.client.post(url).json(body);
         for (name, value) in headers {
             request = request.header(*name, value);
         }
-        let exchange = async {
-            let response = request.send().await?;
-            let status = response.status().as_u16();
+        let mut response = match clocks.wait(request.send()).await {
+            Waited::Done(Ok(response)) => response,
+            Waited::Done(Err(err)) if err.is_timeout() => return Outcome::Stalled,
+            Waited::Done(Err(err)) => return Outcome::Connect(error_chain(&err)),
+            Waited::Idle => return Outcome::Stalled,
+            Waited::Capped => {
+                return Outcome::Success(Received::Stream(Streamed {
+                    decoder,
+                    capped: true,
+                }))
+            }
+        };
+        let status = response.status().as_u16();
+        if !(200..300).contains(&status) {
             let retry_after = response
                 .headers()
                 .get(reqwest::header::RETRY_AFTER)
                 .and_then(|value| value.to_str().ok())
                 .map(str::to_string);
-            let bytes = response.bytes().await?;
-            Ok::<_, reqwest::Error>((status, retry_after, bytes))
-        };
-        match tokio::time::timeout(self.timeout, exchange).await {
-            Err(_) => Outcome::Timeout,
-            Ok(Err(err)) if err.is_timeout() => Outcome::Timeout,
-            Ok(Err(err)) => Outcome::Connect(error_chain(&err)),
-            Ok(Ok((status, _, bytes))) if (200..300).contains(&status) => {
-                match String::from_utf8(bytes.to_vec()) {
-                    Ok(text) => Outcome::Success(text),
-                    Err(err) => Outcome::NotUtf8(utf8::describe_error(err.utf8_error(), &bytes)),
-                }
-            }
-            // An error body only ever goes into a message: lossy is fine.
-            Ok(Ok((status, retry_after, bytes))) => Outcome::Status {
-                status,
-                body: String::from_utf8_lossy(&bytes).into_owned(),
-                retry_after,
-            },
+            return match read_body(&mut response, &clocks).await {
+                // An error body only ever goes into a message: lossy is fine.
+                Waited::Done(Ok(bytes)) => Outcome::Status {
+                    status,
+                    body: String::from_utf8_lossy(&bytes).into_owned(),
+                    retry_after,
+                },
+                Waited::Done(Err(message)) => Outcome::Connect(message),
+                Waited::Idle | Waited::Capped => Outcome::Stalled,
+            };
+        }
+        let mut progress = Progress::new(self.events.clone(), call, &self.model);
+        match read_reply(response, &clocks, decoder, &mut progress).await {
+            Read::Body(text) => Outcome::Success(Received::Body(text)),
+            Read::Stream(streamed) => Outcome::Success(Received::Stream(streamed)),
+            Read::NotUtf8(detail) => Outcome::NotUtf8(detail),
+            Read::Stalled => Outcome::Stalled,
+            Read::Broken(message) => Outcome::Broken(message),
+            Read::Fault(fault) => Outcome::Fault(fault),
+        }
+    }
+
+    fn report_retry(&self, call: u64, attempt: u32, reason: String, wait: Duration) {
+        if let Some(events) = &self.events {
+            events.emit(Event::ModelRetry {
+                call,
+                model: self.model.clone(),
+                attempt,
+                reason,
+                wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+            });
+        }
+    }
+
+    fn not_utf8(&self, detail: String) -> LlmError {
+        LlmError::NotUtf8 {
+            provider: self.provider.to_string(),
+            detail,
         }
     }
 
@@ -280,10 +385,9 @@ impl Transport {
             ));
         }
         serde_json::from_str(body).map_err(|err| match utf8::lone_surrogate(body) {
-            Some(escape) => LlmError::NotUtf8 {
-                provider: self.provider.to_string(),
-                detail: format!("the JSON escape `{escape}` is a lone surrogate"),
-            },
+            Some(escape) => {
+                self.not_utf8(format!("the JSON escape `{escape}` is a lone surrogate"))
+            }
             None => self.malformed(format!("reply is not valid JSON ({err})"), body),
         })
     }
@@ -297,13 +401,39 @@ impl Transport {
     }
 }
 
+/// Whether an error reply refuses streaming itself: 400, 404, 405, 415,
+/// 422 or 501 whose body names `stream` (`stream`, `stream_options`,
+/// `streaming`, `streamGenerateContent` — not `upstream`).
+pub(crate) fn refuses_streaming(status: u16, body: &str) -> bool {
+    if !matches!(status, 400 | 404 | 405 | 415 | 422 | 501) {
+        return false;
+    }
+    let lower = body.to_ascii_lowercase();
+    lower.match_indices("stream").any(|(at, _)| {
+        !lower[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|ch| ch.is_ascii_alphabetic())
+    })
+}
+
+/// `duration` as people read it: `120 s`, `0.3 s`.
+fn seconds(duration: Duration) -> String {
+    let secs = duration.as_secs_f64();
+    if secs.fract() == 0.0 {
+        format!("{secs:.0} s")
+    } else {
+        format!("{secs:.1} s")
+    }
+}
+
 /// 408, 429 and 5xx are worth another attempt; other statuses are final.
 fn is_retryable_status(status: u16) -> bool {
     status == 408 || status == 429 || (500..=599).contains(&status)
 }
 
 /// The error and its sources, `: `-joined (reqwest hides the cause).
-fn error_chain(err: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
     let mut text = err.to_string();
     let mut source = err.source();
     while let Some(cause) = source {
@@ -329,187 +459,28 @@ pub(crate) fn is_loopback(url: &str) -> bool {
         || host == "0.0.0.0"
 }
 
-/// Longest excerpt of a body put in an error, in characters.
-pub(crate) const EXCERPT_CHARS: usize = 300;
-
-/// Turns a reply body into a one-line explanation of at most
-/// [`EXCERPT_CHARS`] characters: the `error.message` of a JSON error, the
-/// title and text of an HTML page, or the body itself.
-pub(crate) fn explain_body(body: &str) -> String {
-    let trimmed = body.trim();
-    let text = if trimmed.is_empty() {
-        "(empty body)".to_string()
-    } else if let Some(message) = json_error_message(trimmed) {
-        message
-    } else if looks_like_html(trimmed) {
-        format!("HTML page instead of JSON: {}", html_text(trimmed))
-    } else {
-        trimmed.to_string()
-    };
-    truncate_chars(&collapse_whitespace(&text), EXCERPT_CHARS)
-}
-
-/// The message of `{"error": {"message": …}}` (OpenAI, Anthropic, Gemini)
-/// or `{"error": "…"}` (Ollama and others), with its type or status.
-fn json_error_message(body: &str) -> Option<String> {
-    let value: serde_json::Value = serde_json::from_str(body).ok()?;
-    let error = value.get("error")?;
-    if let Some(text) = error.as_str() {
-        return Some(text.to_string());
-    }
-    let message = error.get("message")?.as_str()?;
-    let kind = error
-        .get("type")
-        .or_else(|| error.get("status"))
-        .and_then(|kind| kind.as_str());
-    Some(match kind {
-        Some(kind) => format!("{kind}: {message}"),
-        None => message.to_string(),
-    })
-}
-
-/// Whether a body is an HTML page (proxies, gateways, wrong base URLs).
-pub(crate) fn looks_like_html(body: &str) -> bool {
-    let head: String = body
-        .trim_start()
-        .chars()
-        .take(100)
-        .collect::<String>()
-        .to_ascii_lowercase();
-    head.starts_with("<!doctype html") || head.starts_with("<html") || head.starts_with("<head")
-}
-
-/// The title and visible text of an HTML page, tags and scripts removed.
-fn html_text(page: &str) -> String {
-    let lower = page.to_ascii_lowercase();
-    let title = lower.find("<title").and_then(|start| {
-        let open_end = start + lower[start..].find('>')? + 1;
-        let close = open_end + lower[open_end..].find("</title")?;
-        Some(page[open_end..close].trim().to_string())
-    });
-    let body_start = lower.find("<body").unwrap_or(0);
-    let mut text = String::new();
-    let mut in_tag = false;
-    let mut skip_until: Option<&str> = None;
-    let mut index = body_start;
-    while index < page.len() {
-        let rest = &lower[index..];
-        if let Some(end) = skip_until {
-            if rest.starts_with(end) {
-                skip_until = None;
-            }
-            index += rest.chars().next().map_or(1, char::len_utf8);
-            continue;
-        }
-        if rest.starts_with("<script") {
-            skip_until = Some("</script");
-        } else if rest.starts_with("<style") {
-            skip_until = Some("</style");
-        }
-        let ch = page[index..].chars().next().unwrap_or(' ');
-        match ch {
-            '<' => {
-                in_tag = true;
-                text.push(' ');
-            }
-            '>' => in_tag = false,
-            _ if !in_tag => text.push(ch),
-            _ => {}
-        }
-        index += ch.len_utf8();
-    }
-    let text = collapse_whitespace(&text);
-    match title {
-        Some(title) if !title.is_empty() && !text.starts_with(&title) => {
-            format!("{title} — {text}")
-        }
-        _ => text,
-    }
-}
-
-fn collapse_whitespace(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// At most `max` characters of `text`, with `…` when cut.
-pub(crate) fn truncate_chars(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn retry_after_accepts_seconds_and_dates() {
-        let now = chrono::DateTime::parse_from_rfc2822("Wed, 21 Oct 2015 07:28:00 GMT")
-            .expect("valid date")
-            .with_timezone(&chrono::Utc);
-        assert_eq!(parse_retry_after("7", now), Some(Duration::from_secs(7)));
-        assert_eq!(
-            parse_retry_after("Wed, 21 Oct 2015 07:28:30 GMT", now),
-            Some(Duration::from_secs(30))
-        );
-        assert_eq!(
-            parse_retry_after("Wed, 21 Oct 2015 07:27:00 GMT", now),
-            Some(Duration::ZERO)
-        );
-        assert_eq!(parse_retry_after("soon", now), None);
-    }
-
-    #[test]
-    fn retry_after_is_capped() {
-        let policy = RetryPolicy::default();
-        assert_eq!(policy.retry_after("3600"), Some(Duration::from_secs(60)));
-    }
-
-    #[test]
-    fn backoff_grows_and_stays_capped() {
-        let policy = RetryPolicy {
-            base_delay: Duration::from_millis(100),
-            max_delay: Duration::from_millis(1000),
-            retry_after_cap: Duration::from_secs(60),
-        };
-        for _ in 0..50 {
-            let first = policy.backoff(1);
-            assert!(first >= Duration::from_millis(50) && first <= Duration::from_millis(100));
-            let third = policy.backoff(3);
-            assert!(third >= Duration::from_millis(200) && third <= Duration::from_millis(400));
-            assert!(policy.backoff(30) <= Duration::from_millis(1000));
-        }
-    }
-
-    #[test]
-    fn html_pages_are_explained() {
-        let page = "<!DOCTYPE html><html><head><title>502 Bad Gateway</title>\
-                    <style>body{color:red}</style></head><body><h1>Bad Gateway</h1>\
-                    <script>var x = 1;</script><p>nginx</p></body></html>";
-        let text = explain_body(page);
-        assert_eq!(
-            text,
-            "HTML page instead of JSON: 502 Bad Gateway — Bad Gateway nginx"
-        );
-    }
-
-    #[test]
-    fn json_errors_show_their_message() {
-        let body = r#"{"error":{"message":"Rate limit reached","type":"rate_limit_error"}}"#;
-        assert_eq!(explain_body(body), "rate_limit_error: Rate limit reached");
-        assert_eq!(
-            explain_body(r#"{"error":"model not found"}"#),
-            "model not found"
-        );
-    }
-
-    #[test]
-    fn excerpts_are_bounded() {
-        let long = "x".repeat(1000);
-        assert_eq!(explain_body(&long).chars().count(), EXCERPT_CHARS);
+    fn refusals_of_streaming_are_told_from_other_errors() {
+        let openai =
+            r#"{"error":{"message":"Unrecognized request argument supplied: stream_options"}}"#;
+        assert!(refuses_streaming(400, openai));
+        assert!(refuses_streaming(400, "streaming is not supported"));
+        assert!(refuses_streaming(
+            404,
+            "models/x is not supported for streamGenerateContent"
+        ));
+        assert!(refuses_streaming(
+            422,
+            "`stream`: extra fields not permitted"
+        ));
+        assert!(!refuses_streaming(400, "upstream rejected the prompt"));
+        assert!(!refuses_streaming(400, "max_tokens is too large"));
+        assert!(!refuses_streaming(500, "stream failed"), "a 5xx is retried");
+        assert!(!refuses_streaming(401, "invalid key for stream"));
     }
 
     #[test]

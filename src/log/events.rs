@@ -50,6 +50,26 @@ pub enum Event {
     NoProposal { file: String, reason: String },
     /// The model found nothing to change in a file.
     Declined { file: String },
+    /// A model reply is streaming in (at most once a second; once more with
+    /// `done` when the stream ended). `call` numbers the run's model calls
+    /// from 1; `tokens` are the output tokens so far (estimated when the
+    /// stream does not count them).
+    ModelProgress {
+        call: u64,
+        model: String,
+        tokens: u64,
+        tokens_per_second: f64,
+        done: bool,
+    },
+    /// A model request is sent again: `attempt` is the number of the
+    /// request about to go out, after `wait_ms`, because of `reason`.
+    ModelRetry {
+        call: u64,
+        model: String,
+        attempt: u32,
+        reason: String,
+        wait_ms: u64,
+    },
 }
 
 /// Receives events.

@@ -290,3 +290,38 @@ fn a_folder_outside_any_repository_gets_one() {
     );
     assert_eq!(repo.worktrees().len(), 1);
 }
+
+#[test]
+fn config_shows_the_model_time_limits_and_refuses_zero() {
+    let repo =
+        TestRepo::with_files(&[("a.py", "x = 1\n"), (".swarm.toml", "llm-max-time = 600\n")]);
+    let target = repo.root.to_str().unwrap();
+    let out = swarm(
+        &repo,
+        &["config", "--target_dir", target, "--llm-timeout", "30"],
+        &[KEY],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let line = |name: &str| {
+        stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        line("llm_timeout").contains("30") && line("llm_timeout").contains("flag --llm-timeout"),
+        "{stdout}"
+    );
+    assert!(
+        line("llm_max_time").contains("600") && line("llm_max_time").contains(".swarm.toml"),
+        "{stdout}"
+    );
+    let out = swarm(
+        &repo,
+        &["--target_dir", target, "--llm-max-time", "0"],
+        &[KEY],
+    );
+    assert_one_line_error(&out, 1, "llm_max_time must be at least 1");
+}

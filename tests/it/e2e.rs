@@ -236,4 +236,5 @@ mod repos;
 mod review_rules;
 mod sandbox;
 mod scale;
+mod streaming;
 mod trust;

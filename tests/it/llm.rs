@@ -7,6 +7,7 @@ mod openai;
 mod prices;
 mod record_replay;
 mod resilience;
+mod streaming;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -55,7 +56,7 @@ impl Wire {
     pub const GEMINI: Wire = Wire {
         kind: ProviderKind::Gemini,
         model: "gemini-test",
-        path: "/v1beta/models/gemini-test:generateContent",
+        path: "/v1beta/models/gemini-test:streamGenerateContent?alt=sse",
         base: LlmServer::base_url,
         text: Reply::gemini_text,
         truncated: Reply::gemini_truncated,
@@ -94,6 +95,7 @@ impl Wire {
             base_url: Some((self.base)(server)),
             api_key: Some(Secret::new(KEY)),
             timeout: Duration::from_secs(5),
+            max_time: Duration::ZERO,
             max_attempts: 3,
             replay_file: None,
         }

@@ -30,7 +30,10 @@ fn gemini_end_to_end() {
     let requests = server.requests();
     assert!(!requests.is_empty());
     for r in &requests {
-        assert_eq!(r.path, "/v1beta/models/gemini-2.5-flash:generateContent");
+        assert_eq!(
+            r.path,
+            "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+        );
         assert_eq!(r.header("x-goog-api-key"), Some(FAKE_KEY));
         assert!(!r.path.contains(FAKE_KEY));
     }

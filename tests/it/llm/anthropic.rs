@@ -32,6 +32,7 @@ async fn sends_key_version_system_and_max_tokens() {
             ],
             "max_tokens": 256,
             "temperature": 0.2,
+            "stream": true,
         })
     );
 }
@@ -72,6 +73,7 @@ fn a_key_is_required_and_named() {
         base_url: Some("http://127.0.0.1:9".into()),
         api_key: None,
         timeout: Duration::from_secs(5),
+        max_time: Duration::ZERO,
         max_attempts: 1,
         replay_file: None,
     };

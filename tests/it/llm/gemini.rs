@@ -16,7 +16,10 @@ async fn sends_key_header_system_instruction_and_generation_config() {
     model.complete(&request()).await.expect("an answer");
 
     let sent = &server.requests()[0];
-    assert_eq!(sent.path, "/v1beta/models/gemini-test:generateContent");
+    assert_eq!(
+        sent.path,
+        "/v1beta/models/gemini-test:streamGenerateContent?alt=sse"
+    );
     assert!(!sent.path.contains("key="), "the key is never in the URL");
     assert_eq!(sent.header("x-goog-api-key"), Some(KEY));
     assert_eq!(sent.header("authorization"), None);
@@ -45,7 +48,7 @@ async fn versioned_base_url_and_resource_model_names_are_tolerated() {
     model.complete(&request()).await.expect("an answer");
     assert_eq!(
         server.requests()[0].path,
-        "/v1beta/models/gemini-2.5-flash:generateContent"
+        "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
     );
 }
 
@@ -111,6 +114,7 @@ fn a_key_is_required_and_named() {
         base_url: None,
         api_key: None,
         timeout: Duration::from_secs(5),
+        max_time: Duration::ZERO,
         max_attempts: 1,
         replay_file: None,
     };

@@ -34,6 +34,8 @@ async fn sends_bearer_key_system_message_and_limits() {
             ],
             "max_tokens": 256,
             "temperature": 0.2,
+            "stream": true,
+            "stream_options": {"include_usage": true},
         })
     );
 }
@@ -71,6 +73,7 @@ async fn local_server_works_without_a_key() {
         base_url: Some(format!("{}/v1/", server.base_url())),
         api_key: None,
         timeout: Duration::from_secs(5),
+        max_time: Duration::ZERO,
         max_attempts: 1,
         replay_file: None,
     };
@@ -104,6 +107,7 @@ fn the_real_api_needs_a_key() {
         base_url: None,
         api_key: None,
         timeout: Duration::from_secs(5),
+        max_time: Duration::ZERO,
         max_attempts: 1,
         replay_file: None,
     };

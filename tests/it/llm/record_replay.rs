@@ -19,6 +19,7 @@ fn replay_config(path: Option<std::path::PathBuf>) -> ProviderConfig {
         base_url: None,
         api_key: None,
         timeout: Duration::from_secs(1),
+        max_time: Duration::ZERO,
         max_attempts: 1,
         replay_file: path,
     }

@@ -7,7 +7,12 @@
 //! (OpenAI chat completions, Gemini generateContent, Anthropic Messages),
 //! any status with body and headers (429 + `Retry-After`, 5xx, HTML pages),
 //! malformed JSON, a hang-up, and any of these after a delay (to exceed a
-//! client timeout). Each connection is served by its own thread and closed
+//! client timeout). Streamed replies ([`Reply::openai_stream`],
+//! [`Reply::gemini_stream`], [`Reply::anthropic_stream`],
+//! [`Reply::stream_for`]) are server-sent events written chunk by chunk
+//! (`Transfer-Encoding: chunked`) with a pause before each; one made to
+//! [`Reply::stall_after`] some chunks keeps the connection open and silent
+//! until the client gives up. Each connection is served by its own thread and closed
 //! after one exchange (`Connection: close`), so a slow reply never blocks a
 //! retry. The server stops when dropped.
 //!
@@ -29,6 +34,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+
+pub use super::llm_stream::is_streaming;
 
 /// Input tokens reported by the canned success replies.
 pub const REPLY_INPUT_TOKENS: u64 = 12;
@@ -85,6 +92,18 @@ pub struct Reply {
     pub delay: Duration,
     /// Close the connection without answering.
     pub hang_up: bool,
+    /// When not empty, the body is sent in these pieces instead of `body`
+    /// (chunked transfer encoding), each after its pause.
+    pub chunks: Vec<Chunk>,
+    /// After the chunks, keep the connection open and send nothing more.
+    pub stall: bool,
+}
+
+/// One piece of a streamed body, written `pause` after the one before.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Chunk {
+    pub pause: Duration,
+    pub bytes: Vec<u8>,
 }
 
 impl Reply {
@@ -101,6 +120,8 @@ impl Reply {
             body: body.as_bytes().to_vec(),
             delay: Duration::ZERO,
             hang_up: false,
+            chunks: Vec::new(),
+            stall: false,
         }
     }
 
@@ -241,7 +262,7 @@ impl Reply {
         let path = request.path.split('?').next().unwrap_or_default();
         if path.ends_with("/chat/completions") {
             Self::openai_text(text)
-        } else if path.ends_with(":generateContent") {
+        } else if path.ends_with(":generateContent") || path.ends_with(":streamGenerateContent") {
             Self::gemini_text(text)
         } else if path.ends_with("/v1/messages") {
             Self::anthropic_text(text)
@@ -403,7 +424,66 @@ fn serve(stream: TcpStream, log: &Log, stop: &AtomicBool, handler: &Handler) {
         let _ = stream.shutdown(std::net::Shutdown::Both);
         return;
     }
-    let _ = write_reply(stream, &reply);
+    if reply.chunks.is_empty() && !reply.stall {
+        let _ = write_reply(stream, &reply);
+    } else {
+        let _ = write_chunked(stream, &reply, stop);
+    }
+}
+
+/// Waits `pause`, or less when the server stops; false when it stopped.
+fn pause_unless_stopped(pause: Duration, stop: &AtomicBool) -> bool {
+    let deadline = Instant::now() + pause;
+    while Instant::now() < deadline {
+        if stop.load(Ordering::SeqCst) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5).min(pause));
+    }
+    !stop.load(Ordering::SeqCst)
+}
+
+/// Writes a streamed reply chunk by chunk; a stalling one then stays silent
+/// until the client hangs up (noticed by a read) or the server stops.
+fn write_chunked(mut stream: TcpStream, reply: &Reply, stop: &AtomicBool) -> std::io::Result<()> {
+    let mut head = format!("HTTP/1.1 {} {}\r\n", reply.status, reason(reply.status));
+    for (name, value) in &reply.headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("transfer-encoding: chunked\r\nconnection: close\r\n\r\n");
+    stream.write_all(head.as_bytes())?;
+    stream.flush()?;
+    for chunk in &reply.chunks {
+        if !pause_unless_stopped(chunk.pause, stop) {
+            return Ok(());
+        }
+        stream.write_all(format!("{:x}\r\n", chunk.bytes.len()).as_bytes())?;
+        stream.write_all(&chunk.bytes)?;
+        stream.write_all(b"\r\n")?;
+        stream.flush()?;
+    }
+    if reply.stall {
+        // Silent until the client closes the connection or the server stops.
+        stream.set_read_timeout(Some(Duration::from_millis(50)))?;
+        let mut byte = [0u8; 1];
+        while !stop.load(Ordering::SeqCst) {
+            match std::io::Read::read(&mut stream, &mut byte) {
+                Ok(0) => return Ok(()),
+                Ok(_) => {}
+                Err(err)
+                    if matches!(
+                        err.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(_) => return Ok(()),
+            }
+        }
+        return Ok(());
+    }
+    stream.write_all(b"0\r\n\r\n")?;
+    stream.flush()?;
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    Ok(())
 }
 
 /// Reads a request head and its body (Content-Length or chunked).

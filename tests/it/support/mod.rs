@@ -2,6 +2,7 @@
 
 pub mod fixture;
 pub mod llm_server;
+pub mod llm_stream;
 pub mod procs;
 pub mod python;
 pub mod repo;

@@ -1,0 +1,573 @@
+//! Reading one HTTP reply as it arrives: server-sent events or a whole body,
+//! under two clocks.
+//!
+//! Owns: the idle limit (`--llm-timeout`: the longest wait for the headers,
+//! the first chunk and every chunk after it) and the total cap per request
+//! (`--llm-max-time`); the [`StreamDecoder`] each wire format implements to
+//! turn events into text, finish reason and usage; throttled progress
+//! events. A reply that keeps streaming past the cap is handed back as cut
+//! off (the caller makes it a `Finish::Length` reply), never as an error.
+//! It does not retry (that is `retry`) and knows no wire format.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::reply::estimated_usage;
+use super::sse::{SseEvent, SseParser};
+use super::{utf8, ChatRequest, Finish, Usage};
+use crate::log::{Event, EventSink};
+
+/// Whether a stream goes on after an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Flow {
+    More,
+    /// The reply is complete (OpenAI's `[DONE]`, Anthropic's
+    /// `message_stop`): the rest of the connection is not read.
+    Done,
+}
+
+/// Why an event cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum StreamFault {
+    /// The API reported an error inside the stream (overloaded, internal
+    /// error): worth another attempt, like a 5xx.
+    Api(String),
+    /// An event that is not what the wire format promises.
+    Malformed { message: String, data: String },
+    /// An event whose JSON escapes a lone surrogate.
+    NotUtf8(String),
+}
+
+/// Turns one wire format's events into a reply.
+pub(crate) trait StreamDecoder: Send {
+    /// Reads one event.
+    fn event(&mut self, event: &SseEvent) -> Result<Flow, StreamFault>;
+    /// The reply text so far.
+    fn text(&self) -> &str;
+    /// Output tokens the stream reported so far, if it did.
+    fn output_tokens(&self) -> Option<u64>;
+    /// Whether the stream said how the reply ended (a finish reason or a
+    /// stop event), so that its end is not a connection that broke off.
+    fn is_complete(&self) -> bool;
+    /// The text, why it ended and the usage reported by the stream (input,
+    /// output), when it ended normally.
+    fn into_parts(self) -> StreamedParts;
+}
+
+/// What a finished stream holds.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct StreamedParts {
+    pub text: String,
+    pub finish: Finish,
+    /// Input and output tokens, when the stream reported both.
+    pub usage: Option<Usage>,
+}
+
+impl StreamedParts {
+    /// The reply's text, finish and usage, estimating the usage the stream
+    /// did not report.
+    pub fn into_reply(self, request: &ChatRequest) -> (String, Finish, Usage) {
+        let usage = self
+            .usage
+            .unwrap_or_else(|| estimated_usage(request, &self.text));
+        (self.text, self.finish, usage)
+    }
+}
+
+/// A stream that was read to its end or cut off by the total cap.
+#[derive(Debug)]
+pub(crate) struct Streamed<D> {
+    pub decoder: D,
+    /// The total cap ended it: a truncated reply.
+    pub capped: bool,
+}
+
+impl<D: StreamDecoder> Streamed<D> {
+    /// The parts of the reply; a capped one finishes with
+    /// [`Finish::Length`] and reports no usage (the caller estimates it).
+    pub fn into_parts(self) -> StreamedParts {
+        let mut parts = self.decoder.into_parts();
+        if self.capped {
+            parts.finish = Finish::Length;
+            parts.usage = None;
+        }
+        parts
+    }
+}
+
+/// The JSON of an event's data, or why it is not JSON.
+pub(crate) fn event_json(event: &SseEvent) -> Result<Value, StreamFault> {
+    serde_json::from_str(&event.data).map_err(|err| match utf8::lone_surrogate(&event.data) {
+        Some(escape) => {
+            StreamFault::NotUtf8(format!("the JSON escape `{escape}` is a lone surrogate"))
+        }
+        None => StreamFault::Malformed {
+            message: format!("a stream event is not valid JSON ({err})"),
+            data: event.data.clone(),
+        },
+    })
+}
+
+/// The two clocks of one request.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Clocks {
+    /// Longest silence: headers, first chunk, between chunks.
+    pub idle: Duration,
+    /// When the request must end, however steadily it streams.
+    pub deadline: Instant,
+}
+
+/// How a wait ended.
+pub(crate) enum Waited<T> {
+    Done(T),
+    /// Nothing came within the idle limit.
+    Idle,
+    /// The total cap was reached.
+    Capped,
+}
+
+impl Clocks {
+    /// Clocks for a request that starts now.
+    pub fn start(idle: Duration, max_time: Duration) -> Self {
+        Self {
+            idle,
+            deadline: Instant::now() + max_time,
+        }
+    }
+
+    /// Waits for `future` at most the idle limit, and never past the cap.
+    pub async fn wait<T>(&self, future: impl Future<Output = T>) -> Waited<T> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Waited::Capped;
+        }
+        let (limit, capped) = if left < self.idle {
+            (left, true)
+        } else {
+            (self.idle, false)
+        };
+        match tokio::time::timeout(limit, future).await {
+            Ok(value) => Waited::Done(value),
+            Err(_) if capped => Waited::Capped,
+            Err(_) => Waited::Idle,
+        }
+    }
+}
+
+/// How reading a 2xx reply ended.
+pub(crate) enum Read<D> {
+    /// A body that is not an event stream, read whole (UTF-8 checked).
+    Body(String),
+    Stream(Streamed<D>),
+    /// A body or stream that was not UTF-8: where.
+    NotUtf8(String),
+    /// Silence longer than the idle limit.
+    Stalled,
+    /// The connection broke (or the stream ended without saying how the
+    /// reply ended): what happened.
+    Broken(String),
+    Fault(StreamFault),
+}
+
+/// Reads the rest of `response`, an event stream when its content type
+/// says so, else a whole body. A whole body cut by the cap is an empty
+/// capped stream: nothing of it is usable.
+pub(crate) async fn read_reply<D: StreamDecoder>(
+    mut response: reqwest::Response,
+    clocks: &Clocks,
+    decoder: D,
+    progress: &mut Progress,
+) -> Read<D> {
+    let is_stream = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.trim_start().starts_with("text/event-stream"));
+    if is_stream {
+        return read_events(response, clocks, decoder, progress).await;
+    }
+    match read_body(&mut response, clocks).await {
+        Waited::Done(Ok(bytes)) if looks_like_events(&bytes) => {
+            // Events under another content type: read them all the same.
+            decode_events(&bytes, decoder)
+        }
+        Waited::Done(Ok(bytes)) => match String::from_utf8(bytes) {
+            Ok(text) => Read::Body(text),
+            Err(err) => Read::NotUtf8(utf8::describe_error(err.utf8_error(), err.as_bytes())),
+        },
+        Waited::Done(Err(message)) => Read::Broken(message),
+        Waited::Idle => Read::Stalled,
+        Waited::Capped => Read::Stream(Streamed {
+            decoder,
+            capped: true,
+        }),
+    }
+}
+
+/// Whether a body that was not labelled `text/event-stream` is one.
+fn looks_like_events(body: &[u8]) -> bool {
+    let start = body
+        .iter()
+        .position(|byte| !byte.is_ascii_whitespace())
+        .unwrap_or(body.len());
+    let head = &body[start..];
+    head.starts_with(b"data:") || head.starts_with(b"event:")
+}
+
+/// Decodes a whole body of events.
+fn decode_events<D: StreamDecoder>(body: &[u8], mut decoder: D) -> Read<D> {
+    let mut parser = SseParser::default();
+    let events = match parser.feed(body) {
+        Ok(mut events) => match parser.finish() {
+            Ok(last) => {
+                events.extend(last);
+                events
+            }
+            Err(detail) => return Read::NotUtf8(detail),
+        },
+        Err(detail) => return Read::NotUtf8(detail),
+    };
+    for event in &events {
+        match decoder.event(event) {
+            Ok(Flow::More) => {}
+            Ok(Flow::Done) => break,
+            Err(fault) => return Read::Fault(fault),
+        }
+    }
+    if !decoder.is_complete() {
+        return Read::Broken(format!(
+            "the stream ended before the reply did ({} characters received)",
+            decoder.text().chars().count()
+        ));
+    }
+    Read::Stream(Streamed {
+        decoder,
+        capped: false,
+    })
+}
+
+/// Reads a whole body chunk by chunk, each chunk under the clocks.
+pub(crate) async fn read_body(
+    response: &mut reqwest::Response,
+    clocks: &Clocks,
+) -> Waited<Result<Vec<u8>, String>> {
+    let mut body = Vec::new();
+    loop {
+        match clocks.wait(response.chunk()).await {
+            Waited::Done(Ok(Some(chunk))) => body.extend_from_slice(&chunk),
+            Waited::Done(Ok(None)) => return Waited::Done(Ok(body)),
+            Waited::Done(Err(err)) => return Waited::Done(Err(super::retry::error_chain(&err))),
+            Waited::Idle => return Waited::Idle,
+            Waited::Capped => return Waited::Capped,
+        }
+    }
+}
+
+async fn read_events<D: StreamDecoder>(
+    mut response: reqwest::Response,
+    clocks: &Clocks,
+    mut decoder: D,
+    progress: &mut Progress,
+) -> Read<D> {
+    let mut parser = SseParser::default();
+    loop {
+        let events = match clocks.wait(response.chunk()).await {
+            Waited::Done(Ok(Some(chunk))) => match parser.feed(&chunk) {
+                Ok(events) => events,
+                Err(detail) => return Read::NotUtf8(detail),
+            },
+            Waited::Done(Ok(None)) => match parser.finish() {
+                Ok(last) => {
+                    if let Some(event) = last {
+                        if let Err(fault) = decoder.event(&event) {
+                            return Read::Fault(fault);
+                        }
+                    }
+                    if decoder.is_complete() {
+                        progress.done();
+                        return Read::Stream(Streamed {
+                            decoder,
+                            capped: false,
+                        });
+                    }
+                    return Read::Broken(format!(
+                        "the stream ended before the reply did ({} characters received)",
+                        decoder.text().chars().count()
+                    ));
+                }
+                Err(detail) => return Read::NotUtf8(detail),
+            },
+            Waited::Done(Err(err)) => return Read::Broken(super::retry::error_chain(&err)),
+            Waited::Idle => {
+                progress.done();
+                if decoder.is_complete() {
+                    // A server that said how the reply ended but kept the
+                    // connection open: the reply is whole.
+                    return Read::Stream(Streamed {
+                        decoder,
+                        capped: false,
+                    });
+                }
+                return Read::Stalled;
+            }
+            Waited::Capped => {
+                progress.done();
+                return Read::Stream(Streamed {
+                    decoder,
+                    capped: true,
+                });
+            }
+        };
+        for event in &events {
+            match decoder.event(event) {
+                Ok(Flow::More) => {}
+                Ok(Flow::Done) => {
+                    progress.done();
+                    return Read::Stream(Streamed {
+                        decoder,
+                        capped: false,
+                    });
+                }
+                Err(fault) => return Read::Fault(fault),
+            }
+        }
+        progress.tick(&decoder);
+    }
+}
+
+/// How often a streaming call reports progress.
+pub(crate) const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
+/// Throttled progress events of one call.
+pub(crate) struct Progress {
+    events: Option<Arc<dyn EventSink>>,
+    call: u64,
+    model: String,
+    started: Instant,
+    last: Instant,
+    shown: bool,
+    tokens: u64,
+}
+
+impl Progress {
+    /// Progress of call `call` to `model`, reported to `events` if any.
+    pub fn new(events: Option<Arc<dyn EventSink>>, call: u64, model: &str) -> Self {
+        let now = Instant::now();
+        Self {
+            events,
+            call,
+            model: model.to_string(),
+            started: now,
+            last: now,
+            shown: false,
+            tokens: 0,
+        }
+    }
+
+    /// Reports the tokens so far, at most once per [`PROGRESS_EVERY`].
+    pub fn tick<D: StreamDecoder>(&mut self, decoder: &D) {
+        self.tokens = decoder
+            .output_tokens()
+            .unwrap_or_else(|| super::estimate_tokens(decoder.text()));
+        if self.last.elapsed() >= PROGRESS_EVERY {
+            self.last = Instant::now();
+            self.shown = true;
+            self.emit(false);
+        }
+    }
+
+    /// The stream ended: a last event, only if progress was shown.
+    pub fn done(&mut self) {
+        if std::mem::take(&mut self.shown) {
+            self.emit(true);
+        }
+    }
+
+    fn emit(&self, done: bool) {
+        let Some(events) = &self.events else { return };
+        let seconds = self.started.elapsed().as_secs_f64();
+        let rate = if seconds > 0.0 {
+            self.tokens as f64 / seconds
+        } else {
+            0.0
+        };
+        events.emit(Event::ModelProgress {
+            call: self.call,
+            model: self.model.clone(),
+            tokens: self.tokens,
+            tokens_per_second: (rate * 10.0).round() / 10.0,
+            done,
+        });
+    }
+}
+
+/// A call that ends any way (an error, a cancelled run) closes its
+/// progress line.
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.done();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[derive(Default)]
+    struct Collect(Mutex<Vec<Event>>);
+
+    impl EventSink for Collect {
+        fn emit(&self, event: Event) {
+            self.0.lock().expect("not poisoned").push(event);
+        }
+    }
+
+    struct Text(String);
+
+    impl StreamDecoder for Text {
+        fn event(&mut self, event: &SseEvent) -> Result<Flow, StreamFault> {
+            self.0.push_str(&event.data);
+            Ok(Flow::More)
+        }
+        fn text(&self) -> &str {
+            &self.0
+        }
+        fn output_tokens(&self) -> Option<u64> {
+            None
+        }
+        fn is_complete(&self) -> bool {
+            true
+        }
+        fn into_parts(self) -> StreamedParts {
+            StreamedParts {
+                text: self.0,
+                finish: Finish::Stop,
+                usage: None,
+            }
+        }
+    }
+
+    #[test]
+    fn progress_is_throttled_and_closed_once() {
+        let sink = Arc::new(Collect::default());
+        let mut progress = Progress::new(Some(sink.clone()), 3, "m");
+        let decoder = Text("x".repeat(400));
+        progress.tick(&decoder);
+        assert!(
+            sink.0.lock().unwrap().is_empty(),
+            "nothing in the first second"
+        );
+        progress.last -= PROGRESS_EVERY;
+        progress.started -= Duration::from_secs(4);
+        progress.tick(&decoder);
+        progress.tick(&decoder);
+        progress.done();
+        progress.done();
+        let events = sink.0.lock().unwrap().clone();
+        assert_eq!(events.len(), 2, "{events:?}");
+        match &events[0] {
+            Event::ModelProgress {
+                call,
+                model,
+                tokens,
+                tokens_per_second,
+                done,
+            } => {
+                assert_eq!(
+                    (*call, model.as_str(), *tokens, *done),
+                    (3, "m", 100, false)
+                );
+                assert!(
+                    (24.0..=26.0).contains(tokens_per_second),
+                    "{tokens_per_second}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(events[1], Event::ModelProgress { done: true, .. }));
+    }
+
+    #[test]
+    fn events_without_their_content_type_are_still_events() {
+        assert!(looks_like_events(b"\n data: {}\n\n"));
+        assert!(looks_like_events(b"event: ping\n"));
+        assert!(!looks_like_events(br#"{"choices": []}"#));
+        match decode_events(b"data: ab\n\ndata: c\n", Text(String::new())) {
+            Read::Stream(streamed) => assert_eq!(streamed.into_parts().text, "abc"),
+            _ => panic!("a whole stream"),
+        }
+    }
+
+    #[test]
+    fn a_dropped_call_closes_its_progress_line() {
+        let sink = Arc::new(Collect::default());
+        let mut progress = Progress::new(Some(sink.clone()), 1, "m");
+        progress.last -= PROGRESS_EVERY;
+        progress.tick(&Text("abcd".into()));
+        drop(progress);
+        let events = sink.0.lock().unwrap().clone();
+        assert!(
+            matches!(
+                events.as_slice(),
+                [
+                    Event::ModelProgress { done: false, .. },
+                    Event::ModelProgress { done: true, .. }
+                ]
+            ),
+            "{events:?}"
+        );
+    }
+
+    #[test]
+    fn a_quick_stream_reports_nothing() {
+        let sink = Arc::new(Collect::default());
+        let mut progress = Progress::new(Some(sink.clone()), 1, "m");
+        progress.tick(&Text("abc".into()));
+        progress.done();
+        assert!(sink.0.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_capped_stream_is_cut_off() {
+        let streamed = Streamed {
+            decoder: Text("half a di".into()),
+            capped: true,
+        };
+        let parts = streamed.into_parts();
+        assert_eq!(parts.finish, Finish::Length);
+        assert_eq!(parts.text, "half a di");
+    }
+
+    #[tokio::test]
+    async fn the_cap_wins_over_the_idle_limit_when_it_comes_first() {
+        let clocks = Clocks::start(Duration::from_secs(5), Duration::from_millis(50));
+        let waited = clocks.wait(std::future::pending::<()>()).await;
+        assert!(matches!(waited, Waited::Capped));
+        let clocks = Clocks::start(Duration::from_millis(50), Duration::from_secs(5));
+        let waited = clocks.wait(std::future::pending::<()>()).await;
+        assert!(matches!(waited, Waited::Idle));
+        let waited = clocks.wait(async { 7 }).await;
+        assert!(matches!(waited, Waited::Done(7)));
+    }
+
+    #[test]
+    fn event_json_refuses_lone_surrogates() {
+        let event = SseEvent {
+            event: None,
+            data: r#"{"t":"\udc80"}"#.into(),
+        };
+        assert!(matches!(event_json(&event), Err(StreamFault::NotUtf8(_))));
+        let event = SseEvent {
+            event: None,
+            data: "{".into(),
+        };
+        assert!(matches!(
+            event_json(&event),
+            Err(StreamFault::Malformed { .. })
+        ));
+    }
+}
