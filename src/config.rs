@@ -18,6 +18,9 @@ pub enum Source {
     Env(&'static str),
     File(PathBuf),
     Default,
+    /// The default for a model served from this machine or the local
+    /// network (see [`is_local_url`]).
+    LocalDefault,
 }
 
 impl std::fmt::Display for Source {
@@ -27,6 +30,7 @@ impl std::fmt::Display for Source {
             Source::Env(name) => write!(f, "env {name}"),
             Source::File(path) => write!(f, "file {}", path.display()),
             Source::Default => f.write_str("default"),
+            Source::LocalDefault => f.write_str("default for a local model server"),
         }
     }
 }
@@ -330,6 +334,39 @@ pub fn mask(secret: &Secret) -> String {
     }
 }
 
+/// Whether a base URL points at this machine or the local network: a
+/// loopback or private address, `localhost`, or a `.local`, `.lan`,
+/// `.internal` or `.localhost` host name. Such servers are usually a model
+/// on a CPU or a small GPU: slow to start and to answer.
+pub fn is_local_url(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit('@').next().unwrap_or_default();
+    let host = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => host_port.split(':').next().unwrap_or_default(),
+    }
+    .to_ascii_lowercase();
+    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+        return match ip {
+            std::net::IpAddr::V4(v4) => {
+                v4.is_loopback() || v4.is_private() || v4.is_link_local() || v4.is_unspecified()
+            }
+            std::net::IpAddr::V6(v6) => {
+                let first = v6.segments()[0];
+                v6.is_loopback()
+                    || v6.is_unspecified()
+                    || (first & 0xfe00) == 0xfc00
+                    || (first & 0xffc0) == 0xfe80
+            }
+        };
+    }
+    host == "localhost"
+        || [".localhost", ".local", ".lan", ".internal"]
+            .iter()
+            .any(|suffix| host.ends_with(suffix))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -406,5 +443,29 @@ mod tests {
     fn masks_keys() {
         assert_eq!(mask(&Secret::new("sk-abcdefghijkl")), "****ijkl");
         assert_eq!(mask(&Secret::new("short")), "****");
+    }
+
+    #[test]
+    fn local_model_servers_are_recognised_by_their_address() {
+        for url in [
+            "http://127.0.0.1:8080/v1",
+            "http://localhost:11434/v1",
+            "http://192.168.1.20:8000/v1",
+            "http://10.0.0.5/v1",
+            "http://172.20.0.2:1234/v1",
+            "http://[::1]:8080/v1",
+            "http://gpu-box.local:8080/v1",
+            "http://user:pw@ollama.lan/v1",
+        ] {
+            assert!(is_local_url(url), "{url}");
+        }
+        for url in [
+            "https://api.openai.com/v1",
+            "https://openrouter.ai/api/v1",
+            "http://172.32.0.1/v1",
+            "https://generativelanguage.googleapis.com",
+        ] {
+            assert!(!is_local_url(url), "{url}");
+        }
     }
 }

@@ -8,7 +8,6 @@ use crate::cancel::Cancel;
 use crate::config::ProcessEnv;
 use crate::error::{ExitKind, SwarmError};
 use crate::llm::{self, ChatModel};
-use crate::log::{Event, EventSink};
 use crate::orchestrator::{self, RunConfig};
 
 /// Runs the pipeline with the resolved settings.
@@ -19,11 +18,6 @@ pub async fn execute(args: RunArgs, printer: &Printer) -> Result<ExitKind, Swarm
         let progress = Arc::new(printer.clone());
         let model =
             llm::build_reporting(&resolved.provider, llm::RetryPolicy::default(), progress)?;
-        if !args.no_preflight {
-            if let llm::Preflight::Doubtful(note) = llm::preflight(&resolved.provider).await? {
-                printer.emit(Event::Notice { message: note });
-            }
-        }
         let model = match &resolved.record {
             Some(path) => llm::record_to(model, path)?,
             None => model,

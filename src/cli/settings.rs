@@ -123,6 +123,8 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
         &base_url.source,
     );
 
+    // A model on this machine or the local network gets slower defaults.
+    let local = base_url.value.as_deref().is_some_and(config::is_local_url);
     let key = config::key_for(kind, env);
     match &key {
         Some((secret, var)) => row("api_key", config::mask(secret), &Source::Env(var)),
@@ -147,8 +149,25 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
         crate::tools::DEFAULT_TEST_CASE_TIMEOUT.as_secs(),
     );
     let lint_timeout = num(args.lint_timeout, "--lint-timeout", file.lint_timeout, 30);
-    let llm_timeout = num(args.llm_timeout, "--llm-timeout", file.llm_timeout, 120);
-    let llm_max_time = num(args.llm_max_time, "--llm-max-time", file.llm_max_time, 900);
+    let (timeout_default, max_time_default) = if local { (600, 3_600) } else { (120, 900) };
+    let llm_timeout = local_default(
+        num(
+            args.llm_timeout,
+            "--llm-timeout",
+            file.llm_timeout,
+            timeout_default,
+        ),
+        local,
+    );
+    let llm_max_time = local_default(
+        num(
+            args.llm_max_time,
+            "--llm-max-time",
+            file.llm_max_time,
+            max_time_default,
+        ),
+        local,
+    );
     let retries = config::pick(
         args.retries,
         "--retries",
@@ -239,7 +258,7 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
     );
     let sandbox = sandbox_policy(args, &file, fp, &target);
     row("sandbox", describe_sandbox(&sandbox.value), &sandbox.source);
-    let budget = budget_settings(args, &file, fp, &model.value)?;
+    let budget = budget_settings(args, &file, fp, &model.value, local)?;
     row("budget", describe_budget(&budget.value), &budget.source);
     let lock_timeout = config::pick(args.lock_timeout, "--lock-timeout", None, None, 60);
     row(
@@ -344,6 +363,8 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
         lock_timeout: Duration::from_secs(lock_timeout.value),
         sandbox: sandbox.value,
         budget: budget.value,
+        preflight: (!args.no_preflight && kind != ProviderKind::Replay)
+            .then(|| provider_config.clone()),
     };
     Ok(Resolved {
         run,
@@ -351,6 +372,17 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
         record: args.record.clone(),
         rows,
     })
+}
+
+/// Marks a default as the one for a local model server.
+fn local_default<T>(sourced: Sourced<T>, local: bool) -> Sourced<T> {
+    match sourced.source {
+        Source::Default if local => Sourced {
+            value: sourced.value,
+            source: Source::LocalDefault,
+        },
+        _ => sourced,
+    }
 }
 
 /// The sandbox policy: `--no-sandbox` over `[sandbox]` over the defaults.
@@ -439,6 +471,7 @@ fn budget_settings(
     file: &FileConfig,
     fp: Option<&Path>,
     model: &str,
+    local: bool,
 ) -> Result<Sourced<BudgetSettings>, SwarmError> {
     let window = config::pick(
         args.context_window.map(Some),
@@ -448,12 +481,17 @@ fn budget_settings(
         None,
     );
     let table = file.budget.unwrap_or_default();
-    let defaults = BudgetSettings::default();
+    let defaults = if local {
+        BudgetSettings::local()
+    } else {
+        BudgetSettings::default()
+    };
     let settings = BudgetSettings {
         context_window: window.value,
         plan_tokens: table.plan_tokens.unwrap_or(defaults.plan_tokens),
         fix_tokens: table.fix_tokens.unwrap_or(defaults.fix_tokens),
         test_tokens: table.test_tokens.unwrap_or(defaults.test_tokens),
+        local,
     };
     if settings.context_window == Some(0) {
         return Err(SwarmError::invalid(
@@ -463,6 +501,7 @@ fn budget_settings(
     Budget::new(&settings, model).map_err(|e| SwarmError::invalid(e.to_string()))?;
     let source = match (&window.source, file.budget.is_some(), fp) {
         (Source::Default, true, Some(p)) => Source::File(p.to_path_buf()),
+        (Source::Default, false, _) if local => Source::LocalDefault,
         (source, _, _) => source.clone(),
     };
     Ok(Sourced {
@@ -476,8 +515,13 @@ fn describe_budget(settings: &BudgetSettings) -> String {
         .context_window
         .map(|w| format!("window {w} tokens"))
         .unwrap_or_else(|| "window of the model (built-in when known)".into());
+    let replies = if settings.local {
+        "; short replies (local model)"
+    } else {
+        ""
+    };
     format!(
-        "{window}; prompts: plan {}, fix {}, tests {} tokens",
+        "{window}; prompts: plan {}, fix {}, tests {} tokens{replies}",
         settings.plan_tokens, settings.fix_tokens, settings.test_tokens
     )
 }

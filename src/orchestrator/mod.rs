@@ -19,7 +19,7 @@ use crate::analysis::{FileMetrics, Severity};
 use crate::cancel::Cancel;
 use crate::error::SwarmError;
 use crate::git::RunWorkspace;
-use crate::llm::{ChatModel, PriceTable, Secret, Usage, Windowed};
+use crate::llm::{ChatModel, PriceTable, ProviderConfig, Secret, Usage, Windowed};
 use crate::log::{Event, EventSink};
 use crate::stage::auditor;
 use crate::stage::budget::{Budget, BudgetSettings};
@@ -62,6 +62,10 @@ pub struct RunConfig {
     pub sandbox: SandboxPolicy,
     /// Prompt allowances and the declared context window.
     pub budget: BudgetSettings,
+    /// The endpoint to check once the repository is known to be usable and
+    /// before the tool environment or the audit (`None`: `--no-preflight`,
+    /// recorded replies, the demo).
+    pub preflight: Option<ProviderConfig>,
 }
 
 /// What every stage call of a run shares: settings, the model, where to
@@ -192,7 +196,7 @@ pub async fn run(
         Some(window) => Arc::new(Windowed::new(model, window)),
         None => model,
     };
-    let mut opened = setup::open(config, events, cancel)?;
+    let mut opened = setup::open(config, events, cancel).await?;
     let (mut ws, sandbox) = setup::start_workspace(config, &opened, events)?;
     let safety = Safety::new(sandbox.report(), crate::harden::report());
     for line in &safety.shortfalls {

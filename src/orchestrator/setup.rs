@@ -11,6 +11,7 @@ use super::RunConfig;
 use crate::cancel::Cancel;
 use crate::error::SwarmError;
 use crate::git::{Repo, RepoInfo, RepoLock, RunWorkspace};
+use crate::llm::Preflight;
 use crate::log::{Event, EventSink, ExperimentLog};
 use crate::stage::{auditor, target_path};
 use crate::tools::{self, PythonEnv, Sandbox};
@@ -43,8 +44,11 @@ pub(crate) struct Opened {
     _lock: RepoLock,
 }
 
-/// Opens the repository under its run lock and prepares the tools and log.
-pub(crate) fn open(
+/// Opens the repository under its run lock, checks the model endpoint
+/// (the preflight: after the repository's own checks, so bad input is
+/// reported first, and before the tool environment and the audit), and
+/// prepares the tools and log.
+pub(crate) async fn open(
     config: &RunConfig,
     events: &dyn EventSink,
     cancel: &Cancel,
@@ -95,6 +99,11 @@ pub(crate) fn open(
         .filter_map(|p| target_path(&info.target_rel, p).map(str::to_string))
         .collect();
     tell_about_uncommitted(&repo, &info, &notice)?;
+    if let Some(provider) = &config.preflight {
+        if let Preflight::Doubtful(note) = crate::llm::preflight(provider).await? {
+            notice(note);
+        }
+    }
     let pruned = repo.prune_stale_runs(&worktrees_root)?;
     if !pruned.is_empty() {
         notice(format!(

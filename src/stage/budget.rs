@@ -17,10 +17,21 @@ pub const DEFAULT_FIX_TOKENS: u64 = 12_000;
 /// Default prompt allowance of a test-generation request, in tokens.
 pub const DEFAULT_TEST_TOKENS: u64 = 8_000;
 
+/// Prompt allowances for a model served locally (a CPU reads a long prompt
+/// slowly before its first token).
+pub const LOCAL_PLAN_TOKENS: u64 = 8_000;
+pub const LOCAL_FIX_TOKENS: u64 = 8_000;
+pub const LOCAL_TEST_TOKENS: u64 = 6_000;
+
 /// Reply limits when the window leaves room for them.
-const PLAN_REPLY: u32 = 4_096;
+pub const PLAN_REPLY: u32 = 4_096;
 const FIX_REPLY: u32 = 8_192;
 const TEST_REPLY: u32 = 4_096;
+/// Reply limits for a local model (at 25 tokens a second, 1,536 tokens
+/// take a minute): a short plan, a focused diff.
+const LOCAL_PLAN_REPLY: u32 = 1_536;
+const LOCAL_FIX_REPLY: u32 = 4_096;
+const LOCAL_TEST_REPLY: u32 = 2_048;
 /// The smallest reply limit worth asking for.
 const MIN_REPLY: u32 = 1_024;
 /// The smallest prompt allowance that holds a useful request of any kind:
@@ -50,11 +61,14 @@ impl RequestKind {
         }
     }
 
-    fn reply(self) -> u32 {
-        match self {
-            RequestKind::Plan => PLAN_REPLY,
-            RequestKind::Fix => FIX_REPLY,
-            RequestKind::Tests => TEST_REPLY,
+    fn reply(self, local: bool) -> u32 {
+        match (self, local) {
+            (RequestKind::Plan, false) => PLAN_REPLY,
+            (RequestKind::Fix, false) => FIX_REPLY,
+            (RequestKind::Tests, false) => TEST_REPLY,
+            (RequestKind::Plan, true) => LOCAL_PLAN_REPLY,
+            (RequestKind::Fix, true) => LOCAL_FIX_REPLY,
+            (RequestKind::Tests, true) => LOCAL_TEST_REPLY,
         }
     }
 
@@ -75,6 +89,8 @@ pub struct BudgetSettings {
     pub plan_tokens: u64,
     pub fix_tokens: u64,
     pub test_tokens: u64,
+    /// The model is served locally: shorter replies.
+    pub local: bool,
 }
 
 impl Default for BudgetSettings {
@@ -84,6 +100,20 @@ impl Default for BudgetSettings {
             plan_tokens: DEFAULT_PLAN_TOKENS,
             fix_tokens: DEFAULT_FIX_TOKENS,
             test_tokens: DEFAULT_TEST_TOKENS,
+            local: false,
+        }
+    }
+}
+
+impl BudgetSettings {
+    /// The defaults for a model served locally.
+    pub fn local() -> Self {
+        Self {
+            context_window: None,
+            plan_tokens: LOCAL_PLAN_TOKENS,
+            fix_tokens: LOCAL_FIX_TOKENS,
+            test_tokens: LOCAL_TEST_TOKENS,
+            local: true,
         }
     }
 }
@@ -130,7 +160,7 @@ impl Budget {
             .context_window
             .or_else(|| context_window_for(model));
         let allowance = |kind: RequestKind, configured: u64| {
-            fit(kind, configured, window).ok_or_else(|| WindowTooSmall {
+            fit(kind, configured, window, settings.local).ok_or_else(|| WindowTooSmall {
                 model: model.to_string(),
                 window: window.unwrap_or(0),
                 kind: kind.name(),
@@ -176,16 +206,16 @@ fn minimum(kind: RequestKind) -> u64 {
 /// of the window (never under [`MIN_REPLY`]); the prompt gets what is left
 /// after the replies (two and a re-ask for a kind that asks again), at most
 /// `configured`. `None` when less than [`MIN_PROMPT_TOKENS`] is left.
-fn fit(kind: RequestKind, configured: u64, window: Option<u64>) -> Option<Allowance> {
+fn fit(kind: RequestKind, configured: u64, window: Option<u64>, local: bool) -> Option<Allowance> {
     let configured = configured.max(MIN_PROMPT_TOKENS);
     let Some(window) = window else {
         return Some(Allowance {
             prompt_tokens: configured,
-            reply_tokens: kind.reply(),
+            reply_tokens: kind.reply(local),
         });
     };
     let quarter = u32::try_from(window / 4).unwrap_or(u32::MAX);
-    let reply_tokens = kind.reply().min(quarter).max(MIN_REPLY);
+    let reply_tokens = kind.reply(local).min(quarter).max(MIN_REPLY);
     let (replies, follow) = if kind.asks_again() {
         (2, FOLLOW_UP_TOKENS)
     } else {

@@ -325,3 +325,51 @@ fn config_shows_the_model_time_limits_and_refuses_zero() {
     );
     assert_one_line_error(&out, 1, "llm_max_time must be at least 1");
 }
+
+#[test]
+fn a_local_model_server_gets_slower_defaults_and_a_short_plan_budget() {
+    let repo = TestRepo::with_files(&[("a.py", "x = 1\n")]);
+    let target = repo.root.to_str().unwrap();
+    let config_with = |base: &str, extra: &[&str]| {
+        let mut args = vec!["config", "--target_dir", target];
+        args.extend_from_slice(extra);
+        let out = swarm(
+            &repo,
+            &args,
+            &[("OPENAI_API_KEY", "sk-test"), ("OPENAI_BASE_URL", base)],
+        );
+        assert_eq!(out.status.code(), Some(0));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let line = |stdout: &str, name: &str| {
+        stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_default()
+            .to_string()
+    };
+    for base in ["http://127.0.0.1:8080/v1", "http://192.168.1.20:11434/v1"] {
+        let local = config_with(base, &[]);
+        let timeout = line(&local, "llm_timeout");
+        assert!(
+            timeout.contains("600") && timeout.contains("local model server"),
+            "{local}"
+        );
+        assert!(line(&local, "llm_max_time").contains("3600"), "{local}");
+        let budget = line(&local, "budget");
+        assert!(
+            budget.contains("plan 8000") && budget.contains("short replies"),
+            "{local}"
+        );
+    }
+    // A flag still wins, and a remote server keeps the usual defaults.
+    let flagged = config_with("http://127.0.0.1:8080/v1", &["--llm-timeout", "45"]);
+    assert!(line(&flagged, "llm_timeout").contains("45"), "{flagged}");
+    let remote = config_with("https://openrouter.ai/api/v1", &[]);
+    let timeout = line(&remote, "llm_timeout");
+    assert!(
+        timeout.contains("120") && !timeout.contains("local"),
+        "{remote}"
+    );
+    assert!(line(&remote, "budget").contains("plan 16000"), "{remote}");
+}

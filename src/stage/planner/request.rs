@@ -15,7 +15,7 @@ use super::evidence::Ranked;
 use crate::analysis::{FileMetrics, Severity};
 use crate::llm::{budget_tokens, prompt_tokens, ChatMessage, ChatRequest, Role};
 use crate::stage::auditor::lint_for;
-use crate::stage::budget::Allowance;
+use crate::stage::budget::{Allowance, PLAN_REPLY};
 use crate::stage::prompt::{clip, one_line, stable};
 use crate::tools::{LintMessage, TestCase};
 
@@ -29,6 +29,19 @@ const INSTRUCTIONS: &str = "\n## What to write\nA Markdown document:\n\
      listing issues as bullets, each with **Type** (bug, style, complexity, docs), **Severity** \
      (low, medium, high), **Location** (function and line), **Description** and **Suggested fix**. \
      Put bugs that make tests fail first. Do not plan changes to test files.\n";
+
+/// The closing instructions; a reply limit below the usual one (a local
+/// model) asks for a short plan that fits it.
+fn instructions(reply_tokens: u32) -> String {
+    if reply_tokens >= PLAN_REPLY {
+        return INSTRUCTIONS.to_string();
+    }
+    let words = u64::from(reply_tokens) * 2 / 3;
+    format!(
+        "{INSTRUCTIONS}Keep the plan short, under about {words} words: the files that matter most \
+         (failing tests first), at most three issues each, one line per field.\n"
+    )
+}
 
 /// Failing tests listed by name.
 const FAILING_SHOWN: usize = 20;
@@ -110,7 +123,7 @@ pub fn plan_request(input: &PlanInput<'_>) -> Result<(ChatRequest, Selection), P
     let counts_all = counted_section(&folders);
     let reply = input.allowance.reply_tokens;
     let skeleton = request(
-        format!("{head}\n## Files\n{counts_all}{INSTRUCTIONS}"),
+        format!("{head}\n## Files\n{counts_all}{}", instructions(reply)),
         reply,
     );
     let needed = prompt_tokens(&skeleton) + SLACK;
@@ -146,7 +159,10 @@ pub fn plan_request(input: &PlanInput<'_>) -> Result<(ChatRequest, Selection), P
     if !counted.is_empty() {
         files.push_str(&counted_section(&count_by_folder(&counted, input.metrics)));
     }
-    let built = request(format!("{head}\n## Files\n{files}{INSTRUCTIONS}"), reply);
+    let built = request(
+        format!("{head}\n## Files\n{files}{}", instructions(reply)),
+        reply,
+    );
     selection.prompt_tokens = prompt_tokens(&built);
     Ok((built, selection))
 }
@@ -545,5 +561,13 @@ mod tests {
         assert!(!selection.in_full.iter().any(|s| s.path == "buggy.py"));
         assert_eq!(selection.summarised, vec!["buggy.py"]);
         assert!(request.messages[0].content.contains("This is plan 2"));
+    }
+
+    #[test]
+    fn a_short_reply_limit_asks_for_a_short_plan() {
+        assert!(!instructions(PLAN_REPLY).contains("Keep the plan short"));
+        let short = instructions(1_536);
+        assert!(short.starts_with(INSTRUCTIONS), "{short}");
+        assert!(short.contains("under about 1024 words"), "{short}");
     }
 }

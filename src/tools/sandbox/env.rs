@@ -9,8 +9,10 @@
 //!
 //! Does not protect: what the allowed variables say (`PATH` is the user's,
 //! with the interpreter's folder first), and files a test opens by absolute
-//! path — that is Landlock's job. `PYTHONPATH` is not passed: the Judge
-//! measures the repository as committed, configured by its own files.
+//! path — that is Landlock's job. The user's `PYTHONPATH` is not passed: the
+//! Judge measures the repository as committed, configured by its own files
+//! (pytest's runs get swarm's own plugin folder, in the cell's scratch, on
+//! it instead).
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};

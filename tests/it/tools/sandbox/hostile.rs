@@ -220,6 +220,13 @@ fn hostile_code_under_test_is_contained() {
             .as_str()
             .expect("TMPDIR")
             .starts_with(&scratch));
+        if let Some(path) = vars.get("PYTHONPATH") {
+            let path = path.as_str().expect("PYTHONPATH");
+            assert!(
+                path.starts_with(&scratch) && !path.contains(':'),
+                "PYTHONPATH {path} is not swarm's plugin folder in {scratch}"
+            );
+        }
     }
     // Nor through /proc: swarm's environment and memory are closed.
     let environ = attack.result("swarm_environ");

@@ -65,6 +65,9 @@ fn allowed_name(name: &str) -> bool {
             | "PYTHONDONTWRITEBYTECODE"
             | "PYTHONUNBUFFERED"
             | "PYTHONHASHSEED"
+            // swarm's own pytest plugin folder, in the cell's scratch (the
+            // user's PYTHONPATH never is; `hostile` checks the value).
+            | "PYTHONPATH"
     ) || name.starts_with("LC_")
         || name.starts_with("XDG_")
         || set_by_pytest(name)
