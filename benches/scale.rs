@@ -225,6 +225,8 @@ fn run(size: usize, cache: &Path) -> Measured {
         .arg(&root)
         .args(["--provider", "openai", "--base-url"])
         .arg(format!("{}/v1", model.base_url()))
+        // The loopback server stands for a hosted model: its defaults.
+        .args(["--local-model", "false"])
         .arg("--json")
         .env("HOME", &home)
         .env("GIT_CONFIG_NOSYSTEM", "1")

@@ -56,6 +56,8 @@ pub struct FileConfig {
     pub lint_timeout: Option<u64>,
     pub llm_timeout: Option<u64>,
     pub llm_max_time: Option<u64>,
+    /// Whether the model is served locally (default: from the base URL).
+    pub local_model: Option<bool>,
     pub retries: Option<u32>,
     pub jobs: Option<usize>,
     pub max_tokens_total: Option<u64>,

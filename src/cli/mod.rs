@@ -70,14 +70,20 @@ pub struct RunArgs {
     pub lint_timeout: Option<u64>,
     /// Longest silence from the model, in seconds: the wait for the reply to
     /// start, for its first token and between tokens. A reply that keeps
-    /// streaming may take longer (see --llm-max-time) [default: 120].
+    /// streaming may take longer (see --llm-max-time) [default: 120; 600 for
+    /// a local model server].
     #[arg(long, value_name = "SECS")]
     pub llm_timeout: Option<u64>,
     /// Longest one model request may take in all, in seconds, however
     /// steadily it streams; a reply cut there counts as cut off by the
-    /// output limit (asked again for a shorter answer, not resent) [default: 900].
+    /// output limit (asked again for a shorter answer, not resent) [default: 900;
+    /// 3600 for a local model server].
     #[arg(long, value_name = "SECS")]
     pub llm_max_time: Option<u64>,
+    /// Whether the model is served locally (slower defaults, short replies):
+    /// `true` or `false` [default: true for a loopback or private base URL].
+    #[arg(long, value_name = "BOOL")]
+    pub local_model: Option<bool>,
     /// HTTP attempts per model call, retries included [default: 4].
     #[arg(long, value_name = "N")]
     pub retries: Option<u32>,

@@ -124,7 +124,15 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
     );
 
     // A model on this machine or the local network gets slower defaults.
-    let local = base_url.value.as_deref().is_some_and(config::is_local_url);
+    let local = config::pick(
+        args.local_model,
+        "--local-model",
+        None,
+        in_file(fp, file.local_model),
+        base_url.value.as_deref().is_some_and(config::is_local_url),
+    );
+    row("local_model", local.value.to_string(), &local.source);
+    let local = local.value;
     let key = config::key_for(kind, env);
     match &key {
         Some((secret, var)) => row("api_key", config::mask(secret), &Source::Env(var)),

@@ -365,6 +365,13 @@ fn a_local_model_server_gets_slower_defaults_and_a_short_plan_budget() {
     // A flag still wins, and a remote server keeps the usual defaults.
     let flagged = config_with("http://127.0.0.1:8080/v1", &["--llm-timeout", "45"]);
     assert!(line(&flagged, "llm_timeout").contains("45"), "{flagged}");
+    let proxy = config_with("http://127.0.0.1:4000/v1", &["--local-model", "false"]);
+    assert!(
+        line(&proxy, "local_model").contains("flag --local-model"),
+        "{proxy}"
+    );
+    assert!(line(&proxy, "llm_timeout").contains("120"), "{proxy}");
+    assert!(line(&proxy, "budget").contains("plan 16000"), "{proxy}");
     let remote = config_with("https://openrouter.ai/api/v1", &[]);
     let timeout = line(&remote, "llm_timeout");
     assert!(

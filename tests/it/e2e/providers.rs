@@ -103,6 +103,10 @@ fn recorded_run_replays_offline_to_the_same_trees_and_the_key_leaks_nowhere() {
             &target,
             "--json",
             "-v",
+            // The loopback server stands for a hosted model, as the replay
+            // below does (a local model's shorter budget changes prompts).
+            "--local-model",
+            "false",
             "--record",
             cassette.to_str().unwrap(),
         ],
