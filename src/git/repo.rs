@@ -522,7 +522,9 @@ pub(crate) fn tree_id_at(
         return Ok(Some(tree.id().to_string()));
     }
     match tree.get_path(Path::new(path)) {
-        Ok(entry) if entry.kind() == Some(git2::ObjectType::Tree) => Ok(Some(entry.id().to_string())),
+        Ok(entry) if entry.kind() == Some(git2::ObjectType::Tree) => {
+            Ok(Some(entry.id().to_string()))
+        }
         Ok(_) => Ok(None),
         Err(e) if e.code() == ErrorCode::NotFound => Ok(None),
         Err(e) => Err(GitError::git2(op(), e)),

@@ -29,9 +29,7 @@ use sha2::{Digest, Sha256};
 use super::command::GitCommand;
 use super::lock::{LockFile, TryLock};
 use super::prune::remove_run;
-use super::repo::{
-    canonical, changed_paths, check_rel_path, open_objects, signature, tree_id_at,
-};
+use super::repo::{canonical, changed_paths, check_rel_path, open_objects, signature, tree_id_at};
 use super::{submodule, CommitId, FileWrite, GitError, Repo, RunWorkspace};
 
 /// Where run worktrees live, relative to swarm's cache folder: each

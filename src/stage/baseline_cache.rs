@@ -94,7 +94,12 @@ impl KeyInputs<'_> {
         field(format!("{:?}", env.layout).as_bytes());
         let limits = self.limits;
         field(&limits.tests.as_nanos().to_le_bytes());
-        field(&limits.test_case.map_or(0, |d| d.as_nanos() + 1).to_le_bytes());
+        field(
+            &limits
+                .test_case
+                .map_or(0, |d| d.as_nanos() + 1)
+                .to_le_bytes(),
+        );
         field(&limits.lint.as_nanos().to_le_bytes());
         field(&serde_json::to_vec(self.sandbox).unwrap_or_default());
         field(self.resource_limits.as_bytes());
@@ -116,7 +121,9 @@ fn build_identity() -> String {
 
 /// The interpreter's version shows in its file: an upgrade replaces it.
 fn interpreter_identity(python: &Path) -> String {
-    let resolved = python.canonicalize().unwrap_or_else(|_| python.to_path_buf());
+    let resolved = python
+        .canonicalize()
+        .unwrap_or_else(|_| python.to_path_buf());
     format!("{} {}", resolved.display(), file_identity(&resolved))
 }
 

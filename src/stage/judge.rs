@@ -7,11 +7,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::cancel::Cancel;
-pub use early::{measure_attempt, EarlyStop};
 use crate::tools::{
     self, ImportCheck, LintCache, LintReport, LintSettings, PythonEnv, Sandbox, TestCase,
     TestOutcome, TestRun,
 };
+pub use early::{measure_attempt, EarlyStop};
 
 pub mod early;
 

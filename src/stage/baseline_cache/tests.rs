@@ -87,19 +87,43 @@ fn the_key_changes_with_every_input_and_only_with_them() {
         ("tree", Box::new(|i| i.tree = "b".repeat(40))),
         ("target", Box::new(|i| i.target_rel = "other".into())),
         ("files", Box::new(|i| i.files.push("extra.py".into()))),
-        ("submodules", Box::new(|i| i.empty.push("vendor/lib".into()))),
-        ("python", Box::new(|i| i.env.python = "/opt/py/bin/python3".into())),
-        ("pytest", Box::new(|i| i.env.pytest_version = "9.3.0".into())),
-        ("pylint", Box::new(|i| i.env.pylint_version = "4.2.0".into())),
+        (
+            "submodules",
+            Box::new(|i| i.empty.push("vendor/lib".into())),
+        ),
+        (
+            "python",
+            Box::new(|i| i.env.python = "/opt/py/bin/python3".into()),
+        ),
+        (
+            "pytest",
+            Box::new(|i| i.env.pytest_version = "9.3.0".into()),
+        ),
+        (
+            "pylint",
+            Box::new(|i| i.env.pylint_version = "4.2.0".into()),
+        ),
         (
             "layout",
             Box::new(|i| i.env.layout.sys_path.push("/usr/lib/python3.13".into())),
         ),
-        ("test timeout", Box::new(|i| i.limits.tests = Duration::from_secs(61))),
+        (
+            "test timeout",
+            Box::new(|i| i.limits.tests = Duration::from_secs(61)),
+        ),
         ("case timeout", Box::new(|i| i.limits.test_case = None)),
-        ("lint timeout", Box::new(|i| i.limits.lint = Duration::from_secs(5))),
-        ("sandbox", Box::new(|i| i.sandbox.landlock = LayerState::Disabled)),
-        ("resources", Box::new(|i| i.resource_limits = "other".into())),
+        (
+            "lint timeout",
+            Box::new(|i| i.limits.lint = Duration::from_secs(5)),
+        ),
+        (
+            "sandbox",
+            Box::new(|i| i.sandbox.landlock = LayerState::Disabled),
+        ),
+        (
+            "resources",
+            Box::new(|i| i.resource_limits = "other".into()),
+        ),
         ("isolate", Box::new(|i| i.isolate = false)),
     ];
     let mut seen = BTreeSet::from([base.0.clone()]);
@@ -179,11 +203,23 @@ fn a_stored_baseline_comes_back_the_same_with_paths_moved_to_the_new_worktree() 
             ),
         ],
     );
-    assert!(cache.load(&key, Path::new("/wt/run-2"), Path::new("/wt/run-2/svc"), &files).is_none());
+    assert!(cache
+        .load(
+            &key,
+            Path::new("/wt/run-2"),
+            Path::new("/wt/run-2/svc"),
+            &files
+        )
+        .is_none());
     assert!(cache.store(&key, &first, "run-1", Path::new("/wt/run-1")));
 
     let reused = cache
-        .load(&key, Path::new("/wt/run-2"), Path::new("/wt/run-2/svc"), &files)
+        .load(
+            &key,
+            Path::new("/wt/run-2"),
+            Path::new("/wt/run-2/svc"),
+            &files,
+        )
         .expect("a hit");
     assert_eq!(reused.run_id, "run-1");
     assert!(chrono::DateTime::parse_from_rfc3339(&reused.measured_at).is_ok());
@@ -211,7 +247,12 @@ fn a_stored_baseline_comes_back_the_same_with_paths_moved_to_the_new_worktree() 
     let mut other = Inputs::new();
     other.tree = "c".repeat(40);
     assert!(cache
-        .load(&other.key(), Path::new("/wt/run-2"), Path::new("/wt/run-2/svc"), &files)
+        .load(
+            &other.key(),
+            Path::new("/wt/run-2"),
+            Path::new("/wt/run-2/svc"),
+            &files
+        )
         .is_none());
 }
 
@@ -254,7 +295,11 @@ fn results_that_hit_a_time_limit_are_not_kept() {
     assert!(worth_keeping(&ok));
     let slow_case = measurement(
         root,
-        vec![case("t.py::a", TestOutcome::Failed, Some("timed out after 10 s"))],
+        vec![case(
+            "t.py::a",
+            TestOutcome::Failed,
+            Some("timed out after 10 s"),
+        )],
     );
     assert!(!worth_keeping(&slow_case));
     let unrun = measurement(root, vec![case("t.py::a", TestOutcome::NotRun, None)]);
@@ -265,10 +310,14 @@ fn results_that_hit_a_time_limit_are_not_kept() {
     }
     assert!(!worth_keeping(&killed));
     let mut lint_skipped = measurement(root, vec![case("t.py::a", TestOutcome::Passed, None)]);
-    lint_skipped.snapshot.lint.skipped.push(crate::tools::SkippedLint {
-        path: "calc.py".into(),
-        reason: "timed out".into(),
-    });
+    lint_skipped
+        .snapshot
+        .lint
+        .skipped
+        .push(crate::tools::SkippedLint {
+            path: "calc.py".into(),
+            reason: "timed out".into(),
+        });
     assert!(!worth_keeping(&lint_skipped));
 }
 

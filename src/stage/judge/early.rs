@@ -28,8 +28,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::{
-    measure, pylint_higher, pylint_lower, Limits, Measurement, Snapshot, TestState, Tools,
-    Verdict, PYTEST_ITSELF,
+    measure, pylint_higher, pylint_lower, Limits, Measurement, Snapshot, TestState, Tools, Verdict,
+    PYTEST_ITSELF,
 };
 use crate::cancel::Cancel;
 use crate::tools::{self, LintReport, LintSettings, SelectedRun, TestOutcome, ToolError};
@@ -139,11 +139,12 @@ fn stop_reason(
     if selected.run.timed_out || pylint_higher(pylint, best.pylint) {
         return None;
     }
-    let still_failing = rerun.iter().all(|id| {
-        selected.run.cases.iter().any(|c| {
-            &c.id == id && matches!(c.outcome, TestOutcome::Failed | TestOutcome::Error)
-        })
-    });
+    let still_failing =
+        rerun.iter().all(|id| {
+            selected.run.cases.iter().any(|c| {
+                &c.id == id && matches!(c.outcome, TestOutcome::Failed | TestOutcome::Error)
+            })
+        });
     let collected = selected.collected.as_ref()?;
     let known: BTreeSet<&String> = tests.passed.iter().chain(rerun).collect();
     let nothing_new = collected.iter().all(|id| known.contains(id));
