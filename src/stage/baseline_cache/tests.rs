@@ -78,12 +78,15 @@ impl Inputs {
     }
 }
 
+/// One change to a key's inputs.
+type Change = Box<dyn Fn(&mut Inputs)>;
+
 #[test]
 fn the_key_changes_with_every_input_and_only_with_them() {
     let base = Inputs::new().key();
     assert_eq!(base, Inputs::new().key(), "stable");
     assert_eq!(base.0.len(), 64);
-    let changes: Vec<(&str, Box<dyn Fn(&mut Inputs)>)> = vec![
+    let changes: Vec<(&str, Change)> = vec![
         ("tree", Box::new(|i| i.tree = "b".repeat(40))),
         ("target", Box::new(|i| i.target_rel = "other".into())),
         ("files", Box::new(|i| i.files.push("extra.py".into()))),
