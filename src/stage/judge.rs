@@ -359,6 +359,20 @@ pub fn measure(
     cancel: &Cancel,
     baseline: Option<&TestState>,
 ) -> Result<Measurement, tools::ToolError> {
+    measure_linted(tools, root, files, limits, cancel, baseline, None)
+}
+
+/// [`measure`], with the lint of this very state when it was already made
+/// (pylint then does not run again).
+fn measure_linted(
+    tools: Tools<'_>,
+    root: &Path,
+    files: &[String],
+    limits: Limits,
+    cancel: &Cancel,
+    baseline: Option<&TestState>,
+    linted: Option<LintReport>,
+) -> Result<Measurement, tools::ToolError> {
     let Tools {
         env,
         sandbox,
@@ -367,8 +381,9 @@ pub fn measure(
     let lint_settings = LintSettings::new(limits.lint);
     // pytest and pylint are independent: run them side by side.
     let (run, lint) = std::thread::scope(|scope| {
-        let lint = scope.spawn(|| {
-            tools::run_pylint(
+        let lint = scope.spawn(|| match linted {
+            Some(report) => Ok(report),
+            None => tools::run_pylint(
                 env,
                 sandbox,
                 root,
@@ -376,7 +391,7 @@ pub fn measure(
                 &lint_settings,
                 lint_cache,
                 cancel,
-            )
+            ),
         });
         let test_limits = tools::TestLimits {
             run: limits.tests,

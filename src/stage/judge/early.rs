@@ -22,14 +22,15 @@
 //! attempt is never accepted; its verdict is [`Verdict::Regressed`] when
 //! pylint dropped (certain without the tests) and [`Verdict::NotImproved`]
 //! otherwise, since whether a passing test broke was not measured.
-//! Everything else gets the full suite through [`super::measure`].
+//! Everything else gets the full suite through [`super::measure`] (with the
+//! lint already made: pylint does not run twice).
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::{
-    measure, pylint_higher, pylint_lower, Limits, Measurement, Snapshot, TestState, Tools, Verdict,
-    PYTEST_ITSELF,
+    measure, measure_linted, pylint_higher, pylint_lower, Limits, Measurement, Snapshot, TestState,
+    Tools, Verdict, PYTEST_ITSELF,
 };
 use crate::cancel::Cancel;
 use crate::tools::{self, LintReport, LintSettings, SelectedRun, TestOutcome, ToolError};
@@ -74,7 +75,8 @@ pub fn measure_attempt(
     let (selected, lint) = first_pass(tools, root, files, limits, cancel, &rerun)?;
     match stop_reason(best, &rerun, &selected, lint.score) {
         Some(stop) => Ok(stopped(selected, lint, stop)),
-        None => measure(tools, root, files, limits, cancel, baseline),
+        // The lint of this state is done: only pytest runs again.
+        None => measure_linted(tools, root, files, limits, cancel, baseline, Some(lint)),
     }
 }
 

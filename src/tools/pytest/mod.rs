@@ -17,6 +17,10 @@
 //! those. Failing tests, collection errors, no tests (exit code 5) and
 //! timeouts are all values in the [`TestRun`]; only a pytest that cannot be
 //! started, or a cancel, is an `Err`.
+//!
+//! [`run_only`] runs chosen tests: their node ids go to the plugin in a
+//! file in the cell (`--swarm-only`, no command-line limits or quoting), the
+//! plugin deselects the others after writing every collected id.
 
 use std::path::Path;
 
