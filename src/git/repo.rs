@@ -506,6 +506,31 @@ pub(crate) fn file_at(
     }
 }
 
+/// The id of the tree at `path` (repo-relative, `""` for the root) in
+/// `commit`; `None` when `commit` has nothing there or a file.
+pub(crate) fn tree_id_at(
+    repo: &Repository,
+    commit: &CommitId,
+    path: &str,
+) -> Result<Option<String>, GitError> {
+    let op = || format!("find the tree of {path:?} at {}", commit.short());
+    let tree = repo
+        .find_commit(commit.oid()?)
+        .and_then(|c| c.tree())
+        .map_err(|e| GitError::git2(op(), e))?;
+    if path.is_empty() {
+        return Ok(Some(tree.id().to_string()));
+    }
+    match tree.get_path(Path::new(path)) {
+        Ok(entry) if entry.kind() == Some(git2::ObjectType::Tree) => {
+            Ok(Some(entry.id().to_string()))
+        }
+        Ok(_) => Ok(None),
+        Err(e) if e.code() == ErrorCode::NotFound => Ok(None),
+        Err(e) => Err(GitError::git2(op(), e)),
+    }
+}
+
 /// See [`Repo::changed_paths`].
 pub(crate) fn changed_paths(
     repo: &Repository,

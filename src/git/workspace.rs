@@ -29,7 +29,7 @@ use sha2::{Digest, Sha256};
 use super::command::GitCommand;
 use super::lock::{LockFile, TryLock};
 use super::prune::remove_run;
-use super::repo::{canonical, changed_paths, check_rel_path, open_objects, signature};
+use super::repo::{canonical, changed_paths, check_rel_path, open_objects, signature, tree_id_at};
 use super::{submodule, CommitId, FileWrite, GitError, Repo, RunWorkspace};
 
 /// Where run worktrees live, relative to swarm's cache folder: each
@@ -225,6 +225,14 @@ impl RunWorkspace {
     /// run branch's tip, sorted: the files a fast-forward would touch.
     pub fn files_changed_since_base(&self) -> Result<Vec<String>, GitError> {
         changed_paths(&self.git()?, &self.base, &self.best)
+    }
+
+    /// The git tree id of `path` (repo-relative, `""` for the whole tree)
+    /// in the commit the run started from: it names exactly the files the
+    /// worktree held there at the start. `None` when the base commit has
+    /// no folder at `path`.
+    pub fn base_tree_id(&self, path: &str) -> Result<Option<String>, GitError> {
+        tree_id_at(&open_objects(&self.common_dir)?, &self.base, path)
     }
 
     /// Writes (or deletes) files in the worktree, paths repo-relative.

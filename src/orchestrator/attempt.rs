@@ -145,13 +145,14 @@ fn judge_and_commit(
     }
     let measured = tokio::task::block_in_place(|| {
         let baseline = state.facts.baseline.tests.as_ref();
-        judge::measure(
+        judge::measure_attempt(
             cx.tools(),
             cx.root,
             &files,
             cx.config.limits,
             cx.cancel,
             baseline,
+            &state.progress.best,
         )
     })?;
     let verdict = judge::compare(

@@ -22,6 +22,7 @@ use crate::git::RunWorkspace;
 use crate::llm::{ChatModel, PriceTable, ProviderConfig, Secret, Usage, Windowed};
 use crate::log::{Event, EventSink};
 use crate::stage::auditor;
+use crate::stage::baseline_cache::{BaselineCache, KeyInputs};
 use crate::stage::budget::{Budget, BudgetSettings};
 use crate::stage::judge::{self, Limits, Snapshot};
 use crate::stage::planner::Plan;
@@ -281,7 +282,7 @@ async fn drive(
     rec: &mut Recorder<'_>,
     scope: setup::Scope,
 ) -> Result<(RunState, StopReason), SwarmError> {
-    let mut state = audit(cx, rec, scope)?;
+    let mut state = audit(cx, ws, rec, scope)?;
     if let Some(stop) = plan::plan_batch(cx, rec, &mut state).await? {
         return Ok((state, stop));
     }
@@ -289,10 +290,12 @@ async fn drive(
     Ok((state, stop))
 }
 
-/// The Auditor's stage: the files, their metrics and the baseline, logged
+/// The Auditor's stage: the files, their metrics and the baseline (reused
+/// from an earlier run on the same tree when the cache holds it), logged
 /// and reported; the run's state starts from it.
 fn audit(
     cx: &RunContext<'_>,
+    ws: &RunWorkspace,
     rec: &mut Recorder<'_>,
     scope: setup::Scope,
 ) -> Result<RunState, SwarmError> {
@@ -302,9 +305,47 @@ fn audit(
         files,
         submodules,
     } = scope;
+    let cache = cx.config.cache_dir.as_deref().map(BaselineCache::new);
+    // A tree id that cannot be read only means no reuse.
+    let tree = ws.base_tree_id("").ok().flatten();
+    let reuse = cache.as_ref().zip(tree).map(|(cache, tree)| {
+        let policy = &cx.config.sandbox;
+        let key = KeyInputs {
+            tree: &tree,
+            target_rel: &target_rel,
+            files: &files,
+            empty_submodules: ws.empty_submodules(),
+            env: cx.env,
+            limits: cx.config.limits,
+            sandbox: cx.sandbox.report(),
+            resource_limits: &format!("{:?}", policy.limits),
+            isolate: policy.isolate,
+        }
+        .key();
+        auditor::BaselineReuse {
+            cache,
+            key,
+            run_id: &run_id,
+            worktree: ws.path(),
+        }
+    });
     let audit = tokio::task::block_in_place(|| {
-        auditor::audit(cx.tools(), cx.root, files, cx.config.limits, cx.cancel)
+        auditor::audit(
+            cx.tools(),
+            cx.root,
+            files,
+            cx.config.limits,
+            cx.cancel,
+            reuse.as_ref(),
+        )
     })?;
+    if let Some((earlier, when)) = &audit.reused_from {
+        cx.events.emit(Event::Notice {
+            message: format!(
+                "baseline: reused from an earlier run on the same tree (run {earlier}, measured {when}): pytest and pylint not run again"
+            ),
+        });
+    }
     rec.metrics(&audit.metrics)?;
     rec.measurement(crate::log::Agent::Auditor, &audit.baseline, None)?;
     let snapshot = audit.baseline.snapshot;

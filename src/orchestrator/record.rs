@@ -113,6 +113,13 @@ impl<'a> Recorder<'a> {
                 .detail("kind", "tool")
                 .detail("tool", "pytest")
                 .detail("attempt", json!(attempt))
+                .detail("cached", m.cached)
+                .detail("stopped_early", m.early_stop.is_some())
+                .detail("early_stop", json!(m.early_stop))
+                .detail(
+                    "early_stop_reason",
+                    json!(m.early_stop.as_ref().map(|s| s.describe())),
+                )
                 .detail("exit_code", json!(run.exit_code))
                 .detail("timed_out", run.timed_out)
                 .detail("no_tests", run.no_tests)
@@ -147,6 +154,7 @@ impl<'a> Recorder<'a> {
                 .detail("kind", "tool")
                 .detail("tool", "import_check")
                 .detail("attempt", json!(attempt))
+                .detail("cached", m.cached)
                 .detail("compile_errors", check.compile_errors.len())
                 .detail("import_errors", check.import_errors.len());
             self.write(e)?;
@@ -161,6 +169,7 @@ impl<'a> Recorder<'a> {
             .detail("kind", "tool")
             .detail("tool", "pylint")
             .detail("attempt", json!(attempt))
+            .detail("cached", m.cached)
             .detail("score", json!(snap.pylint))
             .detail("messages", snap.lint.messages.len())
             .detail("linted", snap.lint.linted)

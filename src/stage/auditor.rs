@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use super::baseline_cache::{BaselineCache, BaselineKey};
 use super::judge::{self, Limits, Measurement};
 use crate::analysis::{self, FileMetrics, Severity};
 use crate::cancel::Cancel;
@@ -21,18 +22,45 @@ pub struct Audit {
     pub baseline: Measurement,
     /// Each file's severity: its metrics', raised by pylint errors.
     pub severities: BTreeMap<String, Severity>,
+    /// Set when the baseline came from the cache: the run that measured it
+    /// and when (RFC 3339).
+    pub reused_from: Option<(String, String)>,
 }
 
-/// Audits `files` (target-relative) in `root`: metrics, then the baseline.
+/// Where the audit may find its baseline and keep it (see
+/// [`super::baseline_cache`]).
+pub struct BaselineReuse<'a> {
+    pub cache: &'a BaselineCache,
+    /// Everything the baseline depends on, hashed.
+    pub key: BaselineKey,
+    /// This run, recorded with a stored baseline.
+    pub run_id: &'a str,
+    /// The run's worktree (stored paths are moved to it).
+    pub worktree: &'a Path,
+}
+
+/// Audits `files` (target-relative) in `root`: metrics, then the baseline,
+/// from `reuse`'s cache when it holds one (and kept there otherwise).
 pub fn audit(
     tools: judge::Tools<'_>,
     root: &Path,
     files: Vec<String>,
     limits: Limits,
     cancel: &Cancel,
+    reuse: Option<&BaselineReuse<'_>>,
 ) -> Result<Audit, ToolError> {
     let metrics = measure_files(root, &files);
-    let baseline = judge::measure(tools, root, &files, limits, cancel, None)?;
+    let found = reuse.and_then(|r| r.cache.load(&r.key, r.worktree, root, &files));
+    let (baseline, reused_from) = match found {
+        Some(hit) => (hit.measurement, Some((hit.run_id, hit.measured_at))),
+        None => {
+            let measured = judge::measure(tools, root, &files, limits, cancel, None)?;
+            if let Some(r) = reuse {
+                r.cache.store(&r.key, &measured, r.run_id, r.worktree);
+            }
+            (measured, None)
+        }
+    };
     let severities = files
         .iter()
         .map(|f| {
@@ -45,6 +73,7 @@ pub fn audit(
         metrics,
         baseline,
         severities,
+        reused_from,
     })
 }
 

@@ -11,6 +11,9 @@ use crate::tools::{
     self, ImportCheck, LintCache, LintReport, LintSettings, PythonEnv, Sandbox, TestCase,
     TestOutcome, TestRun,
 };
+pub use early::{measure_attempt, EarlyStop};
+
+pub mod early;
 
 /// The longest one module may take to import (capped further by the test
 /// timeout): importing should be instant, so a module still busy after this
@@ -46,6 +49,9 @@ pub struct TestState {
     /// the vanished ones.
     pub total: usize,
     pub timed_out: bool,
+    /// Only the tests failing at the best state ran (the Judge stopped
+    /// early, see [`early`]): `passed` and `failing` cover those alone.
+    pub stopped_early: bool,
 }
 
 impl TestState {
@@ -104,6 +110,15 @@ impl TestState {
     /// `5/6 passed`, plus how many tests the time limit left unrun and
     /// how many baseline tests no longer ran.
     pub fn describe(&self) -> String {
+        if self.stopped_early {
+            return format!(
+                "{} of {} test(s) failing at the best state still fail{}; stopped early, the other {} test(s) not run",
+                self.failing.len(),
+                self.failing.len() + self.passed.len(),
+                if self.passed.is_empty() { "" } else { " (some pass)" },
+                self.total.saturating_sub(self.failing.len() + self.passed.len())
+            );
+        }
         let mut text = format!("{}/{} passed", self.passed.len(), self.total);
         if !self.not_run.is_empty() {
             text.push_str(&format!(
@@ -124,6 +139,7 @@ impl TestState {
     /// no baseline test vanished.
     pub fn all_pass(&self) -> bool {
         !self.timed_out
+            && !self.stopped_early
             && self.failing.is_empty()
             && self.not_run.is_empty()
             && self.vanished.is_empty()
@@ -230,6 +246,11 @@ pub enum Verdict {
     Same,
     /// Worse than best: a passing test now fails, a check broke, or tests hung.
     Regressed,
+    /// Not better than best, known without the full suite (the Judge
+    /// stopped early, see [`early`]); whether it is also worse was not
+    /// measured.
+    #[serde(rename = "not-improved")]
+    NotImproved,
 }
 
 impl Verdict {
@@ -244,6 +265,7 @@ impl Verdict {
             Verdict::Improved => "improved",
             Verdict::Same => "same",
             Verdict::Regressed => "regressed",
+            Verdict::NotImproved => "not-improved",
         }
     }
 }
@@ -255,7 +277,17 @@ impl std::fmt::Display for Verdict {
 }
 
 /// Compares an attempt's state with the best state so far.
+///
+/// A snapshot the Judge stopped early on (see [`early`]) is never accepted:
+/// [`Verdict::Regressed`] when pylint dropped, else [`Verdict::NotImproved`].
 pub fn compare(best: &Snapshot, new: &Snapshot, baseline_pylint: Option<f64>) -> Verdict {
+    if new.tests.as_ref().is_some_and(|t| t.stopped_early) {
+        return if pylint_lower(new.pylint, best.pylint) {
+            Verdict::Regressed
+        } else {
+            Verdict::NotImproved
+        };
+    }
     let (regressed, gained) = match (&best.tests, &new.tests, &best.checks, &new.checks) {
         (Some(b), Some(n), _, _) => {
             let lost = b.passed.difference(&n.passed).next().is_some();
@@ -298,6 +330,12 @@ pub struct Measurement {
     pub snapshot: Snapshot,
     pub test_run: Option<TestRun>,
     pub import_check: Option<ImportCheck>,
+    /// Served from the baseline cache (see [`super::baseline_cache`]): no
+    /// tool ran for it in this run.
+    pub cached: bool,
+    /// Set when the Judge stopped before the full suite (see [`early`]):
+    /// `test_run` is then the run of the previously failing tests only.
+    pub early_stop: Option<early::EarlyStop>,
 }
 
 /// The Python tools a measurement runs, and the pylint results a run's
@@ -321,6 +359,20 @@ pub fn measure(
     cancel: &Cancel,
     baseline: Option<&TestState>,
 ) -> Result<Measurement, tools::ToolError> {
+    measure_linted(tools, root, files, limits, cancel, baseline, None)
+}
+
+/// [`measure`], with the lint of this very state when it was already made
+/// (pylint then does not run again).
+fn measure_linted(
+    tools: Tools<'_>,
+    root: &Path,
+    files: &[String],
+    limits: Limits,
+    cancel: &Cancel,
+    baseline: Option<&TestState>,
+    linted: Option<LintReport>,
+) -> Result<Measurement, tools::ToolError> {
     let Tools {
         env,
         sandbox,
@@ -329,8 +381,9 @@ pub fn measure(
     let lint_settings = LintSettings::new(limits.lint);
     // pytest and pylint are independent: run them side by side.
     let (run, lint) = std::thread::scope(|scope| {
-        let lint = scope.spawn(|| {
-            tools::run_pylint(
+        let lint = scope.spawn(|| match linted {
+            Some(report) => Ok(report),
+            None => tools::run_pylint(
                 env,
                 sandbox,
                 root,
@@ -338,7 +391,7 @@ pub fn measure(
                 &lint_settings,
                 lint_cache,
                 cancel,
-            )
+            ),
         });
         let test_limits = tools::TestLimits {
             run: limits.tests,
@@ -354,21 +407,44 @@ pub fn measure(
         (run, lint)
     });
     let (run, lint) = (run?, lint?);
-    let pylint = lint.score;
-    if run.no_tests {
-        let sources: Vec<String> = files
-            .iter()
-            .filter(|f| !super::is_test_path(f))
-            .cloned()
-            .collect();
-        let check = tools::check_imports(
+    let check = if run.no_tests {
+        let sources = sources_of(files);
+        Some(tools::check_imports(
             env,
             sandbox,
             root,
             &sources,
             limits.tests.min(IMPORT_TIMEOUT),
             cancel,
-        )?;
+        )?)
+    } else {
+        None
+    };
+    Ok(assemble(root, files, run, lint, check, baseline))
+}
+
+/// The files the import checks import: every Python file but the tests.
+fn sources_of(files: &[String]) -> Vec<String> {
+    files
+        .iter()
+        .filter(|f| !super::is_test_path(f))
+        .cloned()
+        .collect()
+}
+
+/// The measurement made of one pytest run, one lint and (when pytest found
+/// no tests) the import checks of `files` in `root`. `baseline` as in
+/// [`measure`].
+pub fn assemble(
+    root: &Path,
+    files: &[String],
+    run: TestRun,
+    lint: LintReport,
+    check: Option<ImportCheck>,
+    baseline: Option<&TestState>,
+) -> Measurement {
+    let pylint = lint.score;
+    if let (true, Some(check)) = (run.no_tests, check) {
         // Problems name files relative to the target, so prompts are the
         // same in every worktree.
         let root_prefix = format!("{}/", root.display().to_string().trim_end_matches('/'));
@@ -383,21 +459,23 @@ pub fn measure(
                 problems.push((path.clone(), relative(problem)));
             }
         }
-        return Ok(Measurement {
+        return Measurement {
             snapshot: Snapshot {
                 tests: None,
                 checks: Some(CheckState {
                     problems,
-                    files: sources.len(),
+                    files: sources_of(files).len(),
                 }),
                 pylint,
                 lint,
             },
             test_run: Some(run),
             import_check: Some(check),
-        });
+            cached: false,
+            early_stop: None,
+        };
     }
-    Ok(Measurement {
+    Measurement {
         snapshot: Snapshot {
             tests: Some(TestState::from_run(&run, baseline)),
             checks: None,
@@ -406,7 +484,9 @@ pub fn measure(
         },
         test_run: Some(run),
         import_check: None,
-    })
+        cached: false,
+        early_stop: None,
+    }
 }
 
 #[cfg(test)]

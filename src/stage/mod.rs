@@ -2,6 +2,7 @@
 //! none prints and none calls another — the orchestrator wires them.
 
 pub mod auditor;
+pub mod baseline_cache;
 pub mod budget;
 pub mod excerpt;
 pub mod executor;

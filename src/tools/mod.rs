@@ -408,6 +408,31 @@ pub fn run_pytest_with(
     pytest::run(env, sandbox, root, limits, cancel)
 }
 
+/// A pytest run of chosen tests only (see [`run_pytest_only`]).
+#[derive(Clone, Debug, Default)]
+pub struct SelectedRun {
+    /// The run of the chosen tests.
+    pub run: TestRun,
+    /// Every test id the full suite collects (before the others were
+    /// deselected); `None` when pytest did not get that far.
+    pub collected: Option<Vec<String>>,
+}
+
+/// [`run_pytest_with`], running only the tests whose node ids `only`
+/// lists (the others are collected, then deselected, so
+/// [`SelectedRun::collected`] says what a full run would have run).
+pub fn run_pytest_only(
+    env: &PythonEnv,
+    sandbox: &Sandbox,
+    root: &Path,
+    limits: TestLimits,
+    only: &[String],
+    cancel: &Cancel,
+) -> Result<SelectedRun, ToolError> {
+    pytest::run_only(env, sandbox, root, limits, Some(only), cancel)
+        .map(|(run, collected)| SelectedRun { run, collected })
+}
+
 /// The result of compiling and importing every module (used when there are no tests).
 #[derive(Clone, Debug, Default)]
 pub struct ImportCheck {

@@ -223,6 +223,7 @@ fn fixes_a_project_without_tests() {
 }
 
 mod budget;
+mod cache;
 mod delivery;
 mod failures;
 mod hanging;

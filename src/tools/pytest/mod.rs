@@ -17,6 +17,10 @@
 //! those. Failing tests, collection errors, no tests (exit code 5) and
 //! timeouts are all values in the [`TestRun`]; only a pytest that cannot be
 //! started, or a cancel, is an `Err`.
+//!
+//! [`run_only`] runs chosen tests: their node ids go to the plugin in a
+//! file in the cell (`--swarm-only`, no command-line limits or quoting), the
+//! plugin deselects the others after writing every collected id.
 
 use std::path::Path;
 
@@ -45,6 +49,20 @@ pub(super) fn run(
     limits: TestLimits,
     cancel: &Cancel,
 ) -> Result<TestRun, ToolError> {
+    run_only(env, sandbox, root, limits, None, cancel).map(|(run, _)| run)
+}
+
+/// [`run`], restricted to the tests `only` names (node ids) when given:
+/// then also every id a full run would have collected, when pytest got
+/// that far (`None` otherwise).
+pub(super) fn run_only(
+    env: &PythonEnv,
+    sandbox: &Sandbox,
+    root: &Path,
+    limits: TestLimits,
+    only: Option<&[String]>,
+    cancel: &Cancel,
+) -> Result<(TestRun, Option<Vec<String>>), ToolError> {
     let timeout = limits.run;
     let root = &std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
     let cell = sandbox.cell("pytest")?;
@@ -106,6 +124,13 @@ pub(super) fn run(
     for link in &escaping {
         builder = builder.arg(format!("--ignore={}", link.display()));
     }
+    if let Some(ids) = only {
+        let listing = cell.dir().join("only.txt");
+        let mut text = ids.join("\n");
+        text.push('\n');
+        write_file(&listing, &text)?;
+        builder = builder.arg("--swarm-only").arg(&listing);
+    }
     let out = builder.run(cancel).map_err(|e| ToolError::Failed {
         command: builder.command_line(),
         message: e.to_string(),
@@ -164,7 +189,11 @@ pub(super) fn run(
     }
     let cases = cases.unwrap_or_default();
     let exit_code = out.exit_code();
-    Ok(TestRun {
+    let collected = only.and_then(|_| {
+        let text = std::fs::read_to_string(&results_file).ok()?;
+        results::selection(&text)
+    });
+    let run = TestRun {
         cases,
         exit_code,
         timed_out,
@@ -172,7 +201,8 @@ pub(super) fn run(
         command: out.command,
         output,
         duration: out.duration,
-    })
+    };
+    Ok((run, collected))
 }
 
 /// Writes `text` to `path`, creating its folder.

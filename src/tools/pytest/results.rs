@@ -41,6 +41,21 @@ enum Event {
     },
 }
 
+/// Every id collected before `--swarm-only` deselected the others, from
+/// the plugin's `selection` line; `None` when there is none.
+pub(in crate::tools) fn selection(results: &str) -> Option<Vec<String>> {
+    #[derive(Deserialize)]
+    struct Selection {
+        event: String,
+        all: Vec<String>,
+    }
+    results
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Selection>(line).ok())
+        .find(|s| s.event == "selection")
+        .map(|s| s.all)
+}
+
 /// What is known of one test so far.
 #[derive(Debug)]
 struct Progress {

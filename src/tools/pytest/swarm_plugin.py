@@ -15,6 +15,10 @@ but the standard library and pytest.
 * ``--swarm-results=FILE``: one JSON object per line, flushed as it
   happens: the collected ids, each test's start, and every report. swarm
   reads it when pytest was killed before writing its junit XML.
+* ``--swarm-only=FILE``: run only the tests whose node ids FILE lists (one
+  a line); the others are deselected, after every collected id is written
+  to the results file (event ``selection``), so swarm knows what a full run
+  would have run.
 * ``--swarm-stack-file=FILE`` with ``--swarm-run-deadline=EPOCH_SECONDS``:
   faulthandler dumps every thread's stack into FILE shortly before swarm's
   whole-run limit, so the test that was running then still gets a stack.
@@ -47,6 +51,8 @@ def pytest_addoption(parser):
                     help="seconds one test may run; 0 disables")
     group.addoption("--swarm-results", default=None,
                     help="write per-test results to this JSON-lines file")
+    group.addoption("--swarm-only", default=None,
+                    help="run only the node ids listed in this file, one a line")
     group.addoption("--swarm-stack-file", default=None,
                     help="faulthandler dumps stacks here before the run deadline")
     group.addoption("--swarm-run-deadline", type=float, default=0.0,
@@ -188,6 +194,20 @@ class SwarmPlugin:
             self._stack_file.close()
             self._stack_file = None
         self.results.close()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, session, config, items):
+        path = config.getoption("swarm_only")
+        if not path:
+            return
+        with open(path, encoding="utf-8") as listing:
+            wanted = {line.rstrip("\n") for line in listing if line.strip()}
+        self.results.write(event="selection", all=[i.nodeid for i in items])
+        kept = [i for i in items if i.nodeid in wanted]
+        dropped = [i for i in items if i.nodeid not in wanted]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
     def pytest_collection_finish(self, session):
         self.results.write(event="collected", ids=[i.nodeid for i in session.items])
