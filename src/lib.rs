@@ -4,6 +4,7 @@
 //! Judge) and returns values and events; only `cli` writes to the terminal.
 
 pub mod analysis;
+mod atomic;
 pub mod cancel;
 pub mod cli;
 pub mod config;

@@ -27,13 +27,7 @@ const REFUSAL_OPENINGS: &[&str] = &[
 /// ("I cannot", "I can't help", "I'm sorry, but", …) and holds no code
 /// (no fenced block, no diff, no Python definition).
 pub fn looks_like_refusal(text: &str) -> bool {
-    let opening: String = text
-        .trim_start()
-        .chars()
-        .take(80)
-        .collect::<String>()
-        .to_lowercase()
-        .replace(['\u{2019}', '\u{2018}'], "'");
+    let opening = opening(text, 80);
     let opens_like_refusal = REFUSAL_OPENINGS
         .iter()
         .any(|refusal| opening.starts_with(refusal));
@@ -70,14 +64,19 @@ pub fn says_no_change_needed(text: &str) -> bool {
     if contains_code(text) {
         return false;
     }
-    let opening: String = text
-        .trim_start()
+    let opening = opening(text, 400);
+    opening.starts_with("no change") || NO_CHANGE_PHRASES.iter().any(|p| opening.contains(p))
+}
+
+/// The first `chars` characters of a reply, lowercase, with straight
+/// apostrophes: what the phrase lists above are matched against.
+fn opening(text: &str, chars: usize) -> String {
+    text.trim_start()
         .chars()
-        .take(400)
+        .take(chars)
         .collect::<String>()
         .to_lowercase()
-        .replace(['\u{2019}', '\u{2018}'], "'");
-    opening.starts_with("no change") || NO_CHANGE_PHRASES.iter().any(|p| opening.contains(p))
+        .replace(['\u{2019}', '\u{2018}'], "'")
 }
 
 /// Whether a reply carries nothing: only whitespace, or code fences with

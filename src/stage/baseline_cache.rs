@@ -225,7 +225,7 @@ impl BaselineCache {
             check: m.import_check.as_ref().map(CachedCheck::from_check),
             lint: CachedLint::from_report(&m.snapshot.lint),
         };
-        let kept = write_atomically(&self.entry_path(key), &entry).is_ok();
+        let kept = crate::atomic::write_json(&self.entry_path(key), &entry).is_ok();
         if kept {
             self.prune(MAX_ENTRIES);
         }
@@ -291,19 +291,6 @@ fn rebase_strings(value: &mut serde_json::Value, old: &str, new: &str) {
         }
         _ => {}
     }
-}
-
-/// Writes `entry` beside `path` and renames it into place.
-fn write_atomically(path: &Path, entry: &Entry) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let mut temp = tempfile::Builder::new()
-        .prefix(".entry-")
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
-    serde_json::to_writer(&mut temp, entry)?;
-    temp.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }
 
 /// One stored baseline.

@@ -109,7 +109,7 @@ impl LintCache {
         let Some(path) = self.entry_path(key) else {
             return;
         };
-        let _ = write_atomically(&path, &entry);
+        let _ = crate::atomic::write_json(&path, entry.as_ref());
     }
 
     fn remember(&self, key: &str, entry: Arc<Entry>) {
@@ -161,20 +161,6 @@ impl LintCache {
             }
         }
     }
-}
-
-/// Writes `entry` to a temporary file beside `path`, then renames it over
-/// `path`: a reader sees the old entry, the new one, or none.
-fn write_atomically(path: &Path, entry: &Entry) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let mut temp = tempfile::Builder::new()
-        .prefix(".entry-")
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
-    serde_json::to_writer(&mut temp, entry)?;
-    temp.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }
 
 /// What the batches need to know of one file: its cache key (`None` when it
