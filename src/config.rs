@@ -341,14 +341,7 @@ pub fn mask(secret: &Secret) -> String {
 /// `.internal` or `.localhost` host name. Such servers are usually a model
 /// on a CPU or a small GPU: slow to start and to answer.
 pub fn is_local_url(url: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let host_port = authority.rsplit('@').next().unwrap_or_default();
-    let host = match host_port.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or_default(),
-        None => host_port.split(':').next().unwrap_or_default(),
-    }
-    .to_ascii_lowercase();
+    let host = crate::llm::url_host(url);
     if let Ok(ip) = host.parse::<std::net::IpAddr>() {
         return match ip {
             std::net::IpAddr::V4(v4) => {

@@ -40,7 +40,7 @@ pub use preflight::{preflight, Preflight};
 pub use price::{price_for, Price, PriceTable};
 pub use replay::ReplayModel;
 pub use reply::{estimate_tokens, is_empty_reply, looks_like_refusal, says_no_change_needed};
-pub use retry::{DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_TIME};
+pub use retry::{url_host, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_TIME};
 pub use window::{budget_tokens, context_window_for, prompt_tokens, Windowed};
 
 use std::path::PathBuf;

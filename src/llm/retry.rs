@@ -444,19 +444,23 @@ pub(crate) fn error_chain(err: &dyn std::error::Error) -> String {
     text
 }
 
+/// The host of `url`, lowercase, without scheme, credentials, port, path
+/// or the brackets of an IPv6 address.
+pub fn url_host(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit('@').next().unwrap_or_default();
+    match host_port.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => host_port.split(':').next().unwrap_or_default(),
+    }
+    .to_ascii_lowercase()
+}
+
 /// Whether `url` points at this machine (then no proxy is used).
 pub(crate) fn is_loopback(url: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let host_port = rest.split('/').next().unwrap_or_default();
-    let host = if let Some(v6) = host_port.strip_prefix('[') {
-        v6.split(']').next().unwrap_or_default()
-    } else {
-        host_port.split(':').next().unwrap_or_default()
-    };
-    host.eq_ignore_ascii_case("localhost")
-        || host.starts_with("127.")
-        || host == "::1"
-        || host == "0.0.0.0"
+    let host = url_host(url);
+    host == "localhost" || host.starts_with("127.") || host == "::1" || host == "0.0.0.0"
 }
 
 #[cfg(test)]

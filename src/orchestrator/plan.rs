@@ -80,18 +80,12 @@ pub(crate) async fn plan_batch(
         .filter(|f| !crate::stage::is_test_path(f))
         .cloned()
         .collect();
-    let failing = state
-        .progress
-        .best
-        .tests
-        .as_ref()
-        .map(|t| t.failing.clone())
-        .unwrap_or_default();
+    let failing = state.progress.best.failing();
     let facts = Facts {
         sources: &sources,
         metrics: &state.facts.metrics,
         lint: &state.progress.best.lint.messages,
-        failing: &failing,
+        failing,
         read: &read,
     };
     let ranked = planner::rank(&facts);
@@ -114,7 +108,7 @@ pub(crate) async fn plan_batch(
         read: &read,
         pylint_score: state.progress.best.pylint,
         tests_summary: state.progress.best.describe(),
-        failing: &failing,
+        failing,
         planned: &state.work.coverage.planned,
         batch: state.work.coverage.batches + 1,
         allowance: cx.budget.plan,

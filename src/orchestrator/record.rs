@@ -127,11 +127,7 @@ impl<'a> Recorder<'a> {
                 .detail("total", total)
                 .detail(
                     "failing",
-                    json!(snap
-                        .tests
-                        .as_ref()
-                        .map(|t| t.failing.iter().map(|c| c.id.clone()).collect::<Vec<_>>())
-                        .unwrap_or_default()),
+                    json!(snap.failing().iter().map(|c| &c.id).collect::<Vec<_>>()),
                 )
                 .detail(
                     "vanished",

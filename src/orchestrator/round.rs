@@ -88,13 +88,7 @@ impl FixJob {
 
 /// The files to work on this round, most urgent first.
 fn choose_files(state: &RunState, root: &Path) -> Vec<String> {
-    let failing: Vec<TestCase> = state
-        .progress
-        .best
-        .tests
-        .as_ref()
-        .map(|t| t.failing.clone())
-        .unwrap_or_default();
+    let failing = state.progress.best.failing();
     let mut others: Vec<String> = state
         .progress
         .best
@@ -118,7 +112,7 @@ fn choose_files(state: &RunState, root: &Path) -> Vec<String> {
     });
     others.extend(planned.into_iter().cloned());
     let read = |p: &str| crate::stage::read_source_text(root, p);
-    let mut files = reach::implicated_files(&failing, &state.facts.files, &read, &others);
+    let mut files = reach::implicated_files(failing, &state.facts.files, &read, &others);
     if files.is_empty() && !state.progress.best.is_green(state.facts.baseline.pylint) {
         files = state
             .facts
@@ -137,19 +131,16 @@ fn choose_files(state: &RunState, root: &Path) -> Vec<String> {
 fn job_for(cx: &RunContext<'_>, state: &RunState, file: &str) -> FixJob {
     let (config, root) = (cx.config, cx.root);
     let read = |p: &str| crate::stage::read_source_text(root, p);
-    let failing: Vec<TestCase> = state
-        .progress
-        .best
-        .tests
-        .as_ref()
-        .map(|t| {
-            reach::failures_for(&t.failing, file, &state.facts.files, &read)
-                .into_iter()
-                .take(8)
-                .cloned()
-                .collect()
-        })
-        .unwrap_or_default();
+    let failing: Vec<TestCase> = reach::failures_for(
+        state.progress.best.failing(),
+        file,
+        &state.facts.files,
+        &read,
+    )
+    .into_iter()
+    .take(8)
+    .cloned()
+    .collect();
     let problems = state
         .progress
         .best

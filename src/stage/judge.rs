@@ -183,6 +183,11 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// The tests that fail in this state (none when there are no tests).
+    pub fn failing(&self) -> &[TestCase] {
+        self.tests.as_ref().map_or(&[], |t| t.failing.as_slice())
+    }
+
     /// Whether the result is verified by tests.
     pub fn has_tests(&self) -> bool {
         self.tests.is_some()

@@ -123,6 +123,17 @@ fn run_against(repo: &TestRepo, server: &LlmServer) -> (Output, std::path::PathB
     (out, cwd)
 }
 
+/// A loopback model that answers `project`'s requests as a good model would.
+fn good_model_server(project: &ScaleProject) -> LlmServer {
+    let model = project.clone();
+    LlmServer::start(move |request| {
+        Reply::text_for(
+            request,
+            &model.reply(&system_of(request), &prompt_of(request)),
+        )
+    })
+}
+
 /// The first line of each request the model received.
 fn first_lines(server: &LlmServer) -> Vec<String> {
     server
@@ -138,13 +149,7 @@ fn first_lines(server: &LlmServer) -> Vec<String> {
 #[test]
 fn the_fixer_follows_a_package_re_export_to_the_module_that_defines_the_name() {
     let (repo, project, start) = committed_project(40);
-    let model = project.clone();
-    let server = LlmServer::start(move |request| {
-        Reply::text_for(
-            request,
-            &model.reply(&system_of(request), &prompt_of(request)),
-        )
-    });
+    let server = good_model_server(&project);
     let (out, _) = run_against(&repo, &server);
 
     assert_eq!(out.status.code(), Some(0), "stderr:\n{}", head(&out.stderr));
@@ -222,23 +227,8 @@ fn a_reply_that_finds_nothing_to_change_is_not_asked_again() {
 #[test]
 fn a_thousand_file_repository_is_fixed_with_every_request_within_the_plan_allowance() {
     let (repo, project, start) = committed_project(1_000);
-    let model = project.clone();
-    let server = LlmServer::start(move |request| {
-        Reply::text_for(
-            request,
-            &model.reply(&system_of(request), &prompt_of(request)),
-        )
-    });
-    let cwd = repo.tmp().join("cwd");
-    std::fs::create_dir_all(&cwd).expect("create cwd");
-    let root = repo.root.to_string_lossy().into_owned();
-    let base = format!("{}/v1", server.base_url());
-    let out = swarm_in(
-        &cwd,
-        &repo.home,
-        &["--target_dir", &root, "--json"],
-        &[("OPENAI_API_KEY", FAKE_KEY), ("OPENAI_BASE_URL", &base)],
-    );
+    let server = good_model_server(&project);
+    let (out, cwd) = run_against(&repo, &server);
 
     // Green, and the fix is on the user's branch.
     assert_eq!(out.status.code(), Some(0), "stderr:\n{}", head(&out.stderr));
