@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::SwarmError;
-use crate::llm::{ProviderKind, Secret};
+use crate::llm::{Provider, ProviderKind, Secret, PROVIDERS};
 
 /// Where a setting came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -219,14 +219,10 @@ impl Environment for ProcessEnv {
 
 /// Every variable that holds a provider key, for every provider.
 pub fn all_key_vars() -> Vec<&'static str> {
-    [
-        ProviderKind::OpenAi,
-        ProviderKind::Gemini,
-        ProviderKind::Anthropic,
-    ]
-    .into_iter()
-    .flat_map(|kind| key_vars(kind).iter().copied())
-    .collect()
+    PROVIDERS
+        .iter()
+        .flat_map(|p| p.key_vars.iter().copied())
+        .collect()
 }
 
 /// Picks the first of flag, env, file, default.
@@ -261,54 +257,69 @@ pub fn pick<T>(
     }
 }
 
-/// Parses a provider name.
+/// Parses a provider name (or one of its aliases).
 pub fn parse_provider(name: &str) -> Result<ProviderKind, SwarmError> {
-    match name.trim().to_ascii_lowercase().as_str() {
-        "openai" | "openai-compatible" | "ollama" => Ok(ProviderKind::OpenAi),
-        "gemini" | "google" => Ok(ProviderKind::Gemini),
-        "anthropic" | "claude" => Ok(ProviderKind::Anthropic),
-        "replay" => Ok(ProviderKind::Replay),
-        other => Err(SwarmError::invalid(format!(
-            "unknown provider `{other}`: use openai, gemini, anthropic or replay"
-        ))),
-    }
+    Provider::named(name).map(|p| p.kind).ok_or_else(|| {
+        let names: Vec<&str> = PROVIDERS.iter().map(|p| p.name).collect();
+        SwarmError::invalid(format!(
+            "unknown provider `{}`: use {}",
+            name.trim().to_ascii_lowercase(),
+            names.join(", ")
+        ))
+    })
 }
 
 /// The provider's key variables, in order of preference.
 pub fn key_vars(kind: ProviderKind) -> &'static [&'static str] {
-    match kind {
-        ProviderKind::OpenAi => &["OPENAI_API_KEY"],
-        ProviderKind::Gemini => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
-        ProviderKind::Anthropic => &["ANTHROPIC_API_KEY"],
-        ProviderKind::Replay => &[],
-    }
+    kind.provider().key_vars
 }
 
 /// The provider's base-URL variable.
 pub fn base_url_var(kind: ProviderKind) -> Option<&'static str> {
-    match kind {
-        ProviderKind::OpenAi => Some("OPENAI_BASE_URL"),
-        ProviderKind::Gemini => Some("GEMINI_BASE_URL"),
-        ProviderKind::Anthropic => Some("ANTHROPIC_BASE_URL"),
-        ProviderKind::Replay => None,
-    }
+    kind.provider().base_url_var
 }
 
-/// Chooses the provider when none was named: the one whose key is set.
+/// Chooses the provider when none was named: the first whose key is set,
+/// else one whose base URL alone is enough (a local server).
 pub fn detect_provider(env: &dyn Environment) -> Option<(ProviderKind, &'static str)> {
-    for kind in [
-        ProviderKind::Gemini,
-        ProviderKind::OpenAi,
-        ProviderKind::Anthropic,
-    ] {
-        for var in key_vars(kind) {
-            if env.var(var).is_some() {
-                return Some((kind, var));
-            }
+    let keyed = PROVIDERS.iter().find_map(|p| {
+        p.key_vars
+            .iter()
+            .find(|var| env.var(var).is_some())
+            .map(|var| (p.kind, *var))
+    });
+    keyed.or_else(|| {
+        PROVIDERS
+            .iter()
+            .filter(|p| p.keyless_with_base_url)
+            .find_map(|p| {
+                p.base_url_var
+                    .filter(|var| env.var(var).is_some())
+                    .map(|var| (p.kind, var))
+            })
+    })
+}
+
+/// What to set when no provider is configured, from the provider table.
+pub fn no_provider_hint() -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for p in PROVIDERS.iter().filter(|p| !p.key_vars.is_empty()) {
+        let mut part = p.key_vars[0].to_string();
+        if p.key_vars.len() > 1 {
+            part.push_str(&format!(" (or {})", p.key_vars[1..].join(", ")));
         }
+        if let (true, Some(base)) = (p.keyless_with_base_url, p.base_url_var) {
+            part.push_str(&format!(
+                " (with {base} for Ollama, vLLM, llama.cpp, LM Studio)"
+            ));
+        }
+        parts.push(part);
     }
-    env.var("OPENAI_BASE_URL")
-        .map(|_| (ProviderKind::OpenAi, "OPENAI_BASE_URL"))
+    let last = parts.pop().unwrap_or_default();
+    format!(
+        "no model provider configured: set {} or {last}, or pass --provider replay --cassette FILE",
+        parts.join(", ")
+    )
 }
 
 /// The key for `kind` from the environment, with the variable it came from.

@@ -78,24 +78,20 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
         })
     };
     let provider: Sourced<ProviderKind> = match named {
-        Some(s) => Sourced { value: config::parse_provider(&s.value)?, source: s.source },
+        Some(s) => Sourced {
+            value: config::parse_provider(&s.value)?,
+            source: s.source,
+        },
         None => match config::detect_provider(env) {
-            Some((kind, var)) => Sourced { value: kind, source: Source::Env(var) },
-            None => {
-                return Err(SwarmError::invalid(
-                    "no model provider configured: set GEMINI_API_KEY (or GOOGLE_API_KEY), OPENAI_API_KEY \
-                     (with OPENAI_BASE_URL for Ollama, vLLM, llama.cpp, LM Studio) or ANTHROPIC_API_KEY, \
-                     or pass --provider replay --cassette FILE",
-                ))
-            }
+            Some((kind, var)) => Sourced {
+                value: kind,
+                source: Source::Env(var),
+            },
+            None => return Err(SwarmError::invalid(config::no_provider_hint())),
         },
     };
     let kind = provider.value;
-    row(
-        "provider",
-        format!("{kind:?}").to_lowercase(),
-        &provider.source,
-    );
+    row("provider", kind.name().to_string(), &provider.source);
 
     let model = config::pick(
         args.model.clone(),

@@ -24,7 +24,6 @@ use super::{
 };
 
 /// Anthropic API host root.
-pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 
 /// The API version sent with every request.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -41,9 +40,15 @@ pub struct AnthropicChat {
 impl AnthropicChat {
     /// A provider for `config`; the key is required.
     pub fn new(config: &ProviderConfig, retry: RetryPolicy) -> Result<Self, LlmError> {
-        let key = require_key(config, "ANTHROPIC_API_KEY")?;
-        let base_url = resolve_base_url(config, ANTHROPIC_DEFAULT_BASE_URL, Some("/v1"));
-        let transport = Transport::new("anthropic", config, &base_url, Some(key.clone()), retry)?;
+        let key = require_key(config)?;
+        let base_url = resolve_base_url(config);
+        let transport = Transport::new(
+            config.kind.name(),
+            config,
+            &base_url,
+            Some(key.clone()),
+            retry,
+        )?;
         Ok(Self {
             model: model_or_default(config),
             base_url,

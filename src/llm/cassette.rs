@@ -1,4 +1,4 @@
-//! Recording model calls: the cassette file format and [`Recorder`], a
+//! Recording model calls: the cassette file format and [`RecordingModel`], a
 //! [`ChatModel`] wrapper that appends every call to a cassette.
 //!
 //! A cassette is `{"version":1,"interactions":[…]}`; each interaction holds
@@ -112,15 +112,15 @@ impl Cassette {
 /// cassette cannot be written, the call fails with `LlmError::Config`
 /// (provider `recorder`): a recording that silently misses calls would
 /// replay wrongly.
-pub struct Recorder {
+pub struct RecordingModel {
     inner: Arc<dyn ChatModel>,
     path: PathBuf,
     cassette: Mutex<Cassette>,
 }
 
-impl std::fmt::Debug for Recorder {
+impl std::fmt::Debug for RecordingModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Recorder")
+        f.debug_struct("RecordingModel")
             .field("kind", &self.inner.kind())
             .field("model", &self.inner.model())
             .field("path", &self.path)
@@ -128,7 +128,7 @@ impl std::fmt::Debug for Recorder {
     }
 }
 
-impl Recorder {
+impl RecordingModel {
     /// Records the calls of `inner` to `path`. An existing cassette there is
     /// kept and appended to; anything else at `path` is an error.
     pub fn new(inner: Arc<dyn ChatModel>, path: impl Into<PathBuf>) -> Result<Self, LlmError> {
@@ -170,7 +170,7 @@ impl Recorder {
 }
 
 #[async_trait::async_trait]
-impl ChatModel for Recorder {
+impl ChatModel for RecordingModel {
     fn kind(&self) -> ProviderKind {
         self.inner.kind()
     }
@@ -214,7 +214,7 @@ impl ChatModel for Recorder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::ReplayModel;
+    use crate::llm::{ProviderConfig, ReplayModel};
 
     /// Answers the first call with bytes that were not UTF-8, then with text.
     struct Garbled(Mutex<u32>);
@@ -249,7 +249,8 @@ mod tests {
     async fn a_reply_that_was_not_utf8_is_recorded_and_replayed_as_that_error() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("c.json");
-        let recorder = Recorder::new(Arc::new(Garbled(Mutex::new(0))), &path).expect("recorder");
+        let recorder =
+            RecordingModel::new(Arc::new(Garbled(Mutex::new(0))), &path).expect("recorder");
         let first = ChatRequest::single("s", "first", 10);
         let again = ChatRequest::single("s", "again", 10);
         assert!(matches!(
@@ -259,7 +260,17 @@ mod tests {
         assert_eq!(recorder.complete(&again).await.expect("text").text, "fine");
         assert_eq!(recorder.len(), 2);
 
-        let replay = ReplayModel::from_file("m", &path).expect("cassette loads");
+        let replay = ReplayModel::new(&ProviderConfig {
+            kind: ProviderKind::Replay,
+            model: "m".into(),
+            base_url: None,
+            api_key: None,
+            timeout: std::time::Duration::ZERO,
+            max_time: std::time::Duration::ZERO,
+            max_attempts: 1,
+            replay_file: Some(path.clone()),
+        })
+        .expect("cassette loads");
         match replay.complete(&first).await {
             Err(LlmError::NotUtf8 { detail, .. }) => {
                 assert_eq!(detail, "byte 0xff at offset 3 of the body")

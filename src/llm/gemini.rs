@@ -25,7 +25,6 @@ use super::{
 };
 
 /// Gemini API host root.
-pub const GEMINI_DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
 
 /// A Gemini model.
 #[derive(Debug)]
@@ -39,9 +38,15 @@ pub struct GeminiChat {
 impl GeminiChat {
     /// A provider for `config`; the key is required.
     pub fn new(config: &ProviderConfig, retry: RetryPolicy) -> Result<Self, LlmError> {
-        let key = require_key(config, "GEMINI_API_KEY or GOOGLE_API_KEY")?;
-        let base_url = resolve_base_url(config, GEMINI_DEFAULT_BASE_URL, Some("/v1beta"));
-        let transport = Transport::new("gemini", config, &base_url, Some(key.clone()), retry)?;
+        let key = require_key(config)?;
+        let base_url = resolve_base_url(config);
+        let transport = Transport::new(
+            config.kind.name(),
+            config,
+            &base_url,
+            Some(key.clone()),
+            retry,
+        )?;
         let model = model_or_default(config);
         let model = model
             .strip_prefix("models/")

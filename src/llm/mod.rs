@@ -23,6 +23,7 @@ mod gemini;
 mod openai;
 mod preflight;
 mod price;
+mod provider;
 mod replay;
 mod reply;
 mod retry;
@@ -33,11 +34,12 @@ mod window;
 
 pub use anthropic::AnthropicChat;
 pub use backoff::RetryPolicy;
-pub use cassette::{Cassette, Interaction, RecordedResponse, Recorder};
+pub use cassette::{Cassette, Interaction, RecordedResponse, RecordingModel};
 pub use gemini::GeminiChat;
 pub use openai::OpenAiChat;
 pub use preflight::{preflight, Preflight};
 pub use price::{price_for, Price, PriceTable};
+pub use provider::{provider_env_vars, Provider, PROVIDERS};
 pub use replay::ReplayModel;
 pub use reply::{estimate_tokens, is_empty_reply, looks_like_refusal, says_no_change_needed};
 pub use retry::{url_host, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_TIME};
@@ -372,24 +374,7 @@ fn build_inner(
     retry: RetryPolicy,
     events: Option<Arc<dyn crate::log::EventSink>>,
 ) -> Result<Arc<dyn ChatModel>, LlmError> {
-    Ok(match config.kind {
-        ProviderKind::OpenAi => Arc::new(OpenAiChat::new(config, retry)?.reporting(events)),
-        ProviderKind::Gemini => Arc::new(GeminiChat::new(config, retry)?.reporting(events)),
-        ProviderKind::Anthropic => Arc::new(AnthropicChat::new(config, retry)?.reporting(events)),
-        ProviderKind::Replay => Arc::new(ReplayModel::new(config)?),
-    })
-}
-
-impl ProviderKind {
-    /// The provider's name in messages and logs.
-    pub fn name(self) -> &'static str {
-        match self {
-            ProviderKind::OpenAi => "openai",
-            ProviderKind::Gemini => "gemini",
-            ProviderKind::Anthropic => "anthropic",
-            ProviderKind::Replay => "replay",
-        }
-    }
+    (config.kind.provider().build)(config, retry, events)
 }
 
 impl std::fmt::Display for ProviderKind {
@@ -398,14 +383,23 @@ impl std::fmt::Display for ProviderKind {
     }
 }
 
-/// The key of `config`, or a `Config` error naming the variables to set.
-fn require_key(config: &ProviderConfig, variables: &str) -> Result<Secret, LlmError> {
+/// The key of `config`, or a `Config` error naming the variables to set
+/// (and, for a provider that can do without one, the way around it).
+fn require_key(config: &ProviderConfig) -> Result<Secret, LlmError> {
     match &config.api_key {
         Some(key) if !key.expose().trim().is_empty() => Ok(key.clone()),
-        _ => Err(LlmError::Config {
-            provider: config.kind.name().to_string(),
-            message: format!("no API key: set {variables}"),
-        }),
+        _ => {
+            let provider = config.kind.provider();
+            let alternative = if provider.keyless_with_base_url {
+                " (or give a base URL for a local server that needs no key)"
+            } else {
+                ""
+            };
+            Err(LlmError::Config {
+                provider: provider.name.to_string(),
+                message: format!("no API key: set {}{alternative}", provider.key_var_list()),
+            })
+        }
     }
 }
 
@@ -421,22 +415,15 @@ fn model_or_default(config: &ProviderConfig) -> String {
 
 /// The default model of each provider.
 pub fn default_model(kind: ProviderKind) -> &'static str {
-    match kind {
-        ProviderKind::OpenAi => "gpt-4o-mini",
-        ProviderKind::Gemini => "gemini-2.5-flash",
-        ProviderKind::Anthropic => "claude-sonnet-4-5",
-        ProviderKind::Replay => "replay",
-    }
+    kind.provider().default_model
 }
 
-/// The base URL of `config` (or `default`), without trailing slashes and
-/// without `version_suffix` (e.g. `/v1beta`) when a user added it to a base
-/// that is meant to be the host root.
-fn resolve_base_url(
-    config: &ProviderConfig,
-    default: &str,
-    version_suffix: Option<&str>,
-) -> String {
+/// The base URL of `config` (or its provider's default), without trailing
+/// slashes and without the provider's version path (e.g. `/v1beta`) when a
+/// user added it to a base that is meant to be the host root.
+fn resolve_base_url(config: &ProviderConfig) -> String {
+    let provider = config.kind.provider();
+    let (default, version_suffix) = (provider.default_base_url, provider.version_suffix);
     let base = config
         .base_url
         .as_deref()
@@ -462,7 +449,7 @@ pub fn record_to(
     model: Arc<dyn ChatModel>,
     path: &std::path::Path,
 ) -> Result<Arc<dyn ChatModel>, LlmError> {
-    Ok(Arc::new(Recorder::new(model, path)?))
+    Ok(Arc::new(RecordingModel::new(model, path)?))
 }
 
 #[cfg(test)]
@@ -526,12 +513,15 @@ mod tests {
             max_attempts: 1,
             replay_file: None,
         };
-        assert_eq!(
-            resolve_base_url(&config, "https://x", Some("/v1beta")),
-            "http://host:1"
-        );
+        assert_eq!(resolve_base_url(&config), "http://host:1");
         config.base_url = None;
-        assert_eq!(resolve_base_url(&config, "https://x/", None), "https://x");
+        assert_eq!(
+            resolve_base_url(&config),
+            "https://generativelanguage.googleapis.com"
+        );
+        config.kind = ProviderKind::OpenAi;
+        config.base_url = Some("http://127.0.0.1:8080/v1/".into());
+        assert_eq!(resolve_base_url(&config), "http://127.0.0.1:8080/v1");
     }
 
     #[test]

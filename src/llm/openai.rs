@@ -25,7 +25,6 @@ use super::{
 };
 
 /// OpenAI's API root.
-pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// A chat model behind an OpenAI-compatible API.
 #[derive(Debug)]
@@ -46,13 +45,10 @@ impl OpenAiChat {
                 .clone()
                 .filter(|key| !key.expose().trim().is_empty())
         } else {
-            Some(require_key(
-                config,
-                "OPENAI_API_KEY (or give a base URL for a local server that needs no key)",
-            )?)
+            Some(require_key(config)?)
         };
-        let base_url = resolve_base_url(config, OPENAI_DEFAULT_BASE_URL, None);
-        let transport = Transport::new("openai", config, &base_url, key.clone(), retry)?;
+        let base_url = resolve_base_url(config);
+        let transport = Transport::new(config.kind.name(), config, &base_url, key.clone(), retry)?;
         Ok(Self {
             model: model_or_default(config),
             base_url,

@@ -14,10 +14,7 @@
 
 use std::time::Duration;
 
-use super::anthropic::{ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_VERSION};
-use super::gemini::GEMINI_DEFAULT_BASE_URL;
-use super::openai::OPENAI_DEFAULT_BASE_URL;
-use super::{resolve_base_url, LlmError, ProviderConfig, ProviderKind};
+use super::{resolve_base_url, LlmError, ProviderConfig};
 
 /// How long the preflight waits for a connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -35,34 +32,18 @@ pub enum Preflight {
     Doubtful(String),
 }
 
-/// The request that lists the provider's models: its URL and headers.
+/// The request that lists the provider's models: its URL and headers
+/// (`None` when there is nothing to ask).
 fn models_request(config: &ProviderConfig) -> Option<(String, Vec<(&'static str, String)>)> {
+    let provider = config.kind.provider();
+    let path = provider.models_path?;
     let key = config
         .api_key
         .as_ref()
-        .map(|k| k.expose().trim().to_string())
+        .map(|k| k.expose().trim())
         .filter(|k| !k.is_empty());
-    match config.kind {
-        ProviderKind::OpenAi => {
-            let base = resolve_base_url(config, OPENAI_DEFAULT_BASE_URL, None);
-            let headers = key
-                .map(|k| vec![("authorization", format!("Bearer {k}"))])
-                .unwrap_or_default();
-            Some((format!("{base}/models"), headers))
-        }
-        ProviderKind::Anthropic => {
-            let base = resolve_base_url(config, ANTHROPIC_DEFAULT_BASE_URL, Some("/v1"));
-            let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION.to_string())];
-            headers.extend(key.map(|k| ("x-api-key", k)));
-            Some((format!("{base}/v1/models"), headers))
-        }
-        ProviderKind::Gemini => {
-            let base = resolve_base_url(config, GEMINI_DEFAULT_BASE_URL, Some("/v1beta"));
-            let headers = key.map(|k| vec![("x-goog-api-key", k)]).unwrap_or_default();
-            Some((format!("{base}/v1beta/models"), headers))
-        }
-        ProviderKind::Replay => None,
-    }
+    let url = format!("{}{path}", resolve_base_url(config));
+    Some((url, (provider.headers)(key)))
 }
 
 /// Checks that the endpoint of `config` is there and speaks its API.
@@ -76,7 +57,7 @@ pub async fn preflight(config: &ProviderConfig) -> Result<Preflight, LlmError> {
         provider: provider.to_string(),
         url: url.clone(),
         what,
-        check: check_hint(config.kind),
+        check: config.kind.provider().check_hint(),
     };
     let mut builder = reqwest::Client::builder()
         .user_agent(concat!("swarm/", env!("CARGO_PKG_VERSION")))
@@ -176,23 +157,10 @@ fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
-/// What to check for `kind`: its variables, and the way around the check.
-fn check_hint(kind: ProviderKind) -> String {
-    let (base, key) = match kind {
-        ProviderKind::OpenAi => (
-            "OPENAI_BASE_URL (a local server's usually ends in /v1)",
-            "OPENAI_API_KEY",
-        ),
-        ProviderKind::Anthropic => ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"),
-        ProviderKind::Gemini => ("GEMINI_BASE_URL", "GEMINI_API_KEY"),
-        ProviderKind::Replay => ("the recording", "nothing"),
-    };
-    format!("check {base} and {key}, or pass --no-preflight to skip this check")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::ProviderKind;
 
     #[test]
     fn a_json_list_is_ready_and_a_web_page_or_a_rejected_key_is_not() {

@@ -1,7 +1,7 @@
 //! Replay: answers requests from a recording, without network.
 //!
 //! The recording is an experiment log (a JSON array of log entries) or a
-//! cassette written by [`Recorder`](super::Recorder) (an object with
+//! cassette written by [`RecordingModel`](super::RecordingModel) (an object with
 //! `interactions`); the content decides, not the file name.
 //!
 //! Model calls in an experiment log are the entries whose `details.kind` is
@@ -18,7 +18,6 @@
 //! ([`LlmError::NotUtf8`]): from a cassette's `not_utf8` field, or from a
 //! log's `FAILURE` entry whose `details.error` is that error's message.
 
-use std::path::Path;
 use std::sync::Mutex;
 
 use serde_json::Value;
@@ -76,21 +75,6 @@ impl ReplayModel {
             });
         }
         Ok(Self::from_calls(model_or_default(config), calls))
-    }
-
-    /// Loads a recording from `path`, answering as model `model`.
-    pub fn from_file(model: impl Into<String>, path: &Path) -> Result<Self, LlmError> {
-        let config = ProviderConfig {
-            kind: ProviderKind::Replay,
-            model: model.into(),
-            base_url: None,
-            api_key: None,
-            timeout: std::time::Duration::ZERO,
-            max_time: std::time::Duration::ZERO,
-            max_attempts: 1,
-            replay_file: Some(path.to_path_buf()),
-        };
-        Self::new(&config)
     }
 
     fn from_calls(model: String, calls: Vec<RecordedCall>) -> Self {

@@ -43,23 +43,17 @@ const MAX_POLL: Duration = Duration::from_millis(50);
 /// A daemon that left the group (setsid) may hold a pipe open forever.
 const READER_GRACE: Duration = Duration::from_secs(2);
 
-/// Variables removed from a child's environment (besides every name that
+/// Variables removed from a child's environment (besides every provider's
+/// key and base-URL variables from [`crate::llm::PROVIDERS`], every name that
 /// ends in one of [`SCRUBBED_SUFFIXES`], and git's repository-selecting
 /// family [`crate::git::SCRUBBED_ENV`]: a hook that runs swarm must not make
 /// a test's own `git` calls act on the user's repository) — the deny-list for swarm's own
 /// processes (the environment probe, the bootstrap). Code under test runs in
 /// a sandbox cell, whose environment is an allow-list instead.
 pub const SCRUBBED_VARS: &[&str] = &[
-    "GOOGLE_API_KEY",
-    "GEMINI_API_KEY",
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "OPENAI_BASE_URL",
     "OPENAI_API_BASE",
     "OPENAI_ORG_ID",
     "OPENAI_ORGANIZATION",
-    "ANTHROPIC_BASE_URL",
-    "GEMINI_BASE_URL",
     "SWARM_API_KEY",
     // Extra pytest options from the user's shell would change what we parse.
     "PYTEST_ADDOPTS",
@@ -78,6 +72,7 @@ pub const PYTHON_VARS: &[(&str, &str)] = &[
 /// Whether a variable of this name is removed from a child's environment.
 pub fn is_scrubbed(name: &str) -> bool {
     SCRUBBED_VARS.contains(&name)
+        || crate::llm::provider_env_vars().any(|var| var == name)
         || crate::git::SCRUBBED_ENV.contains(&name)
         || SCRUBBED_SUFFIXES.iter().any(|s| name.ends_with(s))
 }

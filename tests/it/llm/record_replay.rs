@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use swarm::llm::{
-    build, ChatModel, ChatRequest, Finish, LlmError, ProviderConfig, ProviderKind, Recorder, Usage,
+    build, ChatModel, ChatRequest, Finish, LlmError, ProviderConfig, ProviderKind, RecordingModel,
+    Usage,
 };
 
 use super::{request, Wire};
@@ -42,7 +43,7 @@ async fn recorded_cassette_replays_by_hash_without_network() {
         };
         Reply::openai_text(text)
     });
-    let recorder = Recorder::new(Wire::OPENAI.model(&server), &path).expect("new cassette");
+    let recorder = RecordingModel::new(Wire::OPENAI.model(&server), &path).expect("new cassette");
     assert_eq!(recorder.model(), "gpt-test");
     let first = recorder.complete(&ask("first")).await.expect("recorded");
     assert_eq!(first.text, "answer one");
@@ -107,14 +108,14 @@ async fn recorder_appends_to_an_existing_cassette_and_skips_failures() {
         Reply::openai_truncated("two"),
     ]);
     let inner = Wire::OPENAI.model(&server);
-    let recorder = Recorder::new(Arc::clone(&inner), &path).expect("new");
+    let recorder = RecordingModel::new(Arc::clone(&inner), &path).expect("new");
     recorder.complete(&ask("a")).await.expect("ok");
     recorder
         .complete(&ask("b"))
         .await
         .expect_err("400 is not recorded");
     drop(recorder);
-    let recorder = Recorder::new(inner, &path).expect("reopen");
+    let recorder = RecordingModel::new(inner, &path).expect("reopen");
     assert_eq!(recorder.len(), 1);
     recorder.complete(&ask("c")).await.expect("ok");
     let cassette: Value =
