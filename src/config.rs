@@ -126,8 +126,9 @@ pub struct PriceConfig {
 pub fn load_file(target: &Path) -> Result<Option<(PathBuf, FileConfig)>, SwarmError> {
     let dot = target.join(".swarm.toml");
     if dot.is_file() {
-        let text = std::fs::read_to_string(&dot)
-            .map_err(|e| SwarmError::invalid(format!("cannot read {}: {e}", dot.display())))?;
+        let text = std::fs::read_to_string(&dot).map_err(|e| {
+            SwarmError::invalid(format!("cannot read {}", dot.display())).caused_by(e)
+        })?;
         let cfg: FileConfig = toml::from_str(&text).map_err(|e| {
             SwarmError::invalid(format!(
                 "{} is not a valid swarm config: {}",
@@ -139,8 +140,9 @@ pub fn load_file(target: &Path) -> Result<Option<(PathBuf, FileConfig)>, SwarmEr
     }
     let py = target.join("pyproject.toml");
     if py.is_file() {
-        let text = std::fs::read_to_string(&py)
-            .map_err(|e| SwarmError::invalid(format!("cannot read {}: {e}", py.display())))?;
+        let text = std::fs::read_to_string(&py).map_err(|e| {
+            SwarmError::invalid(format!("cannot read {}", py.display())).caused_by(e)
+        })?;
         let doc: toml::Table = toml::from_str(&text).map_err(|e| {
             SwarmError::invalid(format!(
                 "{} is not valid TOML: {}",
@@ -300,7 +302,8 @@ pub fn detect_provider(env: &dyn Environment) -> Option<(ProviderKind, &'static 
     })
 }
 
-/// What to set when no provider is configured, from the provider table.
+/// What to set when no provider is configured (a hint for the error), from
+/// the provider table.
 pub fn no_provider_hint() -> String {
     let mut parts: Vec<String> = Vec::new();
     for p in PROVIDERS.iter().filter(|p| !p.key_vars.is_empty()) {
@@ -317,7 +320,7 @@ pub fn no_provider_hint() -> String {
     }
     let last = parts.pop().unwrap_or_default();
     format!(
-        "no model provider configured: set {} or {last}, or pass --provider replay --cassette FILE",
+        "set {} or {last}, or pass --provider replay --cassette FILE",
         parts.join(", ")
     )
 }

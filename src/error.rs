@@ -1,5 +1,10 @@
-//! The one top-level error: a kind that maps to the exit code, and a
-//! one-line message that says what to do.
+//! The one top-level error: a kind that maps to the exit code, a one-line
+//! message, the hints that say what to do, and the error it came from.
+//!
+//! Like jj's `CommandError`, it keeps the underlying error as its `source`
+//! (for `-v` and for callers that need the type) and the hints as a list
+//! (`--json` carries them). What a user reads is always one line: the
+//! message, then each hint after `; `.
 
 use crate::git::GitError;
 use crate::llm::LlmError;
@@ -33,53 +38,106 @@ impl ExitKind {
     }
 }
 
+/// The underlying error a [`SwarmError`] came from.
+type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
+
 /// An error that ends the run.
-#[derive(Debug, thiserror::Error)]
-#[error("{message}")]
+#[derive(Debug)]
 pub struct SwarmError {
     pub kind: ExitKind,
+    /// What went wrong, one line.
     pub message: String,
+    /// What to do about it, each one line.
+    pub hints: Vec<String>,
+    source: Option<Cause>,
+}
+
+impl std::fmt::Display for SwarmError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)?;
+        for hint in &self.hints {
+            write!(f, "; {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for SwarmError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
 }
 
 impl SwarmError {
+    fn new(kind: ExitKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            hints: Vec::new(),
+            source: None,
+        }
+    }
+
     /// Bad flags, a missing folder, no Python files…
     pub fn invalid(message: impl Into<String>) -> Self {
-        Self {
-            kind: ExitKind::InvalidInput,
-            message: message.into(),
-        }
+        Self::new(ExitKind::InvalidInput, message)
     }
 
     /// A model call that retries could not save.
     pub fn llm(message: impl Into<String>) -> Self {
-        Self {
-            kind: ExitKind::Llm,
-            message: message.into(),
-        }
+        Self::new(ExitKind::Llm, message)
     }
 
     /// A git or orchestration failure.
     pub fn git(message: impl Into<String>) -> Self {
-        Self {
-            kind: ExitKind::Git,
-            message: message.into(),
-        }
+        Self::new(ExitKind::Git, message)
     }
 
     /// Something that should not happen.
     pub fn internal(message: impl Into<String>) -> Self {
-        Self {
-            kind: ExitKind::Internal,
-            message: message.into(),
-        }
+        Self::new(ExitKind::Internal, message)
     }
 
     /// Ctrl-C.
     pub fn interrupted() -> Self {
-        Self {
-            kind: ExitKind::Interrupted,
-            message: "interrupted: the worktree was removed and your branch is untouched".into(),
+        Self::new(
+            ExitKind::Interrupted,
+            "interrupted: the worktree was removed and your branch is untouched",
+        )
+    }
+
+    /// Adds what to do about it.
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hints.push(hint.into());
+        self
+    }
+
+    /// Names the error this one came from: kept as the source, and its text
+    /// ends the message (`cannot read x.toml: permission denied`).
+    pub fn caused_by(mut self, cause: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.message = format!("{}: {cause}", self.message);
+        self.source = Some(Box::new(cause));
+        self
+    }
+
+    /// An error whose own text is the message, kept as the source.
+    fn wrapping(kind: ExitKind, cause: impl std::error::Error + Send + Sync + 'static) -> Self {
+        let mut err = Self::new(kind, cause.to_string());
+        err.source = Some(Box::new(cause));
+        err
+    }
+
+    /// The message and the chain of errors under it, for `-v`.
+    pub fn chain(&self) -> Vec<String> {
+        let mut lines = vec![self.to_string()];
+        let mut next = std::error::Error::source(self);
+        while let Some(cause) = next {
+            lines.push(cause.to_string());
+            next = cause.source();
         }
+        lines
     }
 }
 
@@ -93,14 +151,16 @@ impl From<GitError> for SwarmError {
             | GitError::TargetOutsideWorkTree { .. }
             | GitError::Unreadable { .. }
             | GitError::WorktreesInsideRepo { .. }
-            | GitError::SubmoduleCommitMissing { .. } => Self::invalid(err.to_string()),
-            GitError::Interrupted => Self {
-                kind: ExitKind::Interrupted,
-                message: "interrupted while waiting for another run on this repository; nothing was changed".into(),
-            },
+            | GitError::SubmoduleCommitMissing { .. } => {
+                Self::wrapping(ExitKind::InvalidInput, err)
+            }
+            GitError::Interrupted => Self::new(
+                ExitKind::Interrupted,
+                "interrupted while waiting for another run on this repository; nothing was changed",
+            ),
             // A busy repository is an orchestration condition, not bad
             // input: the same command works once the other run is over.
-            other => Self::git(other.to_string()),
+            other => Self::wrapping(ExitKind::Git, other),
         }
     }
 }
@@ -108,8 +168,8 @@ impl From<GitError> for SwarmError {
 impl From<LlmError> for SwarmError {
     fn from(err: LlmError) -> Self {
         match err {
-            LlmError::Config { .. } => Self::invalid(err.to_string()),
-            other => Self::llm(other.to_string()),
+            LlmError::Config { .. } => Self::wrapping(ExitKind::InvalidInput, err),
+            other => Self::wrapping(ExitKind::Llm, other),
         }
     }
 }
@@ -117,9 +177,45 @@ impl From<LlmError> for SwarmError {
 impl From<ToolError> for SwarmError {
     fn from(err: ToolError) -> Self {
         match err {
-            ToolError::Missing(_) => Self::invalid(err.to_string()),
+            ToolError::Missing(_) => Self::wrapping(ExitKind::InvalidInput, err),
             ToolError::Cancelled => Self::interrupted(),
-            other => Self::internal(other.to_string()),
+            other => Self::wrapping(ExitKind::Internal, other),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hints_follow_the_message_on_the_same_line() {
+        let err = SwarmError::invalid("no model provider configured")
+            .hint("set OPENAI_API_KEY")
+            .hint("or pass --provider replay");
+        assert_eq!(
+            err.to_string(),
+            "no model provider configured; set OPENAI_API_KEY; or pass --provider replay"
+        );
+        assert_eq!(err.kind.code(), 1);
+        assert!(!err.to_string().contains('\n'));
+    }
+
+    #[test]
+    fn a_cause_is_kept_as_the_source_and_named_in_the_message() {
+        let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "permission denied");
+        let err = SwarmError::invalid("cannot read .swarm.toml").caused_by(io);
+        assert_eq!(err.message, "cannot read .swarm.toml: permission denied");
+        let source = std::error::Error::source(&err).expect("the io error is the source");
+        assert_eq!(source.to_string(), "permission denied");
+        assert_eq!(err.chain().len(), 2);
+    }
+
+    #[test]
+    fn converted_errors_keep_their_type_and_exit_code() {
+        let err = SwarmError::from(ToolError::Missing("pytest".into()));
+        assert_eq!(err.kind, ExitKind::InvalidInput);
+        let source = std::error::Error::source(&err).expect("kept");
+        assert!(source.downcast_ref::<ToolError>().is_some());
     }
 }

@@ -71,8 +71,9 @@ pub async fn execute(args: DemoArgs, printer: &Printer) -> Result<ExitKind, Swar
             .ok_or_else(|| SwarmError::internal(format!("fixture {} has no {name}", args.fixture)))
     };
     let meta: FixtureMeta =
-        toml::from_str(file("fixture.toml")?.contents_utf8().unwrap_or_default())
-            .map_err(|e| SwarmError::internal(format!("fixture.toml of {}: {e}", args.fixture)))?;
+        toml::from_str(file("fixture.toml")?.contents_utf8().unwrap_or_default()).map_err(|e| {
+            SwarmError::internal(format!("fixture.toml of {}", args.fixture)).caused_by(e)
+        })?;
     let project = dir
         .get_dir(dir.path().join("project"))
         .ok_or_else(|| SwarmError::internal(format!("fixture {} has no project/", args.fixture)))?;
@@ -80,12 +81,13 @@ pub async fn execute(args: DemoArgs, printer: &Printer) -> Result<ExitKind, Swar
     let temp = tempfile::Builder::new()
         .prefix("swarm-demo-")
         .tempdir()
-        .map_err(|e| SwarmError::internal(format!("cannot create a temporary folder: {e}")))?;
+        .map_err(|e| SwarmError::internal("cannot create a temporary folder").caused_by(e))?;
     let root = temp.path().join(&args.fixture);
     extract(project, project.path(), &root)?;
     let cassette = temp.path().join("replay.json");
-    std::fs::write(&cassette, file("replay.json")?.contents())
-        .map_err(|e| SwarmError::internal(format!("cannot write {}: {e}", cassette.display())))?;
+    std::fs::write(&cassette, file("replay.json")?.contents()).map_err(|e| {
+        SwarmError::internal(format!("cannot write {}", cassette.display())).caused_by(e)
+    })?;
     let repo = Repo::init_with_baseline(&root, "import the demo project")?;
     eprintln!("demo: {} — {}", args.fixture, meta.description);
     eprintln!("demo: repository {}", root.display());
@@ -117,8 +119,7 @@ pub async fn execute(args: DemoArgs, printer: &Printer) -> Result<ExitKind, Swar
 
 /// Writes an embedded folder to disk.
 fn extract(dir: &Dir<'_>, base: &Path, to: &Path) -> Result<(), SwarmError> {
-    let io =
-        |e: std::io::Error| SwarmError::internal(format!("cannot write the demo project: {e}"));
+    let io = |e: std::io::Error| SwarmError::internal("cannot write the demo project").caused_by(e);
     for file in dir.files() {
         let rel = file.path().strip_prefix(base).unwrap_or(file.path());
         let dest = to.join(rel);

@@ -180,7 +180,10 @@ pub fn main() -> ExitCode {
 }
 
 fn fail(err: &SwarmError) -> ExitCode {
-    eprintln!("swarm: error: {}", err.message);
+    eprintln!("swarm: error: {err}");
+    for (depth, cause) in err.chain().iter().enumerate().skip(1) {
+        tracing::debug!(depth, "caused by: {cause}");
+    }
     ExitCode::from(err.kind.code())
 }
 

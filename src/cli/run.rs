@@ -28,7 +28,12 @@ pub async fn execute(args: RunArgs, printer: &Printer) -> Result<ExitKind, Swarm
     if let (true, Err(e)) = (json, &result) {
         println!(
             "{}",
-            serde_json::json!({"status": "error", "exit_code": e.kind.code(), "error": e.message})
+            serde_json::json!({
+                "status": "error",
+                "exit_code": e.kind.code(),
+                "error": e.to_string(),
+                "hints": e.hints,
+            })
         );
     }
     result

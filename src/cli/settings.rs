@@ -44,7 +44,7 @@ pub fn check_target(target: Option<&Path>) -> Result<PathBuf, SwarmError> {
     }
     target
         .canonicalize()
-        .map_err(|e| SwarmError::invalid(format!("cannot open {}: {e}", target.display())))
+        .map_err(|e| SwarmError::invalid(format!("cannot open {}", target.display())).caused_by(e))
 }
 
 /// Resolves the settings of a run.
@@ -87,7 +87,10 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
                 value: kind,
                 source: Source::Env(var),
             },
-            None => return Err(SwarmError::invalid(config::no_provider_hint())),
+            None => {
+                return Err(SwarmError::invalid("no model provider configured")
+                    .hint(config::no_provider_hint()))
+            }
         },
     };
     let kind = provider.value;

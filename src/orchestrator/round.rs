@@ -250,7 +250,7 @@ async fn ask_all(
         // so a recorded run replays in the same order.
         let permit = cancellable(cx.cancel, Arc::clone(&permits).acquire_owned())
             .await?
-            .map_err(|e| SwarmError::internal(format!("the Fixer's job queue closed: {e}")))?;
+            .map_err(|e| SwarmError::internal("the Fixer's job queue closed").caused_by(e))?;
         set.spawn(async move {
             let (calls, result) = fixer::propose(model.as_ref(), &job.input(), &ctx).await;
             drop(permit);
@@ -259,8 +259,7 @@ async fn ask_all(
     }
     let mut results: Vec<ProposalResult> = Vec::new();
     while let Some(joined) = cancellable(cx.cancel, set.join_next()).await? {
-        results
-            .push(joined.map_err(|e| SwarmError::internal(format!("a Fixer task failed: {e}")))?);
+        results.push(joined.map_err(|e| SwarmError::internal("a Fixer task failed").caused_by(e))?);
     }
     results.sort_by_key(|(index, _, _)| *index);
     Ok(results)

@@ -55,7 +55,7 @@ pub(crate) async fn open(
 ) -> Result<Opened, SwarmError> {
     let notice = |message: String| events.emit(Event::Notice { message });
     let target = config.target.canonicalize().map_err(|e| {
-        SwarmError::invalid(format!("cannot open {}: {e}", config.target.display()))
+        SwarmError::invalid(format!("cannot open {}", config.target.display())).caused_by(e)
     })?;
     let repo = open_or_init(&target, &notice)?;
     repo.check_run_refs_possible()?;
