@@ -23,8 +23,6 @@ use super::{
     ChatResponse, Finish, LlmError, ProviderConfig, ProviderKind, Role, Secret, Usage,
 };
 
-/// Anthropic API host root.
-
 /// The API version sent with every request.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 

@@ -24,8 +24,6 @@ use super::{
     ChatResponse, Finish, LlmError, ProviderConfig, ProviderKind, Role, Secret, Usage,
 };
 
-/// Gemini API host root.
-
 /// A Gemini model.
 #[derive(Debug)]
 pub struct GeminiChat {

@@ -24,8 +24,6 @@ use super::{
     ChatResponse, Finish, LlmError, ProviderConfig, ProviderKind, Role, Secret, Usage,
 };
 
-/// OpenAI's API root.
-
 /// A chat model behind an OpenAI-compatible API.
 #[derive(Debug)]
 pub struct OpenAiChat {
