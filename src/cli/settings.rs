@@ -4,15 +4,17 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod limits;
+
+use limits::{budget_settings, describe_budget, describe_sandbox, sandbox_policy};
+
 use super::RunArgs;
 use crate::config::{self, Environment, FileConfig, Source, Sourced};
 use crate::error::SwarmError;
-use crate::llm::{Price, PriceTable, ProviderConfig, ProviderKind};
+use crate::llm::{Price, PriceTable, ProviderConfig, ProviderKind, Secret};
 use crate::orchestrator::RunConfig;
-use crate::stage::budget::{Budget, BudgetSettings};
 use crate::stage::judge::Limits;
 use crate::stage::reviewer::SizeLimits;
-use crate::tools::{ResourceLimits, SandboxPolicy};
 
 /// Everything a run needs, and where each setting came from.
 pub struct Resolved {
@@ -47,327 +49,61 @@ pub fn check_target(target: Option<&Path>) -> Result<PathBuf, SwarmError> {
         .map_err(|e| SwarmError::invalid(format!("cannot open {}", target.display())).caused_by(e))
 }
 
-/// Resolves the settings of a run.
+/// Resolves the settings of a run: each group of settings in its own step,
+/// in the order `swarm config` shows them.
 pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmError> {
     let target = check_target(args.target_dir.as_deref())?;
     let (file_path, file) = match config::load_file(&target)? {
         Some((p, f)) => (Some(p), f),
         None => (None, FileConfig::default()),
     };
-    let fp = file_path.as_deref();
-    let mut rows: Vec<(String, String, Source)> = Vec::new();
-    let mut row = |name: &str, value: String, source: &Source| {
-        rows.push((name.into(), value, source.clone()))
+    let mut r = Resolver {
+        args,
+        env,
+        file: &file,
+        fp: file_path.as_deref(),
+        rows: Vec::new(),
     };
+    let kind = r.provider()?;
+    let endpoint = r.endpoint(kind);
+    let counts = r.counts(endpoint.local)?;
+    let spending = r.spending();
+    let review = r.review();
+    let sandbox = sandbox_policy(args, &file, r.fp, &target);
+    r.row("sandbox", describe_sandbox(&sandbox.value), &sandbox.source);
+    let budget = budget_settings(args, &file, r.fp, &endpoint.model, endpoint.local)?;
+    r.row("budget", describe_budget(&budget.value), &budget.source);
+    let places = r.places();
+    let replay_file = r.replay_file(kind)?;
+    let prices = r.prices();
 
-    // Provider: flag, SWARM_PROVIDER, file, else the one whose key is set.
-    let named: Option<Sourced<String>> = if let Some(p) = &args.provider {
-        Some(Sourced {
-            value: p.clone(),
-            source: Source::Flag("--provider"),
-        })
-    } else if let Some(p) = env.var("SWARM_PROVIDER") {
-        Some(Sourced {
-            value: p,
-            source: Source::Env("SWARM_PROVIDER"),
-        })
-    } else {
-        in_file(fp, file.provider.clone()).map(|(v, p)| Sourced {
-            value: v,
-            source: Source::File(p.to_path_buf()),
-        })
-    };
-    let provider: Sourced<ProviderKind> = match named {
-        Some(s) => Sourced {
-            value: config::parse_provider(&s.value)?,
-            source: s.source,
-        },
-        None => match config::detect_provider(env) {
-            Some((kind, var)) => Sourced {
-                value: kind,
-                source: Source::Env(var),
-            },
-            None => {
-                return Err(SwarmError::invalid("no model provider configured")
-                    .hint(config::no_provider_hint()))
-            }
-        },
-    };
-    let kind = provider.value;
-    row("provider", kind.name().to_string(), &provider.source);
-
-    let model = config::pick(
-        args.model.clone(),
-        "--model",
-        env.var("SWARM_MODEL").map(|m| (m, "SWARM_MODEL")),
-        in_file(fp, file.model.clone()),
-        crate::llm::default_model(kind).to_string(),
-    );
-    row("model", model.value.clone(), &model.source);
-
-    let base_var = config::base_url_var(kind);
-    let base_url = config::pick(
-        args.base_url.clone().map(Some),
-        "--base-url",
-        base_var.and_then(|v| env.var(v).map(|u| (Some(u), v))),
-        in_file(fp, file.base_url.clone().map(Some)),
-        None,
-    );
-    row(
-        "base_url",
-        base_url
-            .value
-            .clone()
-            .unwrap_or_else(|| "(provider default)".into()),
-        &base_url.source,
-    );
-
-    // A model on this machine or the local network gets slower defaults.
-    let local = config::pick(
-        args.local_model,
-        "--local-model",
-        None,
-        in_file(fp, file.local_model),
-        base_url.value.as_deref().is_some_and(config::is_local_url),
-    );
-    row("local_model", local.value.to_string(), &local.source);
-    let local = local.value;
-    let key = config::key_for(kind, env);
-    match &key {
-        Some((secret, var)) => row("api_key", config::mask(secret), &Source::Env(var)),
-        None => row("api_key", "(not set)".into(), &Source::Default),
-    }
-
-    let num = |flag: Option<u64>, name: &'static str, file_v: Option<u64>, default: u64| {
-        config::pick(flag, name, None, in_file(fp, file_v), default)
-    };
-    let max_iterations = config::pick(
-        args.max_iterations,
-        "--max-iterations",
-        None,
-        in_file(fp, file.max_iterations),
-        10,
-    );
-    let test_timeout = num(args.test_timeout, "--test-timeout", file.test_timeout, 60);
-    let test_case_timeout = num(
-        args.test_case_timeout,
-        "--test-case-timeout",
-        file.test_case_timeout,
-        crate::tools::DEFAULT_TEST_CASE_TIMEOUT.as_secs(),
-    );
-    let lint_timeout = num(args.lint_timeout, "--lint-timeout", file.lint_timeout, 30);
-    let (timeout_default, max_time_default) = if local { (600, 3_600) } else { (120, 900) };
-    let llm_timeout = local_default(
-        num(
-            args.llm_timeout,
-            "--llm-timeout",
-            file.llm_timeout,
-            timeout_default,
-        ),
-        local,
-    );
-    let llm_max_time = local_default(
-        num(
-            args.llm_max_time,
-            "--llm-max-time",
-            file.llm_max_time,
-            max_time_default,
-        ),
-        local,
-    );
-    let retries = config::pick(
-        args.retries,
-        "--retries",
-        None,
-        in_file(fp, file.retries),
-        4,
-    );
-    let jobs = config::pick(args.jobs, "--jobs", None, in_file(fp, file.jobs), 1);
-    for (name, value, source) in [
-        (
-            "max_iterations",
-            max_iterations.value as u64,
-            &max_iterations.source,
-        ),
-        ("test_timeout", test_timeout.value, &test_timeout.source),
-        ("lint_timeout", lint_timeout.value, &lint_timeout.source),
-        ("llm_timeout", llm_timeout.value, &llm_timeout.source),
-        ("llm_max_time", llm_max_time.value, &llm_max_time.source),
-        ("retries", retries.value as u64, &retries.source),
-        ("jobs", jobs.value as u64, &jobs.source),
-    ] {
-        if value == 0 {
-            return Err(SwarmError::invalid(format!(
-                "{name} must be at least 1 (from {source})"
-            )));
-        }
-        row(name, value.to_string(), source);
-    }
-    row(
-        "test_case_timeout",
-        match test_case_timeout.value {
-            0 => "0 (off)".to_string(),
-            secs => secs.to_string(),
-        },
-        &test_case_timeout.source,
-    );
-    let max_tokens = config::pick(
-        args.max_tokens_total.map(Some),
-        "--max-tokens-total",
-        None,
-        in_file(fp, file.max_tokens_total.map(Some)),
-        None,
-    );
-    row(
-        "max_tokens_total",
-        opt(max_tokens.value),
-        &max_tokens.source,
-    );
-    let max_cost = config::pick(
-        args.max_cost.map(Some),
-        "--max-cost",
-        None,
-        in_file(fp, file.max_cost.map(Some)),
-        None,
-    );
-    row("max_cost", opt(max_cost.value), &max_cost.source);
-    let allow_tests = config::pick(
-        args.allow_test_edits.then_some(true),
-        "--allow-test-edits",
-        None,
-        in_file(fp, file.allow_test_edits),
-        false,
-    );
-    row(
-        "allow_test_edits",
-        allow_tests.value.to_string(),
-        &allow_tests.source,
-    );
-    let defaults = SizeLimits::default();
-    let limits = file.size_limits.unwrap_or_default();
-    let size_limits = SizeLimits {
-        low: limits.low.unwrap_or(defaults.low),
-        medium: limits.medium.unwrap_or(defaults.medium),
-        high: limits.high.unwrap_or(defaults.high),
-        bytes_per_line: limits.bytes_per_line.unwrap_or(defaults.bytes_per_line),
-    };
-    let limits_source = match (file.size_limits.is_some(), fp) {
-        (true, Some(p)) => Source::File(p.to_path_buf()),
-        _ => Source::Default,
-    };
-    row(
-        "size_limits",
-        format!(
-            "low {}, medium {}, high {} lines; {} bytes per line",
-            size_limits.low, size_limits.medium, size_limits.high, size_limits.bytes_per_line
-        ),
-        &limits_source,
-    );
-    let sandbox = sandbox_policy(args, &file, fp, &target);
-    row("sandbox", describe_sandbox(&sandbox.value), &sandbox.source);
-    let budget = budget_settings(args, &file, fp, &model.value, local)?;
-    row("budget", describe_budget(&budget.value), &budget.source);
-    let lock_timeout = config::pick(args.lock_timeout, "--lock-timeout", None, None, 60);
-    row(
-        "lock_timeout",
-        lock_timeout.value.to_string(),
-        &lock_timeout.source,
-    );
-    let cache_dir = config::cache_dir(env);
-    row(
-        "cache_dir",
-        cache_dir
-            .as_ref()
-            .map(|dir| dir.display().to_string())
-            .unwrap_or_else(|| "(none: set SWARM_CACHE_DIR)".into()),
-        &if env.var("SWARM_CACHE_DIR").is_some() {
-            Source::Env("SWARM_CACHE_DIR")
-        } else {
-            Source::Default
-        },
-    );
-    let log_file = config::pick(
-        args.log_file.clone(),
-        "--log-file",
-        None,
-        None,
-        PathBuf::from("logs/experiment_data.json"),
-    );
-    row(
-        "log_file",
-        log_file.value.display().to_string(),
-        &log_file.source,
-    );
-
-    let replay_file = if kind == ProviderKind::Replay {
-        let Some(c) = args
-            .cassette
-            .clone()
-            .or_else(|| env.var("SWARM_CASSETTE").map(PathBuf::from))
-        else {
-            return Err(SwarmError::invalid(
-                "--provider replay needs --cassette FILE (a cassette from --record, or an experiment log)",
-            ));
-        };
-        if !c.is_file() {
-            return Err(SwarmError::invalid(format!(
-                "no such cassette: {}",
-                c.display()
-            )));
-        }
-        row(
-            "cassette",
-            c.display().to_string(),
-            &Source::Flag("--cassette"),
-        );
-        Some(c)
-    } else {
-        None
-    };
-    let mut prices = PriceTable::new();
-    if let Some(table) = &file.prices {
-        for (m, p) in table {
-            prices = prices.with_override(m.clone(), Price::new(p.input, p.output));
-            row(
-                &format!("price {m}"),
-                format!("{} / {} USD per Mtok", p.input, p.output),
-                &Source::File(fp.map(Path::to_path_buf).unwrap_or_default()),
-            );
-        }
-    }
-
-    let secrets = key.iter().map(|(s, _)| s.clone()).collect();
+    let secrets = endpoint.key.iter().map(|(s, _)| s.clone()).collect();
     let provider_config = ProviderConfig {
         kind,
-        model: model.value,
-        base_url: base_url.value,
-        api_key: key.map(|(s, _)| s),
-        timeout: Duration::from_secs(llm_timeout.value),
-        max_time: Duration::from_secs(llm_max_time.value),
-        max_attempts: retries.value,
+        model: endpoint.model,
+        base_url: endpoint.base_url,
+        api_key: endpoint.key.map(|(s, _)| s),
+        timeout: Duration::from_secs(counts.llm_timeout),
+        max_time: Duration::from_secs(counts.llm_max_time),
+        max_attempts: counts.retries,
         replay_file,
     };
     let run = RunConfig {
         target,
-        max_iterations: max_iterations.value,
-        limits: Limits {
-            tests: Duration::from_secs(test_timeout.value),
-            test_case: (test_case_timeout.value > 0)
-                .then(|| Duration::from_secs(test_case_timeout.value)),
-            lint: Duration::from_secs(lint_timeout.value),
-        },
-        log_file: log_file.value,
+        max_iterations: counts.max_iterations,
+        limits: counts.limits,
+        log_file: places.log_file,
         dry_run: args.dry_run,
-        allow_test_edits: allow_tests.value,
-        size_limits,
+        allow_test_edits: review.allow_test_edits,
+        size_limits: review.size_limits,
         bootstrap: !args.no_bootstrap,
-        jobs: jobs.value,
-        max_tokens_total: max_tokens.value,
-        max_cost: max_cost.value,
+        jobs: counts.jobs,
+        max_tokens_total: spending.max_tokens_total,
+        max_cost: spending.max_cost,
         secrets,
         prices,
-        cache_dir,
-        lock_timeout: Duration::from_secs(lock_timeout.value),
+        cache_dir: places.cache_dir,
+        lock_timeout: places.lock_timeout,
         sandbox: sandbox.value,
         budget: budget.value,
         preflight: (!args.no_preflight && kind != ProviderKind::Replay)
@@ -377,8 +113,401 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
         run,
         provider: provider_config,
         record: args.record.clone(),
-        rows,
+        rows: r.rows,
     })
+}
+
+/// Flags, environment and config file, and the rows of `swarm config` as
+/// they are resolved.
+struct Resolver<'a> {
+    args: &'a RunArgs,
+    env: &'a dyn Environment,
+    file: &'a FileConfig,
+    /// The config file, when there is one.
+    fp: Option<&'a Path>,
+    rows: Vec<(String, String, Source)>,
+}
+
+/// Where the model is and who may call it.
+struct Endpoint {
+    model: String,
+    base_url: Option<String>,
+    /// Served from this machine or the local network: slower defaults.
+    local: bool,
+    key: Option<(Secret, &'static str)>,
+}
+
+/// Counts and time limits, each checked to be at least 1 (0 turns the
+/// per-test limit off).
+struct Counts {
+    max_iterations: u32,
+    limits: Limits,
+    llm_timeout: u64,
+    llm_max_time: u64,
+    retries: u32,
+    jobs: usize,
+}
+
+/// What the run may spend.
+struct Spending {
+    max_tokens_total: Option<u64>,
+    max_cost: Option<f64>,
+}
+
+/// What the Reviewer lets through.
+struct Review {
+    allow_test_edits: bool,
+    size_limits: SizeLimits,
+}
+
+/// Where the run keeps things, and how long it waits for another run.
+struct Places {
+    log_file: PathBuf,
+    cache_dir: Option<PathBuf>,
+    lock_timeout: Duration,
+}
+
+impl<'a> Resolver<'a> {
+    fn row(&mut self, name: &str, value: String, source: &Source) {
+        self.rows.push((name.into(), value, source.clone()));
+    }
+
+    /// A value from the config file, with the file's path.
+    fn in_file<T>(&self, value: Option<T>) -> Option<(T, &'a Path)> {
+        in_file(self.fp, value)
+    }
+
+    /// A number from a flag, the file or the default.
+    fn number(
+        &self,
+        flag: Option<u64>,
+        name: &'static str,
+        file: Option<u64>,
+        default: u64,
+    ) -> Sourced<u64> {
+        config::pick(flag, name, None, self.in_file(file), default)
+    }
+
+    /// The provider: flag, `SWARM_PROVIDER`, file, else the one whose key
+    /// is set.
+    fn provider(&mut self) -> Result<ProviderKind, SwarmError> {
+        let named: Option<Sourced<String>> = if let Some(p) = &self.args.provider {
+            Some(Sourced {
+                value: p.clone(),
+                source: Source::Flag("--provider"),
+            })
+        } else if let Some(p) = self.env.var("SWARM_PROVIDER") {
+            Some(Sourced {
+                value: p,
+                source: Source::Env("SWARM_PROVIDER"),
+            })
+        } else {
+            self.in_file(self.file.provider.clone())
+                .map(|(v, p)| Sourced {
+                    value: v,
+                    source: Source::File(p.to_path_buf()),
+                })
+        };
+        let provider: Sourced<ProviderKind> = match named {
+            Some(s) => Sourced {
+                value: config::parse_provider(&s.value)?,
+                source: s.source,
+            },
+            None => match config::detect_provider(self.env) {
+                Some((kind, var)) => Sourced {
+                    value: kind,
+                    source: Source::Env(var),
+                },
+                None => {
+                    return Err(SwarmError::invalid("no model provider configured")
+                        .hint(config::no_provider_hint()))
+                }
+            },
+        };
+        self.row(
+            "provider",
+            provider.value.name().to_string(),
+            &provider.source,
+        );
+        Ok(provider.value)
+    }
+
+    /// The model, its base URL, whether it is local, and the key.
+    fn endpoint(&mut self, kind: ProviderKind) -> Endpoint {
+        let model = config::pick(
+            self.args.model.clone(),
+            "--model",
+            self.env.var("SWARM_MODEL").map(|m| (m, "SWARM_MODEL")),
+            self.in_file(self.file.model.clone()),
+            crate::llm::default_model(kind).to_string(),
+        );
+        self.row("model", model.value.clone(), &model.source);
+        let base_var = config::base_url_var(kind);
+        let base_url = config::pick(
+            self.args.base_url.clone().map(Some),
+            "--base-url",
+            base_var.and_then(|v| self.env.var(v).map(|u| (Some(u), v))),
+            self.in_file(self.file.base_url.clone().map(Some)),
+            None,
+        );
+        let shown = base_url
+            .value
+            .clone()
+            .unwrap_or_else(|| "(provider default)".into());
+        self.row("base_url", shown, &base_url.source);
+        // A model on this machine or the local network gets slower defaults.
+        let local = config::pick(
+            self.args.local_model,
+            "--local-model",
+            None,
+            self.in_file(self.file.local_model),
+            base_url.value.as_deref().is_some_and(config::is_local_url),
+        );
+        self.row("local_model", local.value.to_string(), &local.source);
+        let key = config::key_for(kind, self.env);
+        match &key {
+            Some((secret, var)) => self.row("api_key", config::mask(secret), &Source::Env(var)),
+            None => self.row("api_key", "(not set)".into(), &Source::Default),
+        }
+        Endpoint {
+            model: model.value,
+            base_url: base_url.value,
+            local: local.value,
+            key,
+        }
+    }
+
+    /// Iterations, time limits, retries and jobs.
+    fn counts(&mut self, local: bool) -> Result<Counts, SwarmError> {
+        let (args, file) = (self.args, self.file);
+        let max_iterations = config::pick(
+            args.max_iterations,
+            "--max-iterations",
+            None,
+            self.in_file(file.max_iterations),
+            10,
+        );
+        let test_timeout = self.number(args.test_timeout, "--test-timeout", file.test_timeout, 60);
+        let test_case_timeout = self.number(
+            args.test_case_timeout,
+            "--test-case-timeout",
+            file.test_case_timeout,
+            crate::tools::DEFAULT_TEST_CASE_TIMEOUT.as_secs(),
+        );
+        let lint_timeout = self.number(args.lint_timeout, "--lint-timeout", file.lint_timeout, 30);
+        let (timeout_default, max_time_default) = if local { (600, 3_600) } else { (120, 900) };
+        let llm_timeout = local_default(
+            self.number(
+                args.llm_timeout,
+                "--llm-timeout",
+                file.llm_timeout,
+                timeout_default,
+            ),
+            local,
+        );
+        let llm_max_time = local_default(
+            self.number(
+                args.llm_max_time,
+                "--llm-max-time",
+                file.llm_max_time,
+                max_time_default,
+            ),
+            local,
+        );
+        let retries = config::pick(
+            args.retries,
+            "--retries",
+            None,
+            self.in_file(file.retries),
+            4,
+        );
+        let jobs = config::pick(args.jobs, "--jobs", None, self.in_file(file.jobs), 1);
+        for (name, value, source) in [
+            (
+                "max_iterations",
+                u64::from(max_iterations.value),
+                &max_iterations.source,
+            ),
+            ("test_timeout", test_timeout.value, &test_timeout.source),
+            ("lint_timeout", lint_timeout.value, &lint_timeout.source),
+            ("llm_timeout", llm_timeout.value, &llm_timeout.source),
+            ("llm_max_time", llm_max_time.value, &llm_max_time.source),
+            ("retries", u64::from(retries.value), &retries.source),
+            ("jobs", jobs.value as u64, &jobs.source),
+        ] {
+            if value == 0 {
+                return Err(SwarmError::invalid(format!(
+                    "{name} must be at least 1 (from {source})"
+                )));
+            }
+            self.row(name, value.to_string(), source);
+        }
+        let shown = match test_case_timeout.value {
+            0 => "0 (off)".to_string(),
+            secs => secs.to_string(),
+        };
+        self.row("test_case_timeout", shown, &test_case_timeout.source);
+        Ok(Counts {
+            max_iterations: max_iterations.value,
+            limits: Limits {
+                tests: Duration::from_secs(test_timeout.value),
+                test_case: (test_case_timeout.value > 0)
+                    .then(|| Duration::from_secs(test_case_timeout.value)),
+                lint: Duration::from_secs(lint_timeout.value),
+            },
+            llm_timeout: llm_timeout.value,
+            llm_max_time: llm_max_time.value,
+            retries: retries.value,
+            jobs: jobs.value,
+        })
+    }
+
+    /// The token and cost caps.
+    fn spending(&mut self) -> Spending {
+        let max_tokens = config::pick(
+            self.args.max_tokens_total.map(Some),
+            "--max-tokens-total",
+            None,
+            self.in_file(self.file.max_tokens_total.map(Some)),
+            None,
+        );
+        self.row(
+            "max_tokens_total",
+            opt(max_tokens.value),
+            &max_tokens.source,
+        );
+        let max_cost = config::pick(
+            self.args.max_cost.map(Some),
+            "--max-cost",
+            None,
+            self.in_file(self.file.max_cost.map(Some)),
+            None,
+        );
+        self.row("max_cost", opt(max_cost.value), &max_cost.source);
+        Spending {
+            max_tokens_total: max_tokens.value,
+            max_cost: max_cost.value,
+        }
+    }
+
+    /// Whether tests may be edited, and the size limits per severity.
+    fn review(&mut self) -> Review {
+        let allow_tests = config::pick(
+            self.args.allow_test_edits.then_some(true),
+            "--allow-test-edits",
+            None,
+            self.in_file(self.file.allow_test_edits),
+            false,
+        );
+        self.row(
+            "allow_test_edits",
+            allow_tests.value.to_string(),
+            &allow_tests.source,
+        );
+        let defaults = SizeLimits::default();
+        let limits = self.file.size_limits.unwrap_or_default();
+        let size_limits = SizeLimits {
+            low: limits.low.unwrap_or(defaults.low),
+            medium: limits.medium.unwrap_or(defaults.medium),
+            high: limits.high.unwrap_or(defaults.high),
+            bytes_per_line: limits.bytes_per_line.unwrap_or(defaults.bytes_per_line),
+        };
+        let source = match (self.file.size_limits.is_some(), self.fp) {
+            (true, Some(p)) => Source::File(p.to_path_buf()),
+            _ => Source::Default,
+        };
+        let shown = format!(
+            "low {}, medium {}, high {} lines; {} bytes per line",
+            size_limits.low, size_limits.medium, size_limits.high, size_limits.bytes_per_line
+        );
+        self.row("size_limits", shown, &source);
+        Review {
+            allow_test_edits: allow_tests.value,
+            size_limits,
+        }
+    }
+
+    /// The lock wait, the cache folder and the log file.
+    fn places(&mut self) -> Places {
+        let lock_timeout = config::pick(self.args.lock_timeout, "--lock-timeout", None, None, 60);
+        self.row(
+            "lock_timeout",
+            lock_timeout.value.to_string(),
+            &lock_timeout.source,
+        );
+        let cache_dir = config::cache_dir(self.env);
+        let shown = cache_dir
+            .as_ref()
+            .map(|dir| dir.display().to_string())
+            .unwrap_or_else(|| "(none: set SWARM_CACHE_DIR)".into());
+        let source = if self.env.var("SWARM_CACHE_DIR").is_some() {
+            Source::Env("SWARM_CACHE_DIR")
+        } else {
+            Source::Default
+        };
+        self.row("cache_dir", shown, &source);
+        let log_file = config::pick(
+            self.args.log_file.clone(),
+            "--log-file",
+            None,
+            None,
+            PathBuf::from("logs/experiment_data.json"),
+        );
+        self.row(
+            "log_file",
+            log_file.value.display().to_string(),
+            &log_file.source,
+        );
+        Places {
+            log_file: log_file.value,
+            cache_dir,
+            lock_timeout: Duration::from_secs(lock_timeout.value),
+        }
+    }
+
+    /// The recording a replay answers from (only for `--provider replay`).
+    fn replay_file(&mut self, kind: ProviderKind) -> Result<Option<PathBuf>, SwarmError> {
+        if kind != ProviderKind::Replay {
+            return Ok(None);
+        }
+        let Some(cassette) = self
+            .args
+            .cassette
+            .clone()
+            .or_else(|| self.env.var("SWARM_CASSETTE").map(PathBuf::from))
+        else {
+            return Err(SwarmError::invalid(
+                "--provider replay needs --cassette FILE (a cassette from --record, or an experiment log)",
+            ));
+        };
+        if !cassette.is_file() {
+            return Err(SwarmError::invalid(format!(
+                "no such cassette: {}",
+                cassette.display()
+            )));
+        }
+        self.row(
+            "cassette",
+            cassette.display().to_string(),
+            &Source::Flag("--cassette"),
+        );
+        Ok(Some(cassette))
+    }
+
+    /// Built-in prices with the config file's overrides.
+    fn prices(&mut self) -> PriceTable {
+        let mut prices = PriceTable::new();
+        let file = self.file;
+        for (model, price) in file.prices.iter().flatten() {
+            prices = prices.with_override(model.clone(), Price::new(price.input, price.output));
+            self.row(
+                &format!("price {model}"),
+                format!("{} / {} USD per Mtok", price.input, price.output),
+                &Source::File(self.fp.map(Path::to_path_buf).unwrap_or_default()),
+            );
+        }
+        prices
+    }
 }
 
 /// Marks a default as the one for a local model server.
@@ -392,147 +521,7 @@ fn local_default<T>(sourced: Sourced<T>, local: bool) -> Sourced<T> {
     }
 }
 
-/// The sandbox policy: `--no-sandbox` over `[sandbox]` over the defaults.
-fn sandbox_policy(
-    args: &RunArgs,
-    file: &FileConfig,
-    fp: Option<&Path>,
-    target: &Path,
-) -> Sourced<SandboxPolicy> {
-    let table = file.sandbox.clone().unwrap_or_default();
-    // A size in MiB from the file; 0 means no limit.
-    let limit = |value: Option<u64>, scale: u64, default: Option<u64>| match value {
-        Some(0) => None,
-        Some(n) => Some(n.saturating_mul(scale)),
-        None => default,
-    };
-    let defaults = ResourceLimits::default();
-    let mib = 1024 * 1024;
-    let policy = SandboxPolicy {
-        // The run's worktree and scratch folder are filled in when they exist.
-        writable: Vec::new(),
-        readable: table
-            .read_paths
-            .unwrap_or_default()
-            .into_iter()
-            .map(|p| target.join(p))
-            .collect(),
-        limits: ResourceLimits {
-            address_space: limit(table.memory_mb, mib, defaults.address_space),
-            file_size: limit(table.file_size_mb, mib, defaults.file_size),
-            processes: limit(table.processes, 1, defaults.processes),
-            ..defaults
-        },
-        isolate: !args.no_sandbox && table.enabled.unwrap_or(true),
-        scratch_parent: None,
-    };
-    let source = if args.no_sandbox {
-        Source::Flag("--no-sandbox")
-    } else {
-        match fp {
-            Some(p) if file.sandbox.is_some() => Source::File(p.to_path_buf()),
-            _ => Source::Default,
-        }
-    };
-    Sourced {
-        value: policy,
-        source,
-    }
-}
-
-/// `on: memory 4096 MiB, files 1024 MiB, 1024 processes` or `off (...)`.
-fn describe_sandbox(policy: &SandboxPolicy) -> String {
-    if !policy.isolate {
-        return "off: environment allow-list and parent-death signal only".into();
-    }
-    let mib = |v: Option<u64>| {
-        v.map_or("unlimited".to_string(), |b| {
-            format!("{} MiB", b / (1024 * 1024))
-        })
-    };
-    let mut text = format!(
-        "on: memory {}, files {}, {} processes",
-        mib(policy.limits.address_space),
-        mib(policy.limits.file_size),
-        policy
-            .limits
-            .processes
-            .map_or("unlimited".to_string(), |n| n.to_string())
-    );
-    if !policy.readable.is_empty() {
-        let paths: Vec<String> = policy
-            .readable
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect();
-        text.push_str(&format!("; also readable: {}", paths.join(", ")));
-    }
-    text
-}
-
 /// A file value with the file's path, when there is a file.
-/// The prompt allowances from `--context-window`, `context-window` and
-/// `[budget]`, checked against the model's window now, before anything runs.
-fn budget_settings(
-    args: &RunArgs,
-    file: &FileConfig,
-    fp: Option<&Path>,
-    model: &str,
-    local: bool,
-) -> Result<Sourced<BudgetSettings>, SwarmError> {
-    let window = config::pick(
-        args.context_window.map(Some),
-        "--context-window",
-        None,
-        in_file(fp, file.context_window.map(Some)),
-        None,
-    );
-    let table = file.budget.unwrap_or_default();
-    let defaults = if local {
-        BudgetSettings::local()
-    } else {
-        BudgetSettings::default()
-    };
-    let settings = BudgetSettings {
-        context_window: window.value,
-        plan_tokens: table.plan_tokens.unwrap_or(defaults.plan_tokens),
-        fix_tokens: table.fix_tokens.unwrap_or(defaults.fix_tokens),
-        test_tokens: table.test_tokens.unwrap_or(defaults.test_tokens),
-        local,
-    };
-    if settings.context_window == Some(0) {
-        return Err(SwarmError::invalid(
-            "context-window must be a positive number of tokens",
-        ));
-    }
-    Budget::new(&settings, model).map_err(|e| SwarmError::invalid(e.to_string()))?;
-    let source = match (&window.source, file.budget.is_some(), fp) {
-        (Source::Default, true, Some(p)) => Source::File(p.to_path_buf()),
-        (Source::Default, false, _) if local => Source::LocalDefault,
-        (source, _, _) => source.clone(),
-    };
-    Ok(Sourced {
-        value: settings,
-        source,
-    })
-}
-
-fn describe_budget(settings: &BudgetSettings) -> String {
-    let window = settings
-        .context_window
-        .map(|w| format!("window {w} tokens"))
-        .unwrap_or_else(|| "window of the model (built-in when known)".into());
-    let replies = if settings.local {
-        "; short replies (local model)"
-    } else {
-        ""
-    };
-    format!(
-        "{window}; prompts: plan {}, fix {}, tests {} tokens{replies}",
-        settings.plan_tokens, settings.fix_tokens, settings.test_tokens
-    )
-}
-
 fn in_file<T>(fp: Option<&Path>, v: Option<T>) -> Option<(T, &Path)> {
     v.and_then(|v| fp.map(|p| (v, p)))
 }

@@ -105,17 +105,28 @@ fn no_provider_names_the_variables() {
 #[test]
 fn json_errors_carry_the_hints_as_a_list() {
     let fx = FixtureRepo::new("single_module");
-    let out = fx.swarm(&["--target_dir", fx.target.to_str().unwrap(), "--json"], &[]);
+    let out = fx.swarm(
+        &["--target_dir", fx.target.to_str().unwrap(), "--json"],
+        &[],
+    );
     assert_eq!(out.status.code(), Some(1));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let json: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
     assert_eq!(json["status"], "error");
     assert_eq!(json["exit_code"], 1);
     let error = json["error"].as_str().expect("error text");
-    assert!(error.starts_with("no model provider configured; set "), "{error}");
+    assert!(
+        error.starts_with("no model provider configured; set "),
+        "{error}"
+    );
     let hints = json["hints"].as_array().expect("hints");
     assert_eq!(hints.len(), 1, "{json}");
-    assert!(hints[0].as_str().is_some_and(|h| h.contains("ANTHROPIC_API_KEY")), "{json}");
+    assert!(
+        hints[0]
+            .as_str()
+            .is_some_and(|h| h.contains("ANTHROPIC_API_KEY")),
+        "{json}"
+    );
 }
 
 #[test]
