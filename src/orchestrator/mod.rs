@@ -22,7 +22,7 @@ use crate::git::RunWorkspace;
 use crate::llm::{ChatModel, PriceTable, ProviderConfig, Secret, Usage, Windowed};
 use crate::log::{Event, EventSink};
 use crate::stage::auditor;
-use crate::stage::baseline_cache::{BaselineCache, KeyInputs};
+use crate::stage::baseline_cache::{BaselineCache, BaselineKey, KeyInputs};
 use crate::stage::budget::{Budget, BudgetSettings};
 use crate::stage::judge::{self, Limits, Snapshot};
 use crate::stage::planner::Plan;
@@ -306,29 +306,15 @@ fn audit(
         submodules,
     } = scope;
     let cache = cx.config.cache_dir.as_deref().map(BaselineCache::new);
-    // A tree id that cannot be read only means no reuse.
-    let tree = ws.base_tree_id("").ok().flatten();
-    let reuse = cache.as_ref().zip(tree).map(|(cache, tree)| {
-        let policy = &cx.config.sandbox;
-        let key = KeyInputs {
-            tree: &tree,
-            target_rel: &target_rel,
-            files: &files,
-            empty_submodules: ws.empty_submodules(),
-            env: cx.env,
-            limits: cx.config.limits,
-            sandbox: cx.sandbox.report(),
-            resource_limits: &format!("{:?}", policy.limits),
-            isolate: policy.isolate,
-        }
-        .key();
-        auditor::BaselineReuse {
+    let reuse = cache
+        .as_ref()
+        .zip(baseline_key(cx, ws, &target_rel, &files))
+        .map(|(cache, key)| auditor::BaselineReuse {
             cache,
             key,
             run_id: &run_id,
             worktree: ws.path(),
-        }
-    });
+        });
     let audit = tokio::task::block_in_place(|| {
         auditor::audit(
             cx.tools(),
@@ -339,28 +325,10 @@ fn audit(
             reuse.as_ref(),
         )
     })?;
-    if let Some((earlier, when)) = &audit.reused_from {
-        cx.events.emit(Event::Notice {
-            message: format!(
-                "baseline: reused from an earlier run on the same tree (run {earlier}, measured {when}): pytest and pylint not run again"
-            ),
-        });
-    }
     rec.metrics(&audit.metrics)?;
     rec.measurement(crate::log::Agent::Auditor, &audit.baseline, None)?;
+    tell_audit(cx, &audit);
     let snapshot = audit.baseline.snapshot;
-    for note in &snapshot.lint.notes {
-        cx.events.emit(Event::Notice {
-            message: format!("pylint: {note}"),
-        });
-    }
-    cx.events.emit(Event::Audited {
-        files: audit.files.len(),
-        tests_passed: snapshot.counts().0,
-        tests_total: snapshot.counts().1,
-        no_tests: !snapshot.has_tests(),
-        pylint: snapshot.pylint,
-    });
     Ok(RunState {
         facts: Facts {
             run_id,
@@ -376,6 +344,58 @@ fn audit(
         progress: Progress::starting_at(snapshot),
         spend: Spend::default(),
     })
+}
+
+/// Everything the baseline depends on, hashed: the key of a cached
+/// baseline (`None` when the tree id cannot be read, which only means no
+/// reuse).
+fn baseline_key(
+    cx: &RunContext<'_>,
+    ws: &RunWorkspace,
+    target_rel: &str,
+    files: &[String],
+) -> Option<BaselineKey> {
+    let tree = ws.base_tree_id("").ok().flatten()?;
+    let policy = &cx.config.sandbox;
+    Some(
+        KeyInputs {
+            tree: &tree,
+            target_rel,
+            files,
+            empty_submodules: ws.empty_submodules(),
+            env: cx.env,
+            limits: cx.config.limits,
+            sandbox: cx.sandbox.report(),
+            resource_limits: &format!("{:?}", policy.limits),
+            isolate: policy.isolate,
+        }
+        .key(),
+    )
+}
+
+/// Tells the user what the audit found: a reused baseline, pylint's notes,
+/// the counts.
+fn tell_audit(cx: &RunContext<'_>, audit: &auditor::Audit) {
+    if let Some((earlier, when)) = &audit.reused_from {
+        cx.events.emit(Event::Notice {
+            message: format!(
+                "baseline: reused from an earlier run on the same tree (run {earlier}, measured {when}): pytest and pylint not run again"
+            ),
+        });
+    }
+    let snapshot = &audit.baseline.snapshot;
+    for note in &snapshot.lint.notes {
+        cx.events.emit(Event::Notice {
+            message: format!("pylint: {note}"),
+        });
+    }
+    cx.events.emit(Event::Audited {
+        files: audit.files.len(),
+        tests_passed: snapshot.counts().0,
+        tests_total: snapshot.counts().1,
+        no_tests: !snapshot.has_tests(),
+        pylint: snapshot.pylint,
+    });
 }
 
 /// Rounds until the work is done, a limit is reached, three rounds in a row

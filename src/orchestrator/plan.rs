@@ -11,7 +11,7 @@ use super::round::cancellable;
 use super::{RunContext, RunState, StopReason};
 use crate::error::SwarmError;
 use crate::log::{Action, Agent, Event};
-use crate::stage::planner::{self, Facts, PlanInput, Selection};
+use crate::stage::planner::{self, Facts, Plan, PlanInput, Ranked, Selection};
 
 /// What the run's plans and Fixer prompts have looked at.
 #[derive(Clone, Debug, Default)]
@@ -73,34 +73,9 @@ pub(crate) async fn plan_batch(
 ) -> Result<Option<StopReason>, SwarmError> {
     let root = cx.root;
     let read = |path: &str| crate::stage::read_source_text(root, path);
-    let sources: Vec<String> = state
-        .facts
-        .files
-        .iter()
-        .filter(|f| !crate::stage::is_test_path(f))
-        .cloned()
-        .collect();
+    let sources = source_files(state);
+    let ranked = rank_and_note(state, &sources, &read);
     let failing = state.progress.best.failing();
-    let facts = Facts {
-        sources: &sources,
-        metrics: &state.facts.metrics,
-        lint: &state.progress.best.lint.messages,
-        failing,
-        read: &read,
-    };
-    let ranked = planner::rank(&facts);
-    state.work.coverage.sources = sources.len();
-    state.work.coverage.urgency = ranked
-        .iter()
-        .enumerate()
-        .map(|(i, r)| (r.path.clone(), i))
-        .collect();
-    state.work.coverage.needs_work.extend(
-        ranked
-            .iter()
-            .filter(|r| r.needs_work())
-            .map(|r| r.path.clone()),
-    );
     let input = PlanInput {
         ranked: &ranked,
         metrics: &state.facts.metrics,
@@ -137,6 +112,56 @@ pub(crate) async fn plan_batch(
         }
     };
     state.add_usage(&reply.usage, &cx.config.prices);
+    let new = adopt(state, plan);
+    cx.events.emit(Event::Planned { files: new });
+    Ok(None)
+}
+
+/// The target's source files (tests left out).
+fn source_files(state: &RunState) -> Vec<String> {
+    state
+        .facts
+        .files
+        .iter()
+        .filter(|f| !crate::stage::is_test_path(f))
+        .cloned()
+        .collect()
+}
+
+/// The sources ranked by evidence from the best state, with the ranking
+/// and the files that need work noted in the run's coverage.
+fn rank_and_note(
+    state: &mut RunState,
+    sources: &[String],
+    read: &dyn Fn(&str) -> Option<String>,
+) -> Vec<Ranked> {
+    let facts = Facts {
+        sources,
+        metrics: &state.facts.metrics,
+        lint: &state.progress.best.lint.messages,
+        failing: state.progress.best.failing(),
+        read,
+    };
+    let ranked = planner::rank(&facts);
+    let coverage = &mut state.work.coverage;
+    coverage.sources = sources.len();
+    coverage.urgency = ranked
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.path.clone(), i))
+        .collect();
+    coverage.needs_work.extend(
+        ranked
+            .iter()
+            .filter(|r| r.needs_work())
+            .map(|r| r.path.clone()),
+    );
+    ranked
+}
+
+/// Adds a batch's plan to the run's plan; returns the files it newly
+/// names, which wait for their first round.
+fn adopt(state: &mut RunState, plan: Plan) -> Vec<String> {
     let new: Vec<String> = plan
         .items
         .keys()
@@ -147,8 +172,7 @@ pub(crate) async fn plan_batch(
         state.work.pending_plan.insert(file.clone(), 0);
     }
     state.work.plan.extend(plan);
-    cx.events.emit(Event::Planned { files: new });
-    Ok(None)
+    new
 }
 
 /// Records what a plan showed in the run's coverage.

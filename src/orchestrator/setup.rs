@@ -64,20 +64,7 @@ pub(crate) async fn open(
     })?;
     let worktrees_root = repo.worktrees_root(cache_dir)?;
     let run_id = super::new_run_id();
-    let lock = tokio::task::block_in_place(|| {
-        RepoLock::acquire(
-            &repo.info().common_dir,
-            &run_id,
-            config.lock_timeout,
-            &|holder| {
-                notice(format!(
-                    "another run ({holder}) is working on this repository: waiting up to {} s for it (--lock-timeout)",
-                    config.lock_timeout.as_secs()
-                ))
-            },
-            &|| cancel.is_cancelled(),
-        )
-    })?;
+    let lock = lock_repo(&repo, &run_id, config, &notice, cancel)?;
     // Reopen under the lock: HEAD may have moved while we waited.
     let repo = Repo::open(&target)?.ok_or_else(|| {
         SwarmError::git(format!(
@@ -86,18 +73,7 @@ pub(crate) async fn open(
         ))
     })?;
     let info = repo.info().clone();
-    let files = auditor::python_files(&repo.tracked_files()?, &info.target_rel);
-    if files.is_empty() {
-        return Err(SwarmError::invalid(format!(
-            "no committed Python files under {}: point --target_dir at a folder with .py files tracked by git",
-            target.display()
-        )));
-    }
-    let submodules = repo
-        .submodule_paths()?
-        .iter()
-        .filter_map(|p| target_path(&info.target_rel, p).map(str::to_string))
-        .collect();
+    let (files, submodules) = python_files_and_submodules(&repo, &info, &target)?;
     tell_about_uncommitted(&repo, &info, &notice)?;
     if let Some(provider) = &config.preflight {
         if let Preflight::Doubtful(note) = crate::llm::preflight(provider).await? {
@@ -114,14 +90,7 @@ pub(crate) async fn open(
     let progress = |m: &str| notice(m.to_string());
     let env =
         tokio::task::block_in_place(|| tools::resolve_env(&target, config.bootstrap, &progress))?;
-    let mut log =
-        ExperimentLog::open(&config.log_file).map_err(|e| SwarmError::invalid(e.to_string()))?;
-    for secret in &config.secrets {
-        log.mask(secret.expose());
-    }
-    for repair in log.repairs() {
-        notice(repair.to_string());
-    }
+    let log = open_log(config, &notice)?;
     Ok(Opened {
         scope: Scope {
             run_id,
@@ -137,6 +106,67 @@ pub(crate) async fn open(
         worktrees_root,
         _lock: lock,
     })
+}
+
+/// Waits for (then holds) the repository's run lock, telling the user
+/// whose run it waits for.
+fn lock_repo(
+    repo: &Repo,
+    run_id: &str,
+    config: &RunConfig,
+    notice: &dyn Fn(String),
+    cancel: &Cancel,
+) -> Result<RepoLock, SwarmError> {
+    Ok(tokio::task::block_in_place(|| {
+        RepoLock::acquire(
+            &repo.info().common_dir,
+            run_id,
+            config.lock_timeout,
+            &|holder| {
+                notice(format!(
+                    "another run ({holder}) is working on this repository: waiting up to {} s for it (--lock-timeout)",
+                    config.lock_timeout.as_secs()
+                ))
+            },
+            &|| cancel.is_cancelled(),
+        )
+    })?)
+}
+
+/// The target's committed Python files (at least one) and its submodules,
+/// target-relative.
+fn python_files_and_submodules(
+    repo: &Repo,
+    info: &RepoInfo,
+    target: &Path,
+) -> Result<(Vec<String>, Vec<String>), SwarmError> {
+    let files = auditor::python_files(&repo.tracked_files()?, &info.target_rel);
+    if files.is_empty() {
+        return Err(SwarmError::invalid(format!(
+            "no committed Python files under {}: point --target_dir at a folder with .py files tracked by git",
+            target.display()
+        )));
+    }
+    let submodules = repo
+        .submodule_paths()?
+        .iter()
+        .filter_map(|p| target_path(&info.target_rel, p).map(str::to_string))
+        .collect();
+    Ok((files, submodules))
+}
+
+/// The experiment log, masking the run's secrets, with any repair it made
+/// told to the user.
+fn open_log(config: &RunConfig, notice: &dyn Fn(String)) -> Result<ExperimentLog, SwarmError> {
+    let mut log =
+        ExperimentLog::open(&config.log_file).map_err(|e| SwarmError::invalid(e.to_string()))?;
+    for secret in &config.secrets {
+        log.mask(secret.expose());
+    }
+    for repair in log.repairs() {
+        notice(repair.to_string());
+    }
+    Ok(log)
 }
 
 /// The run's worktree at HEAD and the sandbox confining its tools to it.
