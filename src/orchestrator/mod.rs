@@ -1,6 +1,15 @@
 //! The loop: sets up the run (repository, tools, worktree), audits, plans,
 //! runs at most `max_iterations` Fixer→Reviewer→Executor→Judge rounds keeping
 //! the best state, and delivers it. Stages are called here and nowhere else.
+//!
+//! `setup` opens the repository, takes the lock and the worktree; this file
+//! runs the audit and the rounds; `plan` asks for plan batches; `round` picks
+//! the files and asks the Fixer; `attempt` takes one proposal through the
+//! Reviewer, the Executor and the Judge; `verify` checks the best state
+//! once more; `deliver` fast-forwards the user's branch; `record` writes the
+//! experiment log; `summary` is what the run reports. The run's state is
+//! split by concern: [`Facts`] (what the audit found), [`Work`] (what to
+//! work on), [`Progress`] (the best state and what was tried), [`Spend`].
 
 mod attempt;
 mod deliver;

@@ -1,5 +1,20 @@
 //! The pipeline's stages. Each takes typed values and returns typed values;
 //! none prints and none calls another — the orchestrator wires them.
+//!
+//! Where things are:
+//! - the audit (files, metrics, the pytest/pylint baseline, severities):
+//!   [`auditor`], its cache by tree id [`baseline_cache`];
+//! - the plan (evidence ranking, the request, parsing the reply):
+//!   [`planner`];
+//! - which files a failing test points at: [`reach`]; what a prompt shows
+//!   of a file and of the evidence: [`excerpt`], [`prompt`]; the token
+//!   allowances: [`budget`];
+//! - asking for a fix and reading the reply into edits: [`fixer`];
+//! - the Reviewer's rules, one function each, named by
+//!   [`reviewer::Rejection`] (`reviewer/rules.rs`): [`reviewer`];
+//! - applying a proposal to the worktree: [`executor`];
+//! - measuring and deciding (tests, pylint, the verdict, the early stop):
+//!   [`judge`].
 
 pub mod auditor;
 pub mod baseline_cache;
