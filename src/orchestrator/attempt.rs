@@ -135,7 +135,7 @@ fn judge_and_commit(
 ) -> Result<bool, SwarmError> {
     let iteration = state.progress.iterations;
     let k = state.progress.commits.len() as u32 + 1;
-    executor::stage(ws, change)?;
+    executor::write_to_worktree(ws, change)?;
     // New Python files the change creates are measured (and kept) too.
     let mut files = state.facts.files.clone();
     for f in &change.files {

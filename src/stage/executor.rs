@@ -51,7 +51,7 @@ pub fn commit_message(r: &AttemptRecord<'_>) -> String {
 }
 
 /// Writes the change into the worktree so the Judge can run it.
-pub fn stage(ws: &RunWorkspace, change: &Change) -> Result<(), GitError> {
+pub fn write_to_worktree(ws: &RunWorkspace, change: &Change) -> Result<(), GitError> {
     ws.write_files(&change.writes)
 }
 
