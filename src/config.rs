@@ -1,7 +1,12 @@
 //! Effective settings: flags override environment variables, which override
-//! the config file (`.swarm.toml` in the target folder, or `[tool.swarm]` in
-//! its `pyproject.toml`), which overrides defaults. Every value remembers
+//! the config files (the project's `.swarm.toml` or `[tool.swarm]` in a
+//! `pyproject.toml`, found from the target up to the repository root, then
+//! the user's `~/.config/swarm/config.toml`), which override defaults. Every value remembers
 //! where it came from, for `swarm config`.
+
+mod dotenv;
+
+pub use dotenv::DotEnv;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,7 +20,7 @@ use crate::llm::{Provider, ProviderKind, Secret, PROVIDERS};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Source {
     Flag(&'static str),
-    Env(&'static str),
+    Env(String),
     File(PathBuf),
     Default,
     /// The default for a model served from this machine or the local
@@ -121,24 +126,78 @@ pub struct PriceConfig {
     pub output: f64,
 }
 
-/// Reads the config file for `target`: `.swarm.toml` wins over
+/// The config files that apply to a target, nearest first: the project's
+/// (the nearest `.swarm.toml`, or `pyproject.toml` with a `[tool.swarm]`
+/// table, from the target folder up to the repository root) and the user's
+/// (`$XDG_CONFIG_HOME/swarm/config.toml`, else `~/.config/swarm/config.toml`).
+/// A setting comes from the nearest file that sets it; a table
+/// (`[sandbox]`, `[budget]`, `[size_limits]`) comes whole from one file.
+#[derive(Debug, Default)]
+pub struct ConfigFiles {
+    layers: Vec<(PathBuf, FileConfig)>,
+}
+
+impl ConfigFiles {
+    /// Finds and reads the files for `target`.
+    pub fn load(target: &Path, env: &dyn Environment) -> Result<Self, SwarmError> {
+        let mut layers = Vec::new();
+        let root = repository_root(target);
+        let mut dir = Some(target);
+        while let Some(here) = dir {
+            if let Some(found) = project_file(here)? {
+                layers.push(found);
+                break;
+            }
+            if root.is_none_or(|root| here == root) {
+                break;
+            }
+            dir = here.parent();
+        }
+        if let Some(path) = user_config_path(env).filter(|p| p.is_file()) {
+            let cfg = parse_swarm_toml(&path)?;
+            layers.push((path, cfg));
+        }
+        Ok(Self { layers })
+    }
+
+    /// The value `get` finds in the nearest file that sets it, with that
+    /// file's path.
+    pub fn value<T>(&self, get: impl Fn(&FileConfig) -> Option<T>) -> Option<(T, &Path)> {
+        self.layers
+            .iter()
+            .find_map(|(path, file)| get(file).map(|v| (v, path.as_path())))
+    }
+
+    /// The files, nearest first.
+    pub fn layers(&self) -> &[(PathBuf, FileConfig)] {
+        &self.layers
+    }
+}
+
+/// The folder holding `.git` at or above `dir` (`None` outside a
+/// repository: then only `dir` itself is searched).
+pub fn repository_root(dir: &Path) -> Option<&Path> {
+    dir.ancestors().find(|d| d.join(".git").exists())
+}
+
+/// The user's config file.
+fn user_config_path(env: &dyn Environment) -> Option<PathBuf> {
+    let base = match env.var("XDG_CONFIG_HOME") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env.var("HOME")?).join(".config"),
+    };
+    Some(base.join("swarm").join("config.toml"))
+}
+
+/// Reads the config file of one folder: `.swarm.toml` wins over
 /// `pyproject.toml`'s `[tool.swarm]`. `None` when neither exists.
-pub fn load_file(target: &Path) -> Result<Option<(PathBuf, FileConfig)>, SwarmError> {
-    let dot = target.join(".swarm.toml");
+pub fn project_file(dir: &Path) -> Result<Option<(PathBuf, FileConfig)>, SwarmError> {
+    let dot = dir.join(".swarm.toml");
     if dot.is_file() {
-        let text = std::fs::read_to_string(&dot).map_err(|e| {
-            SwarmError::invalid(format!("cannot read {}", dot.display())).caused_by(e)
-        })?;
-        let cfg: FileConfig = toml::from_str(&text).map_err(|e| {
-            SwarmError::invalid(format!(
-                "{} is not a valid swarm config: {}",
-                dot.display(),
-                one_line(&e.to_string())
-            ))
-        })?;
+        let cfg = parse_swarm_toml(&dot)?;
         return Ok(Some((dot, cfg)));
     }
-    let py = target.join("pyproject.toml");
+    let py = dir.join("pyproject.toml");
     if py.is_file() {
         let text = std::fs::read_to_string(&py).map_err(|e| {
             SwarmError::invalid(format!("cannot read {}", py.display())).caused_by(e)
@@ -163,6 +222,19 @@ pub fn load_file(target: &Path) -> Result<Option<(PathBuf, FileConfig)>, SwarmEr
         return Ok(Some((py, cfg)));
     }
     Ok(None)
+}
+
+/// A `.swarm.toml` (or the user's `config.toml`).
+fn parse_swarm_toml(path: &Path) -> Result<FileConfig, SwarmError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| SwarmError::invalid(format!("cannot read {}", path.display())).caused_by(e))?;
+    toml::from_str(&text).map_err(|e| {
+        SwarmError::invalid(format!(
+            "{} is not a valid swarm config: {}",
+            path.display(),
+            one_line(&e.to_string())
+        ))
+    })
 }
 
 /// A multi-line message (a TOML parse error) joined into one line.
@@ -244,7 +316,7 @@ pub fn pick<T>(
     if let Some((value, name)) = env {
         return Sourced {
             value,
-            source: Source::Env(name),
+            source: Source::Env(name.to_string()),
         };
     }
     if let Some((value, path)) = file {
@@ -402,7 +474,7 @@ mod tests {
         );
         assert_eq!((s.value, s.source), (3, Source::Flag("--max-iterations")));
         let s = pick(None, "--m", Some((4, "E")), Some((5, path)), 10);
-        assert_eq!(s.source, Source::Env("E"));
+        assert_eq!(s.source, Source::Env("E".into()));
         let s = pick(None, "--m", None, Some((5, path)), 10);
         assert_eq!((s.value, s.source), (5, Source::File(path.to_path_buf())));
         let s: Sourced<i32> = pick(None, "--m", None, None, 10);
@@ -437,14 +509,14 @@ mod tests {
             "[project]\nname='x'\n[tool.swarm]\nmodel = 'm1'\nmax-iterations = 3\n[tool.swarm.size-limits]\nlow = 20\nbytes-per-line = 200\n",
         )
         .unwrap();
-        let (path, cfg) = load_file(dir.path()).unwrap().unwrap();
+        let (path, cfg) = project_file(dir.path()).unwrap().unwrap();
         assert!(path.ends_with("pyproject.toml"));
         assert_eq!(cfg.model.as_deref(), Some("m1"));
         assert_eq!(cfg.max_iterations, Some(3));
         assert_eq!(cfg.size_limits.unwrap().low, Some(20));
         assert_eq!(cfg.size_limits.unwrap().bytes_per_line, Some(200));
         std::fs::write(dir.path().join(".swarm.toml"), "modle = 'typo'\n").unwrap();
-        let err = load_file(dir.path()).unwrap_err();
+        let err = project_file(dir.path()).unwrap_err();
         assert!(err.message.contains(".swarm.toml"), "{}", err.message);
     }
 

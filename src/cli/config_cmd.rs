@@ -11,15 +11,10 @@ pub fn execute(args: &RunArgs) -> Result<ExitKind, SwarmError> {
     if args.target_dir.is_none() {
         args.target_dir = Some(".".into());
     }
-    let resolved = settings::resolve(&args, &ProcessEnv)?;
-    let width = resolved
-        .rows
-        .iter()
-        .map(|(n, _, _)| n.len())
-        .max()
-        .unwrap_or(0);
-    println!("{:width$}  {}", "target", resolved.run.target.display());
-    for (name, value, source) in &resolved.rows {
+    let (target, rows) = settings::show(&args, &ProcessEnv)?;
+    let width = rows.iter().map(|(n, _, _)| n.len()).max().unwrap_or(0);
+    println!("{:width$}  {}", "target", target.display());
+    for (name, value, source) in &rows {
         println!("{name:width$}  {value}  ({source})");
     }
     Ok(ExitKind::Success)

@@ -41,98 +41,109 @@ enum Command {
     Config(RunArgs),
 }
 
-/// Flags of a run.
+/// Flags of a run. Every flag can also be set by its `SWARM_*` variable
+/// (`--max-iterations` by `SWARM_MAX_ITERATIONS`; a switch by `1`, `true`,
+/// `yes`); a flag on the command line wins over the variable.
 #[derive(Debug, Clone, Default, Args)]
 pub struct RunArgs {
     /// The folder to refactor: a git repository or a folder inside one.
-    #[arg(long = "target-dir", visible_alias = "target_dir", value_name = "DIR")]
+    #[arg(
+        long = "target-dir",
+        visible_alias = "target_dir",
+        value_name = "DIR",
+        env = "SWARM_TARGET_DIR"
+    )]
     pub target_dir: Option<PathBuf>,
     /// openai | gemini | anthropic | replay (default: the provider whose key is set).
-    #[arg(long)]
+    #[arg(long, env = "SWARM_PROVIDER")]
     pub provider: Option<String>,
-    /// Model id (default per provider; env SWARM_MODEL).
-    #[arg(long)]
+    /// Model id (default per provider).
+    #[arg(long, env = "SWARM_MODEL")]
     pub model: Option<String>,
     /// API base URL (OpenAI's ends in /v1; Gemini's and Anthropic's are the host root).
-    #[arg(long)]
+    #[arg(long, env = "SWARM_BASE_URL")]
     pub base_url: Option<String>,
     /// At most this many Fixer→Judge rounds [default: 10].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", env = "SWARM_MAX_ITERATIONS")]
     pub max_iterations: Option<u32>,
     /// Seconds pytest may run [default: 60].
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", env = "SWARM_TEST_TIMEOUT")]
     pub test_timeout: Option<u64>,
     /// Seconds one test may run, setup and teardown included; 0 disables [default: 10].
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", env = "SWARM_TEST_CASE_TIMEOUT")]
     pub test_case_timeout: Option<u64>,
     /// Seconds one pylint process (a batch of files) may run [default: 30].
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", env = "SWARM_LINT_TIMEOUT")]
     pub lint_timeout: Option<u64>,
     /// Longest silence from the model, in seconds: the wait for the reply to
     /// start, for its first token and between tokens. A reply that keeps
     /// streaming may take longer (see --llm-max-time) [default: 120; 600 for
     /// a local model server].
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", env = "SWARM_LLM_TIMEOUT")]
     pub llm_timeout: Option<u64>,
     /// Longest one model request may take in all, in seconds, however
     /// steadily it streams; a reply cut there counts as cut off by the
     /// output limit (asked again for a shorter answer, not resent) [default: 900;
     /// 3600 for a local model server].
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", env = "SWARM_LLM_MAX_TIME")]
     pub llm_max_time: Option<u64>,
     /// Whether the model is served locally (slower defaults, short replies):
     /// `true` or `false` [default: true for a loopback or private base URL].
-    #[arg(long, value_name = "BOOL")]
+    #[arg(long, value_name = "BOOL", env = "SWARM_LOCAL_MODEL")]
     pub local_model: Option<bool>,
     /// HTTP attempts per model call, retries included [default: 4].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", env = "SWARM_RETRIES")]
     pub retries: Option<u32>,
     /// Concurrent model calls [default: 1].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", env = "SWARM_JOBS")]
     pub jobs: Option<usize>,
     /// Stop cleanly once this many tokens were used.
-    #[arg(long, value_name = "TOKENS")]
+    #[arg(long, value_name = "TOKENS", env = "SWARM_MAX_TOKENS_TOTAL")]
     pub max_tokens_total: Option<u64>,
     /// Stop cleanly once the known cost reaches this many USD.
-    #[arg(long, value_name = "USD")]
+    #[arg(long, value_name = "USD", env = "SWARM_MAX_COST")]
     pub max_cost: Option<f64>,
     /// The experiment log [default: logs/experiment_data.json].
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = "SWARM_LOG_FILE")]
     pub log_file: Option<PathBuf>,
     /// Record every model request and reply in this cassette.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = "SWARM_RECORD")]
     pub record: Option<PathBuf>,
     /// For --provider replay: the cassette or experiment log to answer from.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = "SWARM_CASSETTE")]
     pub cassette: Option<PathBuf>,
     /// Print the final summary as one JSON object on the last line of stdout.
-    #[arg(long)]
+    #[arg(long, env = "SWARM_JSON", value_parser = clap::builder::FalseyValueParser::new())]
     pub json: bool,
     /// Do everything except the final fast-forward.
-    #[arg(long)]
+    #[arg(long, env = "SWARM_DRY_RUN", value_parser = clap::builder::FalseyValueParser::new())]
     pub dry_run: bool,
     /// Skip the check, before the audit, that the model endpoint answers
     /// (one `GET …/models`; a server that is down fails in seconds).
-    #[arg(long)]
+    #[arg(long, env = "SWARM_NO_PREFLIGHT", value_parser = clap::builder::FalseyValueParser::new())]
     pub no_preflight: bool,
     /// Let the Fixer change test files.
-    #[arg(long)]
+    #[arg(long, env = "SWARM_ALLOW_TEST_EDITS", value_parser = clap::builder::FalseyValueParser::new())]
     pub allow_test_edits: bool,
     /// Never create a tool environment; fail with an install hint instead.
-    #[arg(long)]
+    #[arg(long, env = "SWARM_NO_BOOTSTRAP", value_parser = clap::builder::FalseyValueParser::new())]
     pub no_bootstrap: bool,
     /// Run pytest and pylint without namespaces, Landlock and resource limits
     /// (the environment allow-list stays). For machines where they break a
     /// suite; the summary says what was off.
-    #[arg(long)]
+    #[arg(long, env = "SWARM_NO_SANDBOX", value_parser = clap::builder::FalseyValueParser::new())]
     pub no_sandbox: bool,
     /// The model's context window in tokens: no request is sent past it
     /// [default: known for common models].
-    #[arg(long, value_name = "TOKENS")]
+    #[arg(long, value_name = "TOKENS", env = "SWARM_CONTEXT_WINDOW")]
     pub context_window: Option<u64>,
     /// Seconds to wait while another run works on the same repository; 0 stops at once [default: 60].
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", env = "SWARM_LOCK_TIMEOUT")]
     pub lock_timeout: Option<u64>,
+    /// The flags whose value came from their `SWARM_*` variable: field id →
+    /// variable (for `swarm config`'s sources).
+    #[arg(skip)]
+    pub from_env: std::collections::BTreeMap<String, String>,
 }
 
 /// Parses the command line, runs, and returns the exit code.
@@ -140,7 +151,7 @@ pub fn main() -> ExitCode {
     // First, while swarm has one thread: no child may inherit a key, and
     // nothing may read swarm's environment through /proc.
     crate::harden::harden(&crate::config::all_key_vars());
-    let cli = match Cli::try_parse() {
+    let cli = match parse() {
         Ok(cli) => cli,
         Err(err) => {
             use clap::error::ErrorKind;
@@ -179,6 +190,39 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Parses the command line, noting which run flags came from their
+/// `SWARM_*` variables.
+fn parse() -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Cli::command().try_get_matches()?;
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    match (&mut cli.command, matches.subcommand()) {
+        (Some(Command::Run(args) | Command::Config(args)), Some((_, sub))) => {
+            note_env_sources(args, sub)
+        }
+        (None, _) => note_env_sources(&mut cli.run, &matches),
+        _ => {}
+    }
+    Ok(cli)
+}
+
+/// Fills `args.from_env` from where clap found each value.
+fn note_env_sources(args: &mut RunArgs, matches: &clap::ArgMatches) {
+    use clap::parser::ValueSource;
+    let command = RunArgs::augment_args(clap::Command::new("run"));
+    for arg in command.get_arguments() {
+        let (id, Some(var)) = (arg.get_id().as_str(), arg.get_env()) else {
+            continue;
+        };
+        if let Ok(Some(ValueSource::EnvVariable)) =
+            matches.try_get_raw(id).map(|_| matches.value_source(id))
+        {
+            args.from_env
+                .insert(id.to_string(), var.to_string_lossy().into_owned());
+        }
+    }
+}
+
 fn fail(err: &SwarmError) -> ExitCode {
     eprintln!("swarm: error: {err}");
     for (depth, cause) in err.chain().iter().enumerate().skip(1) {
@@ -201,4 +245,27 @@ fn init_tracing(verbose: u8, quiet: bool) {
         .with_writer(std::io::stderr)
         .with_target(false)
         .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_run_flag_has_a_swarm_variable_named_after_it() {
+        let command = RunArgs::augment_args(clap::Command::new("run"));
+        let mut flags = 0;
+        for arg in command.get_arguments().filter(|a| a.get_long().is_some()) {
+            let expected = format!("SWARM_{}", arg.get_id().as_str().to_ascii_uppercase());
+            let env = arg.get_env().map(|e| e.to_string_lossy().into_owned());
+            assert_eq!(
+                env.as_deref(),
+                Some(expected.as_str()),
+                "--{:?}",
+                arg.get_long()
+            );
+            flags += 1;
+        }
+        assert!(flags >= 25, "{flags} flags");
+    }
 }

@@ -9,7 +9,9 @@ mod limits;
 use limits::{budget_settings, describe_budget, describe_sandbox, sandbox_policy};
 
 use super::RunArgs;
-use crate::config::{self, Environment, FileConfig, Source, Sourced};
+use crate::config::{
+    self, ConfigFiles, DotEnv, Environment, FileConfig, SizeLimitsConfig, Source, Sourced,
+};
 use crate::error::SwarmError;
 use crate::llm::{Price, PriceTable, ProviderConfig, ProviderKind, Secret};
 use crate::orchestrator::RunConfig;
@@ -22,7 +24,7 @@ pub struct Resolved {
     pub provider: ProviderConfig,
     pub record: Option<PathBuf>,
     /// (setting, shown value, source) for `swarm config`.
-    pub rows: Vec<(String, String, Source)>,
+    pub rows: Vec<Row>,
 }
 
 /// Checks the target folder exists and is a folder.
@@ -53,25 +55,22 @@ pub fn check_target(target: Option<&Path>) -> Result<PathBuf, SwarmError> {
 /// in the order `swarm config` shows them.
 pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmError> {
     let target = check_target(args.target_dir.as_deref())?;
-    let (file_path, file) = match config::load_file(&target)? {
-        Some((p, f)) => (Some(p), f),
-        None => (None, FileConfig::default()),
+    let files = ConfigFiles::load(&target, env)?;
+    let dotenv = DotEnv::load(config::repository_root(&target).unwrap_or(&target));
+    let layered = dotenv.over(env);
+    let mut r = Resolver::new(args, &layered, env, &dotenv, &files);
+    let Some(kind) = r.provider()? else {
+        return Err(
+            SwarmError::invalid("no model provider configured").hint(config::no_provider_hint())
+        );
     };
-    let mut r = Resolver {
-        args,
-        env,
-        file: &file,
-        fp: file_path.as_deref(),
-        rows: Vec::new(),
-    };
-    let kind = r.provider()?;
     let endpoint = r.endpoint(kind);
     let counts = r.counts(endpoint.local)?;
     let spending = r.spending();
     let review = r.review();
-    let sandbox = sandbox_policy(args, &file, r.fp, &target);
+    let sandbox = sandbox_policy(args, &files, &target);
     r.row("sandbox", describe_sandbox(&sandbox.value), &sandbox.source);
-    let budget = budget_settings(args, &file, r.fp, &endpoint.model, endpoint.local)?;
+    let budget = budget_settings(args, &files, &endpoint.model, endpoint.local)?;
     r.row("budget", describe_budget(&budget.value), &budget.source);
     let places = r.places();
     let replay_file = r.replay_file(kind)?;
@@ -117,15 +116,44 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
     })
 }
 
+/// What `swarm config` shows: the target and one row per setting. Unlike
+/// [`resolve`], it works with no provider configured (the provider's rows
+/// say "not set").
+pub fn show(args: &RunArgs, env: &dyn Environment) -> Result<(PathBuf, Vec<Row>), SwarmError> {
+    let target = check_target(args.target_dir.as_deref())?;
+    let files = ConfigFiles::load(&target, env)?;
+    let dotenv = DotEnv::load(config::repository_root(&target).unwrap_or(&target));
+    let layered = dotenv.over(env);
+    let mut r = Resolver::new(args, &layered, env, &dotenv, &files);
+    if r.provider()?.is_some() {
+        return resolve(args, env).map(|resolved| (resolved.run.target, resolved.rows));
+    }
+    for name in ["model", "api_key"] {
+        r.row(name, "(not set)".into(), &Source::Default);
+    }
+    r.counts(false)?;
+    r.spending();
+    r.review();
+    let sandbox = sandbox_policy(args, &files, &target);
+    r.row("sandbox", describe_sandbox(&sandbox.value), &sandbox.source);
+    r.places();
+    Ok((target, r.rows))
+}
+
+/// One row of `swarm config`: setting, shown value, source.
+pub type Row = (String, String, Source);
+
 /// Flags, environment and config file, and the rows of `swarm config` as
 /// they are resolved.
 struct Resolver<'a> {
     args: &'a RunArgs,
     env: &'a dyn Environment,
-    file: &'a FileConfig,
-    /// The config file, when there is one.
-    fp: Option<&'a Path>,
-    rows: Vec<(String, String, Source)>,
+    /// The process environment alone (`env` adds the `.env` file's keys).
+    process: &'a dyn Environment,
+    dotenv: &'a DotEnv,
+    /// The config files, nearest first.
+    files: &'a ConfigFiles,
+    rows: Vec<Row>,
 }
 
 /// Where the model is and who may call it.
@@ -168,13 +196,63 @@ struct Places {
 }
 
 impl<'a> Resolver<'a> {
+    fn new(
+        args: &'a RunArgs,
+        env: &'a dyn Environment,
+        process: &'a dyn Environment,
+        dotenv: &'a DotEnv,
+        files: &'a ConfigFiles,
+    ) -> Self {
+        Self {
+            args,
+            env,
+            process,
+            dotenv,
+            files,
+            rows: Vec::new(),
+        }
+    }
+
+    /// [`config::pick`], with a flag clap took from its `SWARM_*` variable
+    /// shown as that variable.
+    fn pick<T>(
+        &self,
+        flag: Option<T>,
+        name: &'static str,
+        env: Option<(T, &'static str)>,
+        file: Option<(T, &Path)>,
+        default: T,
+    ) -> Sourced<T> {
+        let mut picked = config::pick(flag, name, env, file, default);
+        match &picked.source {
+            Source::Flag(flag) => {
+                if let Some(var) = env_of(self.args, flag) {
+                    picked.source = Source::Env(var);
+                }
+            }
+            Source::Env(var) => picked.source = self.env_source(var),
+            _ => {}
+        }
+        picked
+    }
+
+    /// Where variable `var` was found: the process environment, or `.env`.
+    fn env_source(&self, var: &str) -> Source {
+        if self.dotenv.provides(var, self.process) {
+            Source::File(self.dotenv.path().to_path_buf())
+        } else {
+            Source::Env(var.to_string())
+        }
+    }
+
     fn row(&mut self, name: &str, value: String, source: &Source) {
         self.rows.push((name.into(), value, source.clone()));
     }
 
-    /// A value from the config file, with the file's path.
-    fn in_file<T>(&self, value: Option<T>) -> Option<(T, &'a Path)> {
-        in_file(self.fp, value)
+    /// A value from the nearest config file that sets it, with the file's
+    /// path.
+    fn in_file<T>(&self, value: impl Fn(&FileConfig) -> Option<T>) -> Option<(T, &'a Path)> {
+        self.files.value(value)
     }
 
     /// A number from a flag, the file or the default.
@@ -182,31 +260,31 @@ impl<'a> Resolver<'a> {
         &self,
         flag: Option<u64>,
         name: &'static str,
-        file: Option<u64>,
+        file: impl Fn(&FileConfig) -> Option<u64>,
         default: u64,
     ) -> Sourced<u64> {
-        config::pick(flag, name, None, self.in_file(file), default)
+        self.pick(flag, name, None, self.in_file(file), default)
     }
 
     /// The provider: flag, `SWARM_PROVIDER`, file, else the one whose key
     /// is set.
-    fn provider(&mut self) -> Result<ProviderKind, SwarmError> {
+    fn provider(&mut self) -> Result<Option<ProviderKind>, SwarmError> {
         let named: Option<Sourced<String>> = if let Some(p) = &self.args.provider {
             Some(Sourced {
                 value: p.clone(),
-                source: Source::Flag("--provider"),
+                source: env_of(self.args, "--provider")
+                    .map_or(Source::Flag("--provider"), Source::Env),
             })
         } else if let Some(p) = self.env.var("SWARM_PROVIDER") {
             Some(Sourced {
                 value: p,
-                source: Source::Env("SWARM_PROVIDER"),
+                source: Source::Env("SWARM_PROVIDER".into()),
             })
         } else {
-            self.in_file(self.file.provider.clone())
-                .map(|(v, p)| Sourced {
-                    value: v,
-                    source: Source::File(p.to_path_buf()),
-                })
+            self.in_file(|f| f.provider.clone()).map(|(v, p)| Sourced {
+                value: v,
+                source: Source::File(p.to_path_buf()),
+            })
         };
         let provider: Sourced<ProviderKind> = match named {
             Some(s) => Sourced {
@@ -216,11 +294,12 @@ impl<'a> Resolver<'a> {
             None => match config::detect_provider(self.env) {
                 Some((kind, var)) => Sourced {
                     value: kind,
-                    source: Source::Env(var),
+                    source: self.env_source(var),
                 },
                 None => {
-                    return Err(SwarmError::invalid("no model provider configured")
-                        .hint(config::no_provider_hint()))
+                    let shown = format!("(not set: {})", config::no_provider_hint());
+                    self.row("provider", shown, &Source::Default);
+                    return Ok(None);
                 }
             },
         };
@@ -229,25 +308,25 @@ impl<'a> Resolver<'a> {
             provider.value.name().to_string(),
             &provider.source,
         );
-        Ok(provider.value)
+        Ok(Some(provider.value))
     }
 
     /// The model, its base URL, whether it is local, and the key.
     fn endpoint(&mut self, kind: ProviderKind) -> Endpoint {
-        let model = config::pick(
+        let model = self.pick(
             self.args.model.clone(),
             "--model",
             self.env.var("SWARM_MODEL").map(|m| (m, "SWARM_MODEL")),
-            self.in_file(self.file.model.clone()),
+            self.in_file(|f| f.model.clone()),
             crate::llm::default_model(kind).to_string(),
         );
         self.row("model", model.value.clone(), &model.source);
         let base_var = config::base_url_var(kind);
-        let base_url = config::pick(
+        let base_url = self.pick(
             self.args.base_url.clone().map(Some),
             "--base-url",
             base_var.and_then(|v| self.env.var(v).map(|u| (Some(u), v))),
-            self.in_file(self.file.base_url.clone().map(Some)),
+            self.in_file(|f| f.base_url.clone().map(Some)),
             None,
         );
         let shown = base_url
@@ -256,17 +335,20 @@ impl<'a> Resolver<'a> {
             .unwrap_or_else(|| "(provider default)".into());
         self.row("base_url", shown, &base_url.source);
         // A model on this machine or the local network gets slower defaults.
-        let local = config::pick(
+        let local = self.pick(
             self.args.local_model,
             "--local-model",
             None,
-            self.in_file(self.file.local_model),
+            self.in_file(|f| f.local_model),
             base_url.value.as_deref().is_some_and(config::is_local_url),
         );
         self.row("local_model", local.value.to_string(), &local.source);
         let key = config::key_for(kind, self.env);
         match &key {
-            Some((secret, var)) => self.row("api_key", config::mask(secret), &Source::Env(var)),
+            Some((secret, var)) => {
+                let source = self.env_source(var);
+                self.row("api_key", config::mask(secret), &source)
+            }
             None => self.row("api_key", "(not set)".into(), &Source::Default),
         }
         Endpoint {
@@ -279,28 +361,28 @@ impl<'a> Resolver<'a> {
 
     /// Iterations, time limits, retries and jobs.
     fn counts(&mut self, local: bool) -> Result<Counts, SwarmError> {
-        let (args, file) = (self.args, self.file);
-        let max_iterations = config::pick(
+        let args = self.args;
+        let max_iterations = self.pick(
             args.max_iterations,
             "--max-iterations",
             None,
-            self.in_file(file.max_iterations),
+            self.in_file(|f| f.max_iterations),
             10,
         );
-        let test_timeout = self.number(args.test_timeout, "--test-timeout", file.test_timeout, 60);
+        let test_timeout = self.number(args.test_timeout, "--test-timeout", |f| f.test_timeout, 60);
         let test_case_timeout = self.number(
             args.test_case_timeout,
             "--test-case-timeout",
-            file.test_case_timeout,
+            |f| f.test_case_timeout,
             crate::tools::DEFAULT_TEST_CASE_TIMEOUT.as_secs(),
         );
-        let lint_timeout = self.number(args.lint_timeout, "--lint-timeout", file.lint_timeout, 30);
+        let lint_timeout = self.number(args.lint_timeout, "--lint-timeout", |f| f.lint_timeout, 30);
         let (timeout_default, max_time_default) = if local { (600, 3_600) } else { (120, 900) };
         let llm_timeout = local_default(
             self.number(
                 args.llm_timeout,
                 "--llm-timeout",
-                file.llm_timeout,
+                |f| f.llm_timeout,
                 timeout_default,
             ),
             local,
@@ -309,19 +391,19 @@ impl<'a> Resolver<'a> {
             self.number(
                 args.llm_max_time,
                 "--llm-max-time",
-                file.llm_max_time,
+                |f| f.llm_max_time,
                 max_time_default,
             ),
             local,
         );
-        let retries = config::pick(
+        let retries = self.pick(
             args.retries,
             "--retries",
             None,
-            self.in_file(file.retries),
+            self.in_file(|f| f.retries),
             4,
         );
-        let jobs = config::pick(args.jobs, "--jobs", None, self.in_file(file.jobs), 1);
+        let jobs = self.pick(args.jobs, "--jobs", None, self.in_file(|f| f.jobs), 1);
         for (name, value, source) in [
             (
                 "max_iterations",
@@ -364,11 +446,11 @@ impl<'a> Resolver<'a> {
 
     /// The token and cost caps.
     fn spending(&mut self) -> Spending {
-        let max_tokens = config::pick(
+        let max_tokens = self.pick(
             self.args.max_tokens_total.map(Some),
             "--max-tokens-total",
             None,
-            self.in_file(self.file.max_tokens_total.map(Some)),
+            self.in_file(|f| f.max_tokens_total.map(Some)),
             None,
         );
         self.row(
@@ -376,11 +458,11 @@ impl<'a> Resolver<'a> {
             opt(max_tokens.value),
             &max_tokens.source,
         );
-        let max_cost = config::pick(
+        let max_cost = self.pick(
             self.args.max_cost.map(Some),
             "--max-cost",
             None,
-            self.in_file(self.file.max_cost.map(Some)),
+            self.in_file(|f| f.max_cost.map(Some)),
             None,
         );
         self.row("max_cost", opt(max_cost.value), &max_cost.source);
@@ -392,11 +474,11 @@ impl<'a> Resolver<'a> {
 
     /// Whether tests may be edited, and the size limits per severity.
     fn review(&mut self) -> Review {
-        let allow_tests = config::pick(
+        let allow_tests = self.pick(
             self.args.allow_test_edits.then_some(true),
             "--allow-test-edits",
             None,
-            self.in_file(self.file.allow_test_edits),
+            self.in_file(|f| f.allow_test_edits),
             false,
         );
         self.row(
@@ -405,16 +487,15 @@ impl<'a> Resolver<'a> {
             &allow_tests.source,
         );
         let defaults = SizeLimits::default();
-        let limits = self.file.size_limits.unwrap_or_default();
+        let (limits, source) = match self.in_file(|f| f.size_limits) {
+            Some((limits, path)) => (limits, Source::File(path.to_path_buf())),
+            None => (SizeLimitsConfig::default(), Source::Default),
+        };
         let size_limits = SizeLimits {
             low: limits.low.unwrap_or(defaults.low),
             medium: limits.medium.unwrap_or(defaults.medium),
             high: limits.high.unwrap_or(defaults.high),
             bytes_per_line: limits.bytes_per_line.unwrap_or(defaults.bytes_per_line),
-        };
-        let source = match (self.file.size_limits.is_some(), self.fp) {
-            (true, Some(p)) => Source::File(p.to_path_buf()),
-            _ => Source::Default,
         };
         let shown = format!(
             "low {}, medium {}, high {} lines; {} bytes per line",
@@ -429,7 +510,7 @@ impl<'a> Resolver<'a> {
 
     /// The lock wait, the cache folder and the log file.
     fn places(&mut self) -> Places {
-        let lock_timeout = config::pick(self.args.lock_timeout, "--lock-timeout", None, None, 60);
+        let lock_timeout = self.pick(self.args.lock_timeout, "--lock-timeout", None, None, 60);
         self.row(
             "lock_timeout",
             lock_timeout.value.to_string(),
@@ -441,12 +522,12 @@ impl<'a> Resolver<'a> {
             .map(|dir| dir.display().to_string())
             .unwrap_or_else(|| "(none: set SWARM_CACHE_DIR)".into());
         let source = if self.env.var("SWARM_CACHE_DIR").is_some() {
-            Source::Env("SWARM_CACHE_DIR")
+            Source::Env("SWARM_CACHE_DIR".into())
         } else {
             Source::Default
         };
         self.row("cache_dir", shown, &source);
-        let log_file = config::pick(
+        let log_file = self.pick(
             self.args.log_file.clone(),
             "--log-file",
             None,
@@ -497,14 +578,17 @@ impl<'a> Resolver<'a> {
     /// Built-in prices with the config file's overrides.
     fn prices(&mut self) -> PriceTable {
         let mut prices = PriceTable::new();
-        let file = self.file;
-        for (model, price) in file.prices.iter().flatten() {
-            prices = prices.with_override(model.clone(), Price::new(price.input, price.output));
-            self.row(
-                &format!("price {model}"),
-                format!("{} / {} USD per Mtok", price.input, price.output),
-                &Source::File(self.fp.map(Path::to_path_buf).unwrap_or_default()),
-            );
+        // The farthest file first, so a nearer one's price wins.
+        let files = self.files;
+        for (path, file) in files.layers().iter().rev() {
+            for (model, price) in file.prices.iter().flatten() {
+                prices = prices.with_override(model.clone(), Price::new(price.input, price.output));
+                self.row(
+                    &format!("price {model}"),
+                    format!("{} / {} USD per Mtok", price.input, price.output),
+                    &Source::File(path.clone()),
+                );
+            }
         }
         prices
     }
@@ -521,9 +605,10 @@ fn local_default<T>(sourced: Sourced<T>, local: bool) -> Sourced<T> {
     }
 }
 
-/// A file value with the file's path, when there is a file.
-fn in_file<T>(fp: Option<&Path>, v: Option<T>) -> Option<(T, &Path)> {
-    v.and_then(|v| fp.map(|p| (v, p)))
+/// The `SWARM_*` variable a flag's value came from, if it came from one.
+fn env_of(args: &RunArgs, flag: &str) -> Option<String> {
+    let id = flag.trim_start_matches('-').replace('-', "_");
+    args.from_env.get(&id).cloned()
 }
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {

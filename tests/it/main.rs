@@ -10,5 +10,6 @@ mod log;
 mod patch_corpus;
 mod patch_props;
 mod patch_support;
+mod settings;
 mod support;
 mod tools;

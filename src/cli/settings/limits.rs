@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use super::{in_file, RunArgs};
-use crate::config::{self, FileConfig, Source, Sourced};
+use super::RunArgs;
+use crate::config::{self, ConfigFiles, Source, Sourced};
 use crate::error::SwarmError;
 use crate::stage::budget::{Budget, BudgetSettings};
 use crate::tools::{ResourceLimits, SandboxPolicy};
@@ -13,11 +13,11 @@ use crate::tools::{ResourceLimits, SandboxPolicy};
 /// The sandbox policy: `--no-sandbox` over `[sandbox]` over the defaults.
 pub(super) fn sandbox_policy(
     args: &RunArgs,
-    file: &FileConfig,
-    fp: Option<&Path>,
+    files: &ConfigFiles,
     target: &Path,
 ) -> Sourced<SandboxPolicy> {
-    let table = file.sandbox.clone().unwrap_or_default();
+    let file = files.value(|f| f.sandbox.clone());
+    let table = file.as_ref().map(|(t, _)| t.clone()).unwrap_or_default();
     // A size in MiB from the file; 0 means no limit.
     let limit = |value: Option<u64>, scale: u64, default: Option<u64>| match value {
         Some(0) => None,
@@ -45,11 +45,11 @@ pub(super) fn sandbox_policy(
         scratch_parent: None,
     };
     let source = if args.no_sandbox {
-        Source::Flag("--no-sandbox")
+        super::env_of(args, "--no-sandbox").map_or(Source::Flag("--no-sandbox"), Source::Env)
     } else {
-        match fp {
-            Some(p) if file.sandbox.is_some() => Source::File(p.to_path_buf()),
-            _ => Source::Default,
+        match file {
+            Some((_, path)) => Source::File(path.to_path_buf()),
+            None => Source::Default,
         }
     };
     Sourced {
@@ -92,8 +92,7 @@ pub(super) fn describe_sandbox(policy: &SandboxPolicy) -> String {
 /// `[budget]`, checked against the model's window now, before anything runs.
 pub(super) fn budget_settings(
     args: &RunArgs,
-    file: &FileConfig,
-    fp: Option<&Path>,
+    files: &ConfigFiles,
     model: &str,
     local: bool,
 ) -> Result<Sourced<BudgetSettings>, SwarmError> {
@@ -101,10 +100,11 @@ pub(super) fn budget_settings(
         args.context_window.map(Some),
         "--context-window",
         None,
-        in_file(fp, file.context_window.map(Some)),
+        files.value(|f| f.context_window.map(Some)),
         None,
     );
-    let table = file.budget.unwrap_or_default();
+    let budget = files.value(|f| f.budget);
+    let table = budget.map(|(t, _)| t).unwrap_or_default();
     let defaults = if local {
         BudgetSettings::local()
     } else {
@@ -123,10 +123,10 @@ pub(super) fn budget_settings(
         ));
     }
     Budget::new(&settings, model).map_err(|e| SwarmError::invalid(e.to_string()))?;
-    let source = match (&window.source, file.budget.is_some(), fp) {
-        (Source::Default, true, Some(p)) => Source::File(p.to_path_buf()),
-        (Source::Default, false, _) if local => Source::LocalDefault,
-        (source, _, _) => source.clone(),
+    let source = match (&window.source, budget) {
+        (Source::Default, Some((_, path))) => Source::File(path.to_path_buf()),
+        (Source::Default, None) if local => Source::LocalDefault,
+        (source, _) => source.clone(),
     };
     Ok(Sourced {
         value: settings,

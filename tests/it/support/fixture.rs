@@ -15,7 +15,8 @@ use serde_json::Value;
 use super::llm_server::{LlmServer, RecordedRequest, Reply};
 use super::repo::TestRepo;
 
-/// Keys and variables that must not leak in from the developer's shell.
+/// Keys and variables that must not leak in from the developer's shell
+/// (besides every `SWARM_*` variable: each sets a flag).
 const PROVIDER_ENV: &[&str] = &[
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
@@ -24,9 +25,6 @@ const PROVIDER_ENV: &[&str] = &[
     "GEMINI_BASE_URL",
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_BASE_URL",
-    "SWARM_PROVIDER",
-    "SWARM_MODEL",
-    "SWARM_CASSETTE",
     "VIRTUAL_ENV",
 ];
 
@@ -140,6 +138,11 @@ pub fn swarm_in(cwd: &Path, home: &Path, args: &[&str], env: &[(&str, &str)]) ->
 /// The command [`swarm_in`] runs, to spawn it instead.
 pub fn swarm_command(cwd: &Path, home: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_swarm"));
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("SWARM_") {
+            command.env_remove(name);
+        }
+    }
     command
         .current_dir(cwd)
         .args(args)
