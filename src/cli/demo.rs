@@ -51,8 +51,14 @@ pub async fn execute(args: DemoArgs, printer: &Printer) -> Result<ExitKind, Swar
         .filter_map(|d| d.path().file_name().and_then(|n| n.to_str()))
         .collect();
     if args.list {
+        let width = names.iter().map(|n| n.len()).max().unwrap_or(0);
         for name in &names {
-            println!("{name}");
+            let description = FIXTURES
+                .get_file(format!("{name}/fixture.toml"))
+                .and_then(|f| toml::from_str::<FixtureMeta>(f.contents_utf8()?).ok())
+                .map(|meta| meta.description)
+                .unwrap_or_default();
+            println!("{name:width$}  {description}");
         }
         return Ok(ExitKind::Success);
     }
@@ -101,7 +107,7 @@ pub async fn execute(args: DemoArgs, printer: &Printer) -> Result<ExitKind, Swar
     };
     let resolved = settings::resolve(&run_args, &ProcessEnv)?;
     let model = llm::build(&resolved.provider)?;
-    let exit = run::run_with(&resolved.run, model, printer, false).await?;
+    let summary = run::run_to_summary(&resolved.run, model, printer).await?;
     let graph = repo.log_graph()?;
     println!("$ git log --all --graph --oneline\n{graph}");
     if args.keep {
@@ -109,12 +115,14 @@ pub async fn execute(args: DemoArgs, printer: &Printer) -> Result<ExitKind, Swar
         eprintln!("demo: kept {}", kept.display());
     }
     if args.json {
-        println!(
-            "{}",
-            serde_json::json!({"fixture": args.fixture, "exit_code": exit.code()})
-        );
+        // The run's summary, as `swarm --json` prints it, naming the fixture.
+        let mut json = serde_json::to_value(&summary).unwrap_or_default();
+        if let Some(object) = json.as_object_mut() {
+            object.insert("fixture".into(), args.fixture.clone().into());
+        }
+        println!("{json}");
     }
-    Ok(exit)
+    Ok(summary.exit)
 }
 
 /// Writes an embedded folder to disk.

@@ -79,7 +79,7 @@ impl Printer {
             StopReason::Green => "done",
             StopReason::IterationLimit => "iteration limit reached",
             StopReason::NoProgress => "no progress in three rounds",
-            StopReason::ModelFailure => "the model failed",
+            StopReason::ModelFailure => "no usable answer from the model; see the notes above",
             StopReason::Budget => "token or cost budget reached",
             StopReason::Interrupted => "interrupted",
         };

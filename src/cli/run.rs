@@ -8,6 +8,7 @@ use crate::cancel::Cancel;
 use crate::config::ProcessEnv;
 use crate::error::{ExitKind, SwarmError};
 use crate::llm::{self, ChatModel};
+use crate::orchestrator::summary::Summary;
 use crate::orchestrator::{self, RunConfig};
 
 /// Runs the pipeline with the resolved settings.
@@ -39,23 +40,35 @@ pub async fn execute(args: RunArgs, printer: &Printer) -> Result<ExitKind, Swarm
     result
 }
 
-/// Runs with a built model, printing the summary; shared with `demo`.
+/// Runs with a built model, printing the summary (and with `json` the
+/// summary as JSON on the last line of stdout).
 pub async fn run_with(
     config: &RunConfig,
     model: Arc<dyn ChatModel>,
     printer: &Printer,
     json: bool,
 ) -> Result<ExitKind, SwarmError> {
+    let summary = run_to_summary(config, model, printer).await?;
+    if json {
+        println!("{}", serde_json::to_string(&summary).unwrap_or_default());
+    }
+    Ok(summary.exit)
+}
+
+/// Runs with a built model, cancelled by Ctrl-C and friends, and prints the
+/// summary on stderr; shared with `demo`.
+pub async fn run_to_summary(
+    config: &RunConfig,
+    model: Arc<dyn ChatModel>,
+    printer: &Printer,
+) -> Result<Summary, SwarmError> {
     let cancel = Cancel::new();
     let listener = tokio::spawn(cancel_on_signals(cancel.clone()));
     let result = orchestrator::run(config, model, printer, &cancel).await;
     listener.abort();
     let summary = result?;
     printer.summary(&summary);
-    if json {
-        println!("{}", serde_json::to_string(&summary).unwrap_or_default());
-    }
-    Ok(summary.exit)
+    Ok(summary)
 }
 
 /// Cancels the run on Ctrl-C (SIGINT), SIGTERM or SIGHUP: each ends the run

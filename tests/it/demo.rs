@@ -31,6 +31,17 @@ fn demo(name: &str) {
     );
     let last: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     assert_eq!(last["exit_code"], 0);
+    // The whole summary, as `swarm --json` prints it, with the fixture.
+    assert_eq!(last["fixture"], name);
+    assert_eq!(last["status"], "success");
+    assert!(
+        last["run_id"].as_str().is_some_and(|id| !id.is_empty()),
+        "{last}"
+    );
+    assert!(
+        last["commits"].as_array().is_some_and(|c| !c.is_empty()),
+        "{last}"
+    );
     // The demo logs like a real run, in the working directory.
     let log = read_log(&home.path().join("logs/experiment_data.json"));
     assert!(log.iter().any(|e| e["agent"] == "Judge"));
@@ -62,7 +73,12 @@ fn demo_lists_fixtures_and_refuses_unknown_ones() {
     let out = swarm_in(home.path(), home.path(), &["demo", "--list"], &[]);
     let listed = String::from_utf8_lossy(&out.stdout);
     for name in FIXTURES {
-        assert!(listed.lines().any(|l| l == *name), "{listed}");
+        // Each with its description.
+        let line = listed
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(*name))
+            .unwrap_or_else(|| panic!("{name} not in {listed}"));
+        assert!(line.len() > name.len() + 20, "{line}");
     }
     let out = swarm_in(
         home.path(),
