@@ -39,6 +39,13 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Print the effective settings and where each came from (keys masked).
     Config(RunArgs),
+    /// Print a shell completion script (e.g. `swarm completions bash > ~/.local/share/bash-completion/completions/swarm`).
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), generated from these definitions (`swarm man > swarm.1`).
+    Man,
 }
 
 /// Flags of a run. Every flag can also be set by its `SWARM_*` variable
@@ -181,12 +188,58 @@ pub fn main() -> ExitCode {
             Some(Command::Run(args)) => run::execute(args, &printer).await,
             Some(Command::Demo(args)) => demo::execute(args, &printer).await,
             Some(Command::Config(args)) => config_cmd::execute(&args),
+            Some(Command::Completions { shell }) => {
+                use clap::CommandFactory;
+                clap_complete::generate(
+                    shell,
+                    &mut Cli::command(),
+                    "swarm",
+                    &mut std::io::stdout(),
+                );
+                Ok(ExitKind::Success)
+            }
+            Some(Command::Man) => man_page(),
             None => run::execute(cli.run, &printer).await,
         }
     });
     match result {
         Ok(kind) => ExitCode::from(kind.code()),
         Err(err) => fail(&err),
+    }
+}
+
+/// Writes the man page for swarm and its subcommands to stdout.
+fn man_page() -> Result<ExitKind, SwarmError> {
+    use clap::CommandFactory;
+    let mut page = Vec::new();
+    clap_mangen::Man::new(Cli::command())
+        .render(&mut page)
+        .map_err(|e| SwarmError::internal("cannot render the man page").caused_by(e))?;
+    // clap_mangen leaves the variables out: an ENVIRONMENT section names
+    // each flag's.
+    let mut environment = String::from(".SH ENVIRONMENT\n");
+    for arg in RunArgs::augment_args(clap::Command::new("run")).get_arguments() {
+        if let (Some(var), Some(long)) = (arg.get_env(), arg.get_long()) {
+            environment.push_str(&format!(
+                ".TP\n\\fB{}\\fR\nsets \\fB\\-\\-{}\\fR\n",
+                var.to_string_lossy(),
+                long.replace('-', "\\-")
+            ));
+        }
+    }
+    page.extend_from_slice(environment.as_bytes());
+    print_bytes(&page, "the man page")
+}
+
+/// Writes `bytes` to stdout; a reader that stops early (`| head`) is fine.
+fn print_bytes(bytes: &[u8], what: &str) -> Result<ExitKind, SwarmError> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(SwarmError::internal(format!("cannot write {what}")).caused_by(e))
+        }
+        _ => Ok(ExitKind::Success),
     }
 }
 

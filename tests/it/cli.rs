@@ -407,3 +407,45 @@ fn a_local_model_server_gets_slower_defaults_and_a_short_plan_budget() {
     );
     assert!(line(&remote, "budget").contains("plan 16000"), "{remote}");
 }
+
+#[test]
+fn completions_load_in_a_real_bash_and_the_man_page_covers_every_command() {
+    let repo = TestRepo::with_files(&[("a.py", "x = 1\n")]);
+    let out = swarm(&repo, &["completions", "bash"], &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let script = repo.tmp().join("swarm.bash");
+    std::fs::write(&script, &out.stdout).unwrap();
+    let check = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!("source {} && complete -p swarm", script.display()))
+        .output()
+        .expect("bash runs");
+    let registered = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        check.status.success() && registered.contains("swarm"),
+        "{registered}"
+    );
+    let script = String::from_utf8_lossy(&out.stdout);
+    for word in ["--target-dir", "--max-iterations", "demo", "config"] {
+        assert!(script.contains(word), "{word} not completed");
+    }
+
+    let out = swarm(&repo, &["man"], &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH swarm 1"),
+        "{page}"
+    );
+    for word in [
+        "target\\-dir",
+        "demo",
+        "config",
+        "completions",
+        "SWARM_MAX_ITERATIONS",
+    ] {
+        assert!(page.contains(word), "{word} not in the man page");
+    }
+    let out = swarm(&repo, &["completions", "tcsh"], &[]);
+    assert_eq!(out.status.code(), Some(1), "an unknown shell is bad input");
+}
