@@ -2,8 +2,10 @@
 //! is remembered, a rejected change is remembered with the rule, an
 //! accepted change is staged in the worktree, measured, committed on its
 //! attempt branch and, when the Judge accepts it, becomes the best state.
+//! A proposal refused for its size alone is split into reviewer-sized steps
+//! ([`reviewer::split`]), each attempted in turn until one does not improve.
 
-use super::record::Recorder;
+use super::record::{Recorder, ReviewNote};
 use super::{RunContext, RunState};
 use crate::error::SwarmError;
 use crate::git::RunWorkspace;
@@ -12,7 +14,22 @@ use crate::stage::executor::{self, AttemptRecord};
 use crate::stage::fixer::{Proposal, ReplyProblem, Unusable};
 use crate::stage::judge;
 use crate::stage::prompt::PastAttempt;
-use crate::stage::reviewer::{self, Change, Review, ReviewContext};
+use crate::stage::reviewer::{self, Change, Review, ReviewContext, Step};
+
+/// Which step of a split proposal an attempt is (1-based).
+#[derive(Clone, Copy, Debug)]
+struct Part {
+    index: usize,
+    total: usize,
+}
+
+/// What the Reviewer made of a proposal.
+enum Reviewed {
+    Accepted(Change),
+    /// Too big as a whole; these steps each pass.
+    Split(Vec<Step>),
+    Rejected,
+}
 
 /// Reviews, applies, judges and commits one proposal of this round
 /// (`state.progress.iterations`). `Ok(true)` when the run branch moved to it.
@@ -28,10 +45,61 @@ pub(super) fn attempt(
         no_change(cx, state, &proposal.file, summary, reason);
         return Ok(false);
     }
-    match review(cx, ws, rec, state, proposal, &summary)? {
-        Some(change) => judge_and_commit(cx, ws, rec, state, &proposal.file, &change, summary),
-        None => Ok(false),
+    match review(cx, ws, rec, state, proposal, &summary, None)? {
+        Reviewed::Accepted(change) => {
+            let tried = Tried {
+                file: &proposal.file,
+                change: &change,
+                summary,
+                part: None,
+            };
+            judge_and_commit(cx, ws, rec, state, tried)
+        }
+        Reviewed::Split(steps) => attempt_steps(cx, ws, rec, state, proposal, &summary, steps),
+        Reviewed::Rejected => Ok(false),
     }
+}
+
+/// Attempts the steps of a split proposal in order, each on the best state
+/// the one before left; stops at the first that is refused or does not
+/// improve. `Ok(true)` when at least one step moved the run branch.
+fn attempt_steps(
+    cx: &RunContext<'_>,
+    ws: &mut RunWorkspace,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+    proposal: &Proposal,
+    summary: &str,
+    steps: Vec<Step>,
+) -> Result<bool, SwarmError> {
+    let total = steps.len();
+    let mut moved = false;
+    for (k, step) in steps.into_iter().enumerate() {
+        let part = Part {
+            index: k + 1,
+            total,
+        };
+        let step_proposal = Proposal {
+            edits: Ok(step.edits),
+            ..proposal.clone()
+        };
+        let summary = format!("{summary} (step {} of {total})", part.index);
+        let change = match review(cx, ws, rec, state, &step_proposal, &summary, Some(part))? {
+            Reviewed::Accepted(change) => change,
+            Reviewed::Split(_) | Reviewed::Rejected => break,
+        };
+        let tried = Tried {
+            file: &proposal.file,
+            change: &change,
+            summary,
+            part: Some(part),
+        };
+        if !judge_and_commit(cx, ws, rec, state, tried)? {
+            break;
+        }
+        moved = true;
+    }
+    Ok(moved)
 }
 
 /// Nothing to review: the model found nothing to change (the file is left
@@ -72,7 +140,8 @@ fn no_change(
 }
 
 /// The Reviewer's verdict on the proposal against the best state; a
-/// rejection is logged and remembered.
+/// rejection is logged and remembered. A proposal refused for its size
+/// alone is split into steps, unless it is a step (`part`) itself.
 fn review(
     cx: &RunContext<'_>,
     ws: &RunWorkspace,
@@ -80,7 +149,8 @@ fn review(
     state: &mut RunState,
     proposal: &Proposal,
     summary: &str,
-) -> Result<Option<Change>, SwarmError> {
+    part: Option<Part>,
+) -> Result<Reviewed, SwarmError> {
     let iteration = state.progress.iterations;
     let base = ws.best().0.clone();
     let ctx = ReviewContext {
@@ -92,34 +162,86 @@ fn review(
         allow_test_edits: cx.config.allow_test_edits,
         seen: &state.progress.seen,
         submodules: &state.facts.submodules,
+        shown: &state.progress.shown,
     };
     let file = &proposal.file;
-    match reviewer::review(proposal, &ctx) {
+    let step = part.map(|p| (p.index, p.total));
+    let (reason, split) = match reviewer::review(proposal, &ctx) {
         Review::Accepted(change) => {
-            rec.review(file, iteration, Ok(change.changed_lines))?;
-            state.progress.seen.insert(change.hash.clone());
-            Ok(Some(change))
-        }
-        Review::Rejected(reason) => {
-            rec.review(file, iteration, Err(&reason))?;
-            cx.events.emit(Event::Rejected {
-                file: file.clone(),
-                reason: reason.to_string(),
-                rule: reason.rule(),
-            });
-            remember(
-                state,
+            rec.review(
                 file,
-                PastAttempt {
-                    label: format!("proposal in round {iteration}"),
-                    summary: summary.to_string(),
-                    outcome: format!("rejected by the Reviewer: {reason}"),
-                    diff: None,
+                iteration,
+                Ok(&change),
+                ReviewNote {
+                    step,
+                    split_into: None,
                 },
-            );
-            Ok(None)
+            )?;
+            for rebased in &change.rebased {
+                cx.events.emit(Event::Notice {
+                    message: format!("{file}: reply rebased: {rebased}"),
+                });
+            }
+            state.progress.seen.insert(change.hash.clone());
+            return Ok(Reviewed::Accepted(change));
         }
-    }
+        Review::Rejected(reason) if reason.is_size() && part.is_none() => {
+            let split = reviewer::split(proposal, &ctx);
+            (reason, Some(split))
+        }
+        Review::Rejected(reason) => (reason, None),
+    };
+    let split_into = match &split {
+        Some(Ok(steps)) => Some(steps.len()),
+        _ => None,
+    };
+    rec.review(
+        file,
+        iteration,
+        Err(&reason),
+        ReviewNote { step, split_into },
+    )?;
+    cx.events.emit(Event::Rejected {
+        file: file.clone(),
+        reason: reason.to_string(),
+        rule: reason.rule(),
+    });
+    let outcome = match split {
+        Some(Ok(steps)) => {
+            cx.events.emit(Event::Notice {
+                message: format!(
+                    "{file}: the proposal is split into {} reviewer-sized steps",
+                    steps.len()
+                ),
+            });
+            return Ok(Reviewed::Split(steps));
+        }
+        Some(Err(failure)) => format!(
+            "rejected by the Reviewer: {reason}; it could not be split into reviewer-sized \
+             steps: {failure}"
+        ),
+        None => format!("rejected by the Reviewer: {reason}"),
+    };
+    remember(
+        state,
+        file,
+        PastAttempt {
+            label: format!("proposal in round {iteration}"),
+            summary: summary.to_string(),
+            outcome,
+            diff: None,
+        },
+    );
+    Ok(Reviewed::Rejected)
+}
+
+/// An accepted change about to be judged: the file the proposal was for,
+/// what it tried, and which step of a split proposal it is.
+struct Tried<'a> {
+    file: &'a str,
+    change: &'a Change,
+    summary: String,
+    part: Option<Part>,
 }
 
 /// Stages the change, measures it, commits it on its attempt branch with
@@ -129,10 +251,14 @@ fn judge_and_commit(
     ws: &mut RunWorkspace,
     rec: &mut Recorder<'_>,
     state: &mut RunState,
-    file: &str,
-    change: &Change,
-    summary: String,
+    tried: Tried<'_>,
 ) -> Result<bool, SwarmError> {
+    let Tried {
+        file,
+        change,
+        summary,
+        part,
+    } = tried;
     let iteration = state.progress.iterations;
     let k = state.progress.commits.len() as u32 + 1;
     executor::write_to_worktree(ws, change)?;
@@ -173,7 +299,13 @@ fn judge_and_commit(
         result: &measured.snapshot,
         changed_lines: change.changed_lines,
     };
-    let message = executor::commit_message(&record);
+    let mut message = executor::commit_message(&record);
+    if let Some(part) = part {
+        message.push_str(&format!("Swarm-Step: {} of {}\n", part.index, part.total));
+    }
+    for rebased in &change.rebased {
+        message.push_str(&format!("Swarm-Rebased: {rebased}\n"));
+    }
     let commit = executor::settle(ws, change, k, verdict, &message)?;
     rec.commit(file, k, &commit.0, &message, verdict)?;
     cx.events.emit(Event::Judged {

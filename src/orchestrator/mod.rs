@@ -36,7 +36,7 @@ use crate::stage::budget::{Budget, BudgetSettings};
 use crate::stage::judge::{self, Limits, Snapshot};
 use crate::stage::planner::Plan;
 use crate::stage::prompt::PastAttempt;
-use crate::stage::reviewer::SizeLimits;
+use crate::stage::reviewer::{ShownVersions, SizeLimits};
 use crate::tools::{LintCache, PythonEnv, Sandbox, SandboxPolicy};
 use record::Recorder;
 pub use summary::{Delivery, Safety, Spend, StopReason, Summary, TestCount};
@@ -152,6 +152,9 @@ pub(crate) struct Progress {
     pub best: Snapshot,
     /// Earlier attempts per file, for the Fixer's prompt.
     pub history: BTreeMap<String, Vec<PastAttempt>>,
+    /// The texts of files the Fixer's prompts showed, to rebase replies
+    /// written against an earlier one.
+    pub shown: ShownVersions,
     /// Hashes of changes already tried, so none is tried twice.
     pub seen: HashSet<String>,
     /// One commit per attempt, in order (attempt k is `commits[k - 1]`).
@@ -168,6 +171,7 @@ impl Progress {
         Self {
             best,
             history: BTreeMap::new(),
+            shown: ShownVersions::default(),
             seen: HashSet::new(),
             commits: Vec::new(),
             iterations: 0,

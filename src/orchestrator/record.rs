@@ -11,13 +11,22 @@ use crate::log::{Action, Agent, Entry, ExperimentLog, Status};
 use crate::stage::excerpt::Excerpt;
 use crate::stage::judge::{Measurement, Verdict};
 use crate::stage::prompt::clip;
-use crate::stage::reviewer::Rejection;
+use crate::stage::reviewer::{Change, Rejection};
 use crate::stage::ModelCall;
 
 /// How much tool output an entry keeps.
 const OUTPUT_CAP: usize = 8_000;
 /// The run's start entry names at most this many files.
 const NAMED_FILES: usize = 100;
+
+/// What a Reviewer entry says beyond the decision.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ReviewNote {
+    /// The step of a split proposal this is: (1-based index, count).
+    pub step: Option<(usize, usize)>,
+    /// The proposal was too big and is tried in this many steps.
+    pub split_into: Option<usize>,
+}
 
 /// Writes the run's entries.
 pub(crate) struct Recorder<'a> {
@@ -279,22 +288,36 @@ impl<'a> Recorder<'a> {
     }
 
     /// The Reviewer's decision; a rejection carries its rule's stable name
-    /// in `details.rule`.
+    /// in `details.rule`, a change merged from an earlier version
+    /// `details.rebased`, a split proposal `details.split_into` (its number
+    /// of steps) and each step `details.step` (`2 of 5`).
     pub fn review(
         &mut self,
         file: &str,
         iteration: u32,
-        accepted: Result<usize, &Rejection>,
+        outcome: Result<&Change, &Rejection>,
+        note: ReviewNote,
     ) -> Result<(), SwarmError> {
-        let (output, verdict, rule) = match accepted {
-            Ok(lines) => (format!("accepted: {lines} changed lines"), "accepted", None),
+        let (mut output, verdict, rule) = match outcome {
+            Ok(change) => (
+                format!("accepted: {} changed lines", change.changed_lines),
+                "accepted",
+                None,
+            ),
             Err(reason) => (
                 format!("rejected: {reason}"),
                 "rejected",
                 Some(reason.rule()),
             ),
         };
-        let e = self
+        let rebased = outcome.ok().map(|c| &c.rebased).filter(|r| !r.is_empty());
+        for r in rebased.into_iter().flatten() {
+            output.push_str(&format!("\nrebased: {r}"));
+        }
+        if let Some(steps) = note.split_into {
+            output.push_str(&format!("\nsplit into {steps} reviewer-sized steps"));
+        }
+        let mut e = self
             .entry(
                 Agent::Reviewer,
                 Action::CodeAnalysis,
@@ -306,6 +329,15 @@ impl<'a> Recorder<'a> {
             .detail("iteration", iteration)
             .detail("verdict", verdict)
             .detail("rule", json!(rule));
+        if let Some(rebased) = rebased {
+            e = e.detail("rebased", json!(rebased));
+        }
+        if let Some(steps) = note.split_into {
+            e = e.detail("split_into", steps);
+        }
+        if let Some((index, total)) = note.step {
+            e = e.detail("step", format!("{index} of {total}"));
+        }
         self.write(e)
     }
 

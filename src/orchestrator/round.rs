@@ -241,6 +241,11 @@ async fn ask_all(
     for (index, file) in files.iter().enumerate() {
         state.work.coverage.in_depth.insert(file.clone());
         let job = job_for(cx, state, file);
+        // A reply may be written against this text after it changes.
+        state
+            .progress
+            .shown
+            .remember(file, state.progress.iterations, &job.text);
         let model = Arc::clone(cx.model);
         let ctx = ReplyContext {
             target_prefix: state.facts.target_rel.clone(),

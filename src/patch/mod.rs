@@ -6,6 +6,10 @@
 //! - [`apply`] locates every hunk by its text (exact, then ignoring trailing
 //!   whitespace, then ignoring indentation, then with edge context trimmed),
 //!   requires exactly one match, and changes all files or none.
+//! - [`rebase`] merges a diff written against an earlier version of a file
+//!   onto its current text (three-way, diffy); a conflict names its lines.
+//! - [`FileSteps`] cuts a file's change into hunks and applies a prefix of
+//!   them, to split an oversized change into steps.
 //! - [`changed_lines`], [`changed_bytes`] and [`unified_diff`] measure and
 //!   show a change.
 
@@ -13,13 +17,18 @@ mod apply;
 mod diff;
 mod fence;
 mod locate;
+mod merge;
 mod numbers;
 mod parse;
 mod paths;
 mod report;
 mod stats;
+mod steps;
 mod text;
 mod whole;
+
+pub use merge::{ConflictRegion, MergeConflict, Rebase};
+pub use steps::FileSteps;
 
 /// What one reply proposes for one file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -149,6 +158,14 @@ pub fn apply(
     read: &dyn Fn(&str) -> Option<Vec<u8>>,
 ) -> Result<Vec<FileOutcome>, PatchError> {
     apply::apply_all(edits, read)
+}
+
+/// Rebases `hunks` of `path`, written against the `earlier` bytes of the
+/// file, onto its `current` bytes by a three-way merge: the merged bytes
+/// (in the current file's style), the conflicting regions, or
+/// [`Rebase::NotApplicable`] when the hunks do not fit `earlier` either.
+pub fn rebase(path: &str, hunks: &[Hunk], earlier: &[u8], current: &[u8]) -> Rebase {
+    merge::rebase(path, hunks, earlier, current)
 }
 
 /// Lines added plus lines removed between two texts.

@@ -226,6 +226,7 @@ mod budget;
 mod cache;
 mod delivery;
 mod failures;
+mod half_right;
 mod hanging;
 mod hooks;
 mod kill;

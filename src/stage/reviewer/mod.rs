@@ -10,7 +10,10 @@
 //!    (`sitecustomize.py`, `usercustomize.py`, `*.pth`), `test_config`
 //!    (`conftest.py`, `pytest.ini`, `.pytest.ini`, `pytest.toml`) and
 //!    `test_file`;
-//! 3. `does_not_apply` — every hunk applies exactly once (in memory);
+//! 3. `does_not_apply` — every hunk applies exactly once (in memory); a
+//!    diff that fits only a version of the file the model was shown earlier
+//!    in the run is rebased onto the current text by a three-way merge
+//!    ([`rebase`]), and `merge_conflict` refuses it when the merge conflicts;
 //! 4. on every file the change alters: `test_config` (the pytest sections of
 //!    `setup.cfg`, `tox.ini`, `pyproject.toml`, `pytest11` entry points),
 //!    `too_many_lines` and `too_many_bytes` (the severity's limits),
@@ -19,19 +22,26 @@
 //!    dangerous calls and dynamic access, see `analysis`);
 //! 5. `no_change`, `whitespace_only`, `repeat` — on the change as a whole.
 //!
+//! A proposal refused for its size alone may be [`split`] into steps that
+//! each pass every rule, the size rules included.
+//!
 //! The Reviewer reads the best state's files and never writes anything.
 //! Its static checks are an early warning; the sandbox the Judge runs in and
 //! the final re-check with the base commit's test harness are the guards.
 
 mod harness;
+mod rebase;
 mod rules;
+mod split;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
+pub use rebase::{Rebased, ShownVersion, ShownVersions};
 pub use rules::Rejection;
+pub use split::{split, SplitFailure, Step};
 
 use super::fixer::{Proposal, ReplyProblem};
 use super::repo_path;
@@ -103,6 +113,9 @@ pub struct ReviewContext<'a> {
     /// Git submodules inside the target, target-relative: nothing in them
     /// may change.
     pub submodules: &'a [String],
+    /// What the model was shown of each file in this run, to rebase
+    /// replies written against an earlier version.
+    pub shown: &'a ShownVersions,
 }
 
 /// An accepted change, ready for the Executor.
@@ -117,6 +130,9 @@ pub struct Change {
     pub diff: String,
     /// Identifies the resulting content, to refuse repeats.
     pub hash: String,
+    /// Files whose diff was written against an earlier version and merged
+    /// onto the current text.
+    pub rebased: Vec<Rebased>,
 }
 
 /// The Reviewer's answer.
@@ -137,13 +153,23 @@ pub fn review(proposal: &Proposal, ctx: &ReviewContext<'_>) -> Review {
 /// The rules in their order (see the module doc); the change when all hold.
 fn check(proposal: &Proposal, ctx: &ReviewContext<'_>) -> Result<Change, Rejection> {
     let edits = readable_edits(proposal)?;
+    let read = |p: &str| crate::stage::read_source(ctx.root, p);
+    check_edits(edits, ctx, &read)
+}
+
+/// The rules after `unusable_reply`, with files read through `read`
+/// (the best state, or the best state with earlier steps of a split).
+fn check_edits(
+    edits: &[patch::FileEdit],
+    ctx: &ReviewContext<'_>,
+    read: &dyn Fn(&str) -> Option<Vec<u8>>,
+) -> Result<Change, Rejection> {
     for rule in PATH_RULES {
         for edit in edits {
             rule(&edit.path, ctx)?;
         }
     }
-    let read = |p: &str| crate::stage::read_source(ctx.root, p);
-    let applied = patch::apply(edits, &read).map_err(Rejection::DoesNotApply)?;
+    let (applied, rebased) = rebase::apply_or_rebase(edits, ctx.shown, read)?;
     let outcomes: Vec<&patch::FileOutcome> =
         applied.iter().filter(|o| o.before != o.after).collect();
     let texts = texts_of(&outcomes);
@@ -154,7 +180,8 @@ fn check(proposal: &Proposal, ctx: &ReviewContext<'_>) -> Result<Change, Rejecti
         }
     }
     is_a_change(&files)?;
-    let change = change_of(&outcomes, &files, ctx);
+    let mut change = change_of(&outcomes, &files, ctx);
+    change.rebased = rebased;
     if ctx.seen.contains(&change.hash) {
         return Err(Rejection::Repeat);
     }
@@ -241,6 +268,7 @@ fn change_of(
         changed_lines: 0,
         diff: String::new(),
         hash: String::new(),
+        rebased: Vec::new(),
     };
     for (outcome, file) in outcomes.iter().zip(files) {
         let (b, a) = (file.before.unwrap_or(""), file.after.unwrap_or(""));
@@ -267,5 +295,7 @@ fn squeeze(text: &str) -> String {
     text.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
+#[cfg(test)]
+mod half_right_tests;
 #[cfg(test)]
 mod tests;

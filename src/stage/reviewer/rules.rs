@@ -10,7 +10,7 @@ use std::path::{Component, Path};
 use super::harness;
 use super::ReviewContext;
 use crate::analysis::{self, Severity};
-use crate::patch::PatchError;
+use crate::patch::{MergeConflict, PatchError};
 use crate::stage::fixer::Unusable;
 use crate::stage::{is_startup_file, is_test_path, PYTEST_CONFIG_FILES, SHARED_CONFIG_FILES};
 
@@ -62,6 +62,11 @@ pub enum Rejection {
     /// The change could not be applied; nothing was changed.
     #[error("{0}")]
     DoesNotApply(PatchError),
+    /// The change fits a version of the file the model was shown earlier,
+    /// but merged onto the current text it conflicts with the changes made
+    /// since; nothing was changed.
+    #[error("{0}")]
+    MergeConflict(MergeConflict),
     #[error(
         "the change to {path} has {lines} changed lines; the limit for a {}-severity file is \
          {limit}: make a smaller change",
@@ -139,6 +144,7 @@ impl Rejection {
             Rejection::TestConfig { .. } => "test_config",
             Rejection::TestFile { .. } => "test_file",
             Rejection::DoesNotApply(_) => "does_not_apply",
+            Rejection::MergeConflict(_) => "merge_conflict",
             Rejection::TooManyLines { .. } => "too_many_lines",
             Rejection::TooManyBytes { .. } => "too_many_bytes",
             Rejection::SyntaxError { .. } => "syntax_error",
@@ -148,6 +154,15 @@ impl Rejection {
             Rejection::WhitespaceOnly => "whitespace_only",
             Rejection::Repeat => "repeat",
         }
+    }
+
+    /// Whether the change was refused for its size alone (`too_many_lines`,
+    /// `too_many_bytes`): it may still be tried in smaller steps.
+    pub fn is_size(&self) -> bool {
+        matches!(
+            self,
+            Rejection::TooManyLines { .. } | Rejection::TooManyBytes { .. }
+        )
     }
 }
 

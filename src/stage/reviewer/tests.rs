@@ -14,6 +14,7 @@ struct Fixture {
     seen: HashSet<String>,
     submodules: Vec<String>,
     limits: SizeLimits,
+    shown: ShownVersions,
 }
 
 impl Fixture {
@@ -37,6 +38,7 @@ impl Fixture {
             seen: HashSet::new(),
             submodules: vec!["vendor/lib".into()],
             limits: SizeLimits::default(),
+            shown: ShownVersions::default(),
         }
     }
 
@@ -52,6 +54,7 @@ impl Fixture {
                 seen: &self.seen,
                 base: "abc",
                 submodules: &self.submodules,
+                shown: &self.shown,
             },
         )
     }
