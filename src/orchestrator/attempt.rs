@@ -11,7 +11,7 @@ use crate::log::{Agent, Event};
 use crate::stage::executor::{self, AttemptRecord};
 use crate::stage::fixer::{Proposal, ReplyProblem, Unusable};
 use crate::stage::judge;
-use crate::stage::prompt::PastAttempt;
+use crate::stage::prompt::{self, PastAttempt};
 use crate::stage::reviewer::{self, Change, Review, ReviewContext};
 
 /// Reviews, applies, judges and commits one proposal of this round
@@ -67,6 +67,7 @@ fn no_change(
             summary,
             outcome,
             diff: None,
+            broke: Vec::new(),
         },
     );
 }
@@ -115,6 +116,7 @@ fn review(
                     summary: summary.to_string(),
                     outcome: format!("rejected by the Reviewer: {reason}"),
                     diff: None,
+                    broke: Vec::new(),
                 },
             );
             Ok(None)
@@ -196,6 +198,11 @@ fn judge_and_commit(
                 measured.snapshot.describe()
             ),
             diff: Some(change.diff.clone()),
+            broke: if verdict == judge::Verdict::Regressed {
+                prompt::broken_tests(&state.progress.best, &measured.snapshot)
+            } else {
+                Vec::new()
+            },
         },
     );
     state.progress.commits.push(commit.0.clone());

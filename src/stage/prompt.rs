@@ -8,6 +8,7 @@ use super::excerpt::{self, Evidence, Excerpt};
 use crate::llm::{self, ChatMessage, ChatRequest, Role};
 use crate::tools::{LintMessage, TestCase};
 use evidence::{evidence_text, TRIMS};
+pub use regression::broken_tests;
 
 const FIX_SYSTEM: &str = "You are the Fixer of swarm, an automated refactoring tool for Python \
 projects. You fix bugs so that the project's tests pass, and you clean up code (names, docstrings, \
@@ -17,7 +18,7 @@ current text of the file you are given, in a ```diff fenced block, with `--- a/<
 never modify test files. You keep each change small and focused.";
 
 /// One earlier attempt on a file, as the Fixer remembers it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct PastAttempt {
     /// `attempt 3` or `proposal in round 2` (rejected before commit).
     pub label: String,
@@ -27,6 +28,9 @@ pub struct PastAttempt {
     pub outcome: String,
     /// The diff that was tried, if any.
     pub diff: Option<String>,
+    /// The tests that passed before this attempt and failed after it
+    /// ([`broken_tests`]); empty unless it was judged regressed.
+    pub broke: Vec<TestCase>,
 }
 
 /// What a fix prompt is built from.
@@ -272,6 +276,7 @@ mod tests {
             summary: format!("idea {n}"),
             outcome: "tests regressed".into(),
             diff: Some("--- a/x.py\n+++ b/x.py\n@@\n-a\n+b".into()),
+            broke: Vec::new(),
         }
     }
 
@@ -317,3 +322,4 @@ mod tests {
 #[cfg(test)]
 mod budget_tests;
 mod evidence;
+mod regression;

@@ -66,6 +66,7 @@ impl Owned {
                             .map(|l| format!("-    old line {l} of the diff\n+    new line {l}\n"))
                             .collect(),
                     ),
+                    broke: Vec::new(),
                 })
                 .collect(),
         }

@@ -15,10 +15,10 @@ use super::{clip, head_lines, one_line, stable, tail_lines, FixInput, PastAttemp
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Trim {
     history_diff: bool,
-    history_entries: usize,
+    pub(super) history_entries: usize,
     lint: usize,
     tests: usize,
-    trace_lines: usize,
+    pub(super) trace_lines: usize,
     plan_chars: usize,
     problems: usize,
     problem_lines: usize,
@@ -159,6 +159,7 @@ pub(super) fn evidence_text(input: &FixInput<'_>, trim: &Trim) -> String {
         );
     }
     history_section(&mut p, input.history, trim);
+    super::regression::regression_section(&mut p, input.history, trim);
     p
 }
 
@@ -198,7 +199,8 @@ fn history_section(p: &mut String, history: &[PastAttempt], trim: &Trim) {
                 line(format!("{}: {}", only.label, only.summary)),
                 line(only.outcome.clone())
             );
-            if let (Some(diff), true) = (&only.diff, trim.history_diff) {
+            let shown_below = !only.broke.is_empty();
+            if let (Some(diff), true, false) = (&only.diff, trim.history_diff, shown_below) {
                 let _ = writeln!(p, "```diff\n{}\n```", head_lines(diff, 60));
             }
         }
