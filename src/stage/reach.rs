@@ -34,7 +34,8 @@ fn sources_of(files: &[String]) -> Vec<&String> {
 }
 
 /// Files to work on this round, most urgent first: source files named in
-/// failing tests' tracebacks, then source files the failing test modules
+/// failing tests' tracebacks, then the files defining what the failing tests
+/// call ([`called_definitions`]), then other source files the failing test modules
 /// reach ([`reached_sources`]; a package that only passes names on is left
 /// out), then `others` (files with problems or plan items) in their order.
 pub fn implicated_files(
@@ -55,6 +56,11 @@ pub fn implicated_files(
             if traceback_mentions(case, src) {
                 push(src);
             }
+        }
+    }
+    for case in failing {
+        for found in called_definitions(case, &sources, read) {
+            push(&found.file);
         }
     }
     let test_files: BTreeSet<&str> = failing.iter().filter_map(test_module).collect();
@@ -265,6 +271,10 @@ fn package_imports(text: &str, dotted: &str) -> Vec<String> {
     }
     out
 }
+
+mod resolve;
+
+pub use resolve::{called_definitions, Resolved};
 
 #[cfg(test)]
 mod tests;
