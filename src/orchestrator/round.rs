@@ -1,5 +1,6 @@
 //! One round: the files to work on (most urgent first, see
-//! [`crate::stage::reach`]), a Fixer proposal for each asked for
+//! [`crate::stage::reach`]; a file fruitless for two rounds rests while
+//! another candidate remains, see [`reach::rotate`]), a Fixer proposal for each asked for
 //! concurrently (at most `--jobs` at once), then each proposal attempted in
 //! turn on the best state ([`super::attempt`]).
 
@@ -124,8 +125,48 @@ fn choose_files(state: &RunState, root: &Path) -> Vec<String> {
         files.sort_by_key(|f| std::cmp::Reverse(state.facts.severities.get(f).copied()));
     }
     files.retain(|f| !state.work.declined.contains(f));
+    let revisit = revisit(state, &files, &read);
+    let mut files = reach::rotate(files, &state.work.fruitless, &revisit);
     files.truncate(MAX_FILES_PER_ROUND);
     files
+}
+
+/// The candidates an accepted change touched that a failing test now
+/// fails in: its traceback runs through the file, or it calls a
+/// definition the file holds.
+fn revisit(
+    state: &RunState,
+    files: &[String],
+    read: &dyn Fn(&str) -> Option<String>,
+) -> Vec<String> {
+    let failing = state.progress.best.failing();
+    let sources: Vec<&String> = state.facts.files.iter().collect();
+    let called: Vec<reach::Resolved> = failing
+        .iter()
+        .flat_map(|case| reach::called_definitions(case, &sources, read))
+        .collect();
+    files
+        .iter()
+        .filter(|f| {
+            let repo = crate::stage::repo_path(&state.facts.target_rel, f);
+            state.progress.touched.contains(&repo)
+                && (failing.iter().any(|c| reach::traceback_mentions(c, f))
+                    || called.iter().any(|r| &r.file == *f))
+        })
+        .cloned()
+        .collect()
+}
+
+/// Counts a round against the files asked in it: a file with an accepted
+/// attempt starts again from nothing, every other one gains a fruitless round.
+fn count_fruitless(state: &mut RunState, asked: &[String], accepted: &[String]) {
+    for file in asked {
+        if accepted.contains(file) {
+            state.work.fruitless.remove(file);
+        } else {
+            *state.work.fruitless.entry(file.clone()).or_insert(0) += 1;
+        }
+    }
 }
 
 fn job_for(cx: &RunContext<'_>, state: &RunState, file: &str) -> FixJob {
@@ -205,6 +246,7 @@ pub(crate) async fn run_round(
     }
     let results = ask_all(cx, state, &files).await?;
     let mut accepted = 0;
+    let mut accepted_files: Vec<String> = Vec::new();
     let mut model_failed = false;
     for (_, calls, result) in results {
         record_calls(cx, rec, state, iteration, &calls, &result)?;
@@ -223,8 +265,10 @@ pub(crate) async fn run_round(
         }
         if try_proposal(cx, ws, rec, state, &proposal)? {
             accepted += 1;
+            accepted_files.push(proposal.file.clone());
         }
     }
+    count_fruitless(state, &files, &accepted_files);
     let stop = model_failed.then_some(StopReason::ModelFailure);
     Ok(RoundOutcome { accepted, stop })
 }

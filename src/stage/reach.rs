@@ -273,8 +273,10 @@ fn package_imports(text: &str, dotted: &str) -> Vec<String> {
 }
 
 mod resolve;
+mod rotation;
 
 pub use resolve::{called_definitions, Resolved};
+pub use rotation::{rotate, FRUITLESS_ROUNDS};
 
 #[cfg(test)]
 mod tests;
