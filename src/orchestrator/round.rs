@@ -65,6 +65,7 @@ struct FixJob {
     failing: Vec<TestCase>,
     problems: Vec<String>,
     history: Vec<PastAttempt>,
+    related: Vec<reach::Related>,
     max_changed_lines: usize,
     max_changed_bytes: usize,
     allowance: Allowance,
@@ -80,6 +81,7 @@ impl FixJob {
             failing: self.failing.iter().collect(),
             problems: self.problems.iter().map(String::as_str).collect(),
             history: &self.history,
+            related: &self.related,
             max_changed_lines: self.max_changed_lines,
             max_changed_bytes: self.max_changed_bytes,
             allowance: self.allowance,
@@ -182,6 +184,17 @@ fn job_for(cx: &RunContext<'_>, state: &RunState, file: &str) -> FixJob {
     .take(8)
     .cloned()
     .collect();
+    let sources: Vec<&String> = state
+        .facts
+        .files
+        .iter()
+        .filter(|f| !is_test_path(f))
+        .collect();
+    let concerning: Vec<&TestCase> = failing
+        .iter()
+        .filter(|case| reach::concerns(case, file, &sources, &read))
+        .collect();
+    let related = reach::related_code(file, &concerning, &sources, &read);
     let problems = state
         .progress
         .best
@@ -217,6 +230,7 @@ fn job_for(cx: &RunContext<'_>, state: &RunState, file: &str) -> FixJob {
             .get(file)
             .cloned()
             .unwrap_or_default(),
+        related,
         max_changed_lines: config.size_limits.for_severity(severity),
         max_changed_bytes: config.size_limits.bytes_for_severity(severity),
         allowance: cx.budget.fix,

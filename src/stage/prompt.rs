@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use super::budget::{Allowance, FOLLOW_UP_TOKENS};
 use super::excerpt::{self, Evidence, Excerpt};
+use super::reach::Related;
 use crate::llm::{self, ChatMessage, ChatRequest, Role};
 use crate::tools::{LintMessage, TestCase};
 use evidence::{evidence_text, TRIMS};
@@ -43,6 +44,9 @@ pub struct FixInput<'a> {
     /// Import or compile problems of this file (no-tests mode).
     pub problems: Vec<&'a str>,
     pub history: &'a [PastAttempt],
+    /// Definitions in other files the failing tests and this file call,
+    /// and their callers: shown read-only.
+    pub related: &'a [Related],
     pub max_changed_lines: usize,
     /// The byte limit of a change to this file.
     pub max_changed_bytes: usize,
@@ -289,10 +293,39 @@ mod tests {
             failing: vec![],
             problems: vec![],
             history,
+            related: &[],
             max_changed_lines: 40,
             max_changed_bytes: 4_800,
             allowance: crate::stage::budget::Budget::default().fix,
         }
+    }
+
+    #[test]
+    fn related_code_is_shown_read_only_and_capped() {
+        let related: Vec<Related> = (0..6)
+            .map(|i| Related {
+                file: format!("pkg/r{i}.py"),
+                name: format!("f{i}"),
+                why: "calls g".into(),
+                start: 3,
+                end: 4,
+                text: format!("def f{i}():\n    return g()"),
+            })
+            .collect();
+        let with = FixInput {
+            related: &related,
+            ..input(&[])
+        };
+        let text = fix_request(&with).messages[0].content.clone();
+        assert!(
+            text.contains("## Related code in other files (read-only"),
+            "{text}"
+        );
+        assert!(text.contains("### `pkg/r0.py` lines 3-4: `f0` (calls g)\n```python\ndef f0():\n    return g()\n```"), "{text}");
+        // At most four definitions.
+        assert!(text.contains("`f3`") && !text.contains("`f4`"), "{text}");
+        let bare = fix_request(&input(&[])).messages[0].content.clone();
+        assert!(!bare.contains("Related code"), "{bare}");
     }
 
     #[test]

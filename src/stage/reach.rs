@@ -94,20 +94,29 @@ pub fn failures_for<'a>(
     let sources = sources_of(files);
     let relevant: Vec<&TestCase> = failing
         .iter()
-        .filter(|case| {
-            traceback_mentions(case, file)
-                || test_module(case).and_then(read).is_some_and(|text| {
-                    reached_sources(&text, &sources, read)
-                        .iter()
-                        .any(|(src, _)| src == file)
-                })
-        })
+        .filter(|case| concerns(case, file, &sources, read))
         .collect();
     if relevant.is_empty() {
         failing.iter().collect()
     } else {
         relevant
     }
+}
+
+/// Whether a failing case concerns `file`: its traceback names it, or its
+/// test module reaches it ([`reached_sources`]).
+pub fn concerns(
+    case: &TestCase,
+    file: &str,
+    sources: &[&String],
+    read: &dyn Fn(&str) -> Option<String>,
+) -> bool {
+    traceback_mentions(case, file)
+        || test_module(case).and_then(read).is_some_and(|text| {
+            reached_sources(&text, sources, read)
+                .iter()
+                .any(|(src, _)| src == file)
+        })
 }
 
 /// The test module of a case (`tests/test_x.py` of `tests/test_x.py::test_y`).
@@ -272,9 +281,11 @@ fn package_imports(text: &str, dotted: &str) -> Vec<String> {
     out
 }
 
+mod context;
 mod resolve;
 mod rotation;
 
+pub use context::{related_code, Related};
 pub use resolve::{called_definitions, Resolved};
 pub use rotation::{rotate, FRUITLESS_ROUNDS};
 

@@ -29,9 +29,9 @@ fn test_scope(case: &TestCase) -> Option<String> {
 }
 
 /// What reading files needs: the target's source files and a reader.
-struct Files<'a> {
-    sources: &'a [&'a String],
-    read: &'a dyn Fn(&str) -> Option<String>,
+pub(super) struct Files<'a> {
+    pub(super) sources: &'a [&'a String],
+    pub(super) read: &'a dyn Fn(&str) -> Option<String>,
 }
 
 impl Files<'_> {
@@ -97,7 +97,7 @@ impl Files<'_> {
     }
 
     /// Where a binding of `file` leads: the definition it names.
-    fn follow(&self, file: &str, binding: &Binding, depth: usize) -> Option<Resolved> {
+    pub(super) fn follow(&self, file: &str, binding: &Binding, depth: usize) -> Option<Resolved> {
         let module = Self::module_path(file, &binding.module);
         let taken = binding.name.as_deref()?;
         self.define(&module, taken, depth)

@@ -199,7 +199,7 @@ const LEDGER: &[(&str, &str)] = &[
     ),
     (
         "ledger/report.py",
-        "from .money import to_cents\n\ndef total_line(label, amount):\n    return label\n",
+        "from .money import to_cents\n\ndef total_line(label, amount):\n    return label + str(to_cents(amount))\n",
     ),
     (
         "ledger/money.py",
@@ -265,4 +265,39 @@ fn calls_resolve_through_reexports_aliases_and_methods_of_imported_classes() {
         resolved("tests/test_ledger.py::test_alias[1]"),
         vec![("ledger/money.py".into(), "to_cents".into())]
     );
+}
+
+#[test]
+fn related_code_shows_what_the_file_calls_elsewhere_and_its_callers() {
+    let files = ledger_sources();
+    let sources: Vec<&String> = files.iter().filter(|f| !is_test_path(f)).collect();
+    let read = reader(LEDGER);
+    let pay = failed("tests/test_ledger.py::TestWallet::test_pay");
+    let related = related_code("ledger/wallet.py", &[&pay], &sources, &read);
+    let named: Vec<(&str, &str, &str)> = related
+        .iter()
+        .map(|r| (r.file.as_str(), r.name.as_str(), r.why.as_str()))
+        .collect();
+    assert_eq!(
+        named,
+        vec![("ledger/money.py", "to_cents", "called by Wallet.pay")]
+    );
+    assert_eq!(related[0].text, "def to_cents(a):\n    return a");
+    assert_eq!((related[0].start, related[0].end), (1, 2));
+
+    let alias = failed("tests/test_ledger.py::test_alias");
+    let related = related_code("ledger/money.py", &[&alias], &sources, &read);
+    let named: Vec<(&str, &str, &str)> = related
+        .iter()
+        .map(|r| (r.file.as_str(), r.name.as_str(), r.why.as_str()))
+        .collect();
+    assert_eq!(
+        named,
+        vec![
+            ("ledger/report.py", "total_line", "calls to_cents"),
+            ("ledger/wallet.py", "Wallet.pay", "calls to_cents"),
+        ]
+    );
+    // Nothing failing: nothing related.
+    assert!(related_code("ledger/money.py", &[], &sources, &read).is_empty());
 }

@@ -244,6 +244,17 @@ fn a_vague_plan_still_reaches_the_module_behind_the_package() {
     let out = run(&repo, &server);
     assert_green(&repo, &out, &start, true);
     assert_localised(&repo);
+    // money.py's prompt shows, read-only, who calls what it is asked to change.
+    let calls = fixer_calls(&repo);
+    let prompt = calls[0]["details"]["input_prompt"].as_str().unwrap();
+    assert!(
+        prompt.contains("## Related code in other files"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("`ledger/report.py` lines 6-8: `total_line` (calls to_cents)"),
+        "{prompt}"
+    );
 }
 
 #[test]
