@@ -250,7 +250,8 @@ fn related_section(p: &mut String, related: &[Related], max: usize) {
     if !shown.is_empty() {
         let _ = write!(
             p,
-            "\n## Related code in other files (read-only: shown for context, do not change it)\n{shown}"
+            "\n## Related code in other files (for context; a fix that must change one of them too \
+             may add its diff to the same block, each file within its own size limit)\n{shown}"
         );
     }
 }

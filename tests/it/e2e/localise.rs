@@ -319,3 +319,45 @@ fn a_fix_that_leaves_another_function_broken_brings_its_file_back() {
     let summary = summary_of(&out.stdout);
     assert_eq!(summary["accepted"], 2, "{summary}");
 }
+
+#[test]
+fn a_fix_spanning_two_files_is_one_multi_file_diff() {
+    let repo = ledger_repo(true);
+    let start = repo.head();
+    let old_doc = "Return `label: N cents` for an amount in whole units.";
+    let new_doc = "Return `label: N cents` for `amount` in whole units.";
+    let server = LlmServer::start(move |request: &RecordedRequest| {
+        let prompt = prompt_of(request);
+        if prompt.starts_with("Write a refactoring plan") {
+            return Reply::text_for(request, VAGUE_PLAN);
+        }
+        let text = match asked(&prompt) {
+            Some((file, current)) if file == "ledger/money.py" => {
+                let shows_report = prompt.contains("## Related code in other files")
+                    && prompt.contains("`ledger/report.py`");
+                let money = diff_reply(&file, &current, &fix_all(&current, &prompt).unwrap());
+                if shows_report && current.contains(CENTS_BUG) {
+                    let report = diff_reply(
+                        "ledger/report.py",
+                        REPORT,
+                        &REPORT.replace(old_doc, new_doc),
+                    );
+                    format!("{money}\n{report}")
+                } else {
+                    money
+                }
+            }
+            Some((file, _)) => format!("NO CHANGE: `{file}` looks right to me."),
+            None => "NO CHANGE: I cannot see the file.".to_string(),
+        };
+        Reply::text_for(request, &text)
+    });
+    let out = run(&repo, &server);
+    assert_green(&repo, &out, &start, true);
+    // One accepted attempt changed both files.
+    let summary = summary_of(&out.stdout);
+    assert_eq!(summary["accepted"], 1, "{summary}");
+    let changed = repo.git(&["diff", "--name-only", &start, "HEAD"]);
+    assert_eq!(changed, "ledger/money.py\nledger/report.py");
+    assert!(repo.read("ledger/report.py").contains(new_doc));
+}
