@@ -361,3 +361,55 @@ fn a_fix_spanning_two_files_is_one_multi_file_diff() {
     assert_eq!(changed, "ledger/money.py\nledger/report.py");
     assert!(repo.read("ledger/report.py").contains(new_doc));
 }
+
+/// Breaks `apply_discount` first; once told, fixes one bug per reply.
+fn breaks_then_one_bug_per_reply(current: &str, prompt: &str) -> Option<String> {
+    let told = prompt.contains("broke") && prompt.contains("test_half_price");
+    if current.contains(CENTS_BUG) && !told {
+        return breaks_apply_discount(current, prompt);
+    }
+    one_bug_per_reply(current, prompt)
+}
+
+#[test]
+fn a_file_fruitless_for_two_rounds_rests_while_another_candidate_remains() {
+    let repo = ledger_repo(true);
+    let start = repo.head();
+    // The plan blames report.py; the model's change to it is a comment,
+    // judged the same (then refused as a repeat): never accepted.
+    let server = LlmServer::start(move |request: &RecordedRequest| {
+        let prompt = prompt_of(request);
+        if prompt.starts_with("Write a refactoring plan") {
+            return Reply::text_for(request, WRONG_PLAN);
+        }
+        let text = match asked(&prompt) {
+            Some((file, current)) if file == "ledger/money.py" => {
+                let new = breaks_then_one_bug_per_reply(&current, &prompt).unwrap();
+                diff_reply(&file, &current, &new)
+            }
+            Some((file, current)) if file == "ledger/report.py" => {
+                let new = current.replacen("\n\n\ndef", "\n\n\n# One printable line.\ndef", 1);
+                diff_reply(&file, &current, &new)
+            }
+            Some((file, _)) => format!("NO CHANGE: `{file}` looks right to me."),
+            None => "NO CHANGE: I cannot see the file.".to_string(),
+        };
+        Reply::text_for(request, &text)
+    });
+    let out = run(&repo, &server);
+    assert_green(&repo, &out, &start, true);
+    let calls = fixer_calls(&repo);
+    let rounds_of = |file: &str| -> Vec<u64> {
+        calls
+            .iter()
+            .filter(|c| file_of(c) == file)
+            .map(|c| c["details"]["iteration"].as_u64().unwrap())
+            .collect()
+    };
+    // money.py: broken (regressed), then one bug per round. report.py rests
+    // in round 3 while money.py remains; once the tests pass, its plan item
+    // is the only candidate and gets its last try.
+    assert_eq!(rounds_of("ledger/money.py"), vec![1, 2, 3]);
+    assert_eq!(rounds_of("ledger/report.py"), vec![1, 2, 4]);
+    assert_eq!(repo.read("ledger/report.py"), REPORT);
+}
