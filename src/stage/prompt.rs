@@ -318,7 +318,7 @@ mod tests {
         };
         let text = fix_request(&with).messages[0].content.clone();
         assert!(
-            text.contains("## Related code in other files (read-only"),
+            text.contains("## Related code in other files (for context"),
             "{text}"
         );
         assert!(text.contains("### `pkg/r0.py` lines 3-4: `f0` (calls g)\n```python\ndef f0():\n    return g()\n```"), "{text}");
