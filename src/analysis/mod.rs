@@ -16,10 +16,12 @@
 mod danger;
 mod metrics;
 mod outline;
+mod resolve;
 mod tree;
 
 pub use danger::is_dangerous;
 pub use outline::{outline, Definition, DefinitionKind, Outline};
+pub use resolve::{calls, import_bindings, instances, Binding, Call};
 
 /// A function this complex is a hotspot.
 pub const HOTSPOT_COMPLEXITY: u32 = 10;

@@ -13,7 +13,7 @@ use crate::log::{Agent, Event};
 use crate::stage::executor::{self, AttemptRecord};
 use crate::stage::fixer::{Proposal, ReplyProblem, Unusable};
 use crate::stage::judge;
-use crate::stage::prompt::PastAttempt;
+use crate::stage::prompt::{self, PastAttempt};
 use crate::stage::reviewer::{self, Change, Review, ReviewContext, Step};
 
 /// Which step of a split proposal an attempt is (1-based).
@@ -135,6 +135,7 @@ fn no_change(
             summary,
             outcome,
             diff: None,
+            broke: Vec::new(),
         },
     );
 }
@@ -230,6 +231,7 @@ fn review(
             summary: summary.to_string(),
             outcome,
             diff: None,
+            broke: Vec::new(),
         },
     );
     Ok(Reviewed::Rejected)
@@ -328,6 +330,11 @@ fn judge_and_commit(
                 measured.snapshot.describe()
             ),
             diff: Some(change.diff.clone()),
+            broke: if verdict == judge::Verdict::Regressed {
+                prompt::broken_tests(&state.progress.best, &measured.snapshot)
+            } else {
+                Vec::new()
+            },
         },
     );
     state.progress.commits.push(commit.0.clone());

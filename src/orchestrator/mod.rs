@@ -144,6 +144,9 @@ pub(crate) struct Work {
     /// Files the model found nothing to change in since the best state
     /// last moved: not asked about again until it does.
     pub declined: BTreeSet<String>,
+    /// Rounds in a row each file was asked without an accepted attempt on
+    /// it (see `stage::reach::rotate`).
+    pub fruitless: BTreeMap<String, u32>,
 }
 
 /// What was tried and where it got.

@@ -1,5 +1,6 @@
 //! One round: the files to work on (most urgent first, see
-//! [`crate::stage::reach`]), a Fixer proposal for each asked for
+//! [`crate::stage::reach`]; a file fruitless for two rounds rests while
+//! another candidate remains, see [`reach::rotate`]), a Fixer proposal for each asked for
 //! concurrently (at most `--jobs` at once), then each proposal attempted in
 //! turn on the best state ([`super::attempt`]).
 
@@ -64,6 +65,7 @@ struct FixJob {
     failing: Vec<TestCase>,
     problems: Vec<String>,
     history: Vec<PastAttempt>,
+    related: Vec<reach::Related>,
     max_changed_lines: usize,
     max_changed_bytes: usize,
     allowance: Allowance,
@@ -79,6 +81,7 @@ impl FixJob {
             failing: self.failing.iter().collect(),
             problems: self.problems.iter().map(String::as_str).collect(),
             history: &self.history,
+            related: &self.related,
             max_changed_lines: self.max_changed_lines,
             max_changed_bytes: self.max_changed_bytes,
             allowance: self.allowance,
@@ -124,8 +127,48 @@ fn choose_files(state: &RunState, root: &Path) -> Vec<String> {
         files.sort_by_key(|f| std::cmp::Reverse(state.facts.severities.get(f).copied()));
     }
     files.retain(|f| !state.work.declined.contains(f));
+    let revisit = revisit(state, &files, &read);
+    let mut files = reach::rotate(files, &state.work.fruitless, &revisit);
     files.truncate(MAX_FILES_PER_ROUND);
     files
+}
+
+/// The candidates an accepted change touched that a failing test now
+/// fails in: its traceback runs through the file, or it calls a
+/// definition the file holds.
+fn revisit(
+    state: &RunState,
+    files: &[String],
+    read: &dyn Fn(&str) -> Option<String>,
+) -> Vec<String> {
+    let failing = state.progress.best.failing();
+    let sources: Vec<&String> = state.facts.files.iter().collect();
+    let called: Vec<reach::Resolved> = failing
+        .iter()
+        .flat_map(|case| reach::called_definitions(case, &sources, read))
+        .collect();
+    files
+        .iter()
+        .filter(|f| {
+            let repo = crate::stage::repo_path(&state.facts.target_rel, f);
+            state.progress.touched.contains(&repo)
+                && (failing.iter().any(|c| reach::traceback_mentions(c, f))
+                    || called.iter().any(|r| &r.file == *f))
+        })
+        .cloned()
+        .collect()
+}
+
+/// Counts a round against the files asked in it: a file with an accepted
+/// attempt starts again from nothing, every other one gains a fruitless round.
+fn count_fruitless(state: &mut RunState, asked: &[String], accepted: &[String]) {
+    for file in asked {
+        if accepted.contains(file) {
+            state.work.fruitless.remove(file);
+        } else {
+            *state.work.fruitless.entry(file.clone()).or_insert(0) += 1;
+        }
+    }
 }
 
 fn job_for(cx: &RunContext<'_>, state: &RunState, file: &str) -> FixJob {
@@ -141,6 +184,17 @@ fn job_for(cx: &RunContext<'_>, state: &RunState, file: &str) -> FixJob {
     .take(8)
     .cloned()
     .collect();
+    let sources: Vec<&String> = state
+        .facts
+        .files
+        .iter()
+        .filter(|f| !is_test_path(f))
+        .collect();
+    let concerning: Vec<&TestCase> = failing
+        .iter()
+        .filter(|case| reach::concerns(case, file, &sources, &read))
+        .collect();
+    let related = reach::related_code(file, &concerning, &sources, &read);
     let problems = state
         .progress
         .best
@@ -176,6 +230,7 @@ fn job_for(cx: &RunContext<'_>, state: &RunState, file: &str) -> FixJob {
             .get(file)
             .cloned()
             .unwrap_or_default(),
+        related,
         max_changed_lines: config.size_limits.for_severity(severity),
         max_changed_bytes: config.size_limits.bytes_for_severity(severity),
         allowance: cx.budget.fix,
@@ -205,6 +260,7 @@ pub(crate) async fn run_round(
     }
     let results = ask_all(cx, state, &files).await?;
     let mut accepted = 0;
+    let mut accepted_files: Vec<String> = Vec::new();
     let mut model_failed = false;
     for (_, calls, result) in results {
         record_calls(cx, rec, state, iteration, &calls, &result)?;
@@ -223,8 +279,10 @@ pub(crate) async fn run_round(
         }
         if try_proposal(cx, ws, rec, state, &proposal)? {
             accepted += 1;
+            accepted_files.push(proposal.file.clone());
         }
     }
+    count_fruitless(state, &files, &accepted_files);
     let stop = model_failed.then_some(StopReason::ModelFailure);
     Ok(RoundOutcome { accepted, stop })
 }

@@ -5,9 +5,11 @@ use std::fmt::Write as _;
 
 use super::budget::{Allowance, FOLLOW_UP_TOKENS};
 use super::excerpt::{self, Evidence, Excerpt};
+use super::reach::Related;
 use crate::llm::{self, ChatMessage, ChatRequest, Role};
 use crate::tools::{LintMessage, TestCase};
 use evidence::{evidence_text, TRIMS};
+pub use regression::broken_tests;
 
 const FIX_SYSTEM: &str = "You are the Fixer of swarm, an automated refactoring tool for Python \
 projects. You fix bugs so that the project's tests pass, and you clean up code (names, docstrings, \
@@ -17,7 +19,7 @@ current text of the file you are given, in a ```diff fenced block, with `--- a/<
 never modify test files. You keep each change small and focused.";
 
 /// One earlier attempt on a file, as the Fixer remembers it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct PastAttempt {
     /// `attempt 3` or `proposal in round 2` (rejected before commit).
     pub label: String,
@@ -27,6 +29,9 @@ pub struct PastAttempt {
     pub outcome: String,
     /// The diff that was tried, if any.
     pub diff: Option<String>,
+    /// The tests that passed before this attempt and failed after it
+    /// ([`broken_tests`]); empty unless it was judged regressed.
+    pub broke: Vec<TestCase>,
 }
 
 /// What a fix prompt is built from.
@@ -39,6 +44,9 @@ pub struct FixInput<'a> {
     /// Import or compile problems of this file (no-tests mode).
     pub problems: Vec<&'a str>,
     pub history: &'a [PastAttempt],
+    /// Definitions in other files the failing tests and this file call,
+    /// and their callers: shown read-only.
+    pub related: &'a [Related],
     pub max_changed_lines: usize,
     /// The byte limit of a change to this file.
     pub max_changed_bytes: usize,
@@ -272,6 +280,7 @@ mod tests {
             summary: format!("idea {n}"),
             outcome: "tests regressed".into(),
             diff: Some("--- a/x.py\n+++ b/x.py\n@@\n-a\n+b".into()),
+            broke: Vec::new(),
         }
     }
 
@@ -284,10 +293,39 @@ mod tests {
             failing: vec![],
             problems: vec![],
             history,
+            related: &[],
             max_changed_lines: 40,
             max_changed_bytes: 4_800,
             allowance: crate::stage::budget::Budget::default().fix,
         }
+    }
+
+    #[test]
+    fn related_code_is_shown_read_only_and_capped() {
+        let related: Vec<Related> = (0..6)
+            .map(|i| Related {
+                file: format!("pkg/r{i}.py"),
+                name: format!("f{i}"),
+                why: "calls g".into(),
+                start: 3,
+                end: 4,
+                text: format!("def f{i}():\n    return g()"),
+            })
+            .collect();
+        let with = FixInput {
+            related: &related,
+            ..input(&[])
+        };
+        let text = fix_request(&with).messages[0].content.clone();
+        assert!(
+            text.contains("## Related code in other files (for context"),
+            "{text}"
+        );
+        assert!(text.contains("### `pkg/r0.py` lines 3-4: `f0` (calls g)\n```python\ndef f0():\n    return g()\n```"), "{text}");
+        // At most four definitions.
+        assert!(text.contains("`f3`") && !text.contains("`f4`"), "{text}");
+        let bare = fix_request(&input(&[])).messages[0].content.clone();
+        assert!(!bare.contains("Related code"), "{bare}");
     }
 
     #[test]
@@ -317,3 +355,4 @@ mod tests {
 #[cfg(test)]
 mod budget_tests;
 mod evidence;
+mod regression;

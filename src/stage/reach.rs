@@ -34,7 +34,8 @@ fn sources_of(files: &[String]) -> Vec<&String> {
 }
 
 /// Files to work on this round, most urgent first: source files named in
-/// failing tests' tracebacks, then source files the failing test modules
+/// failing tests' tracebacks, then the files defining what the failing tests
+/// call ([`called_definitions`]), then other source files the failing test modules
 /// reach ([`reached_sources`]; a package that only passes names on is left
 /// out), then `others` (files with problems or plan items) in their order.
 pub fn implicated_files(
@@ -55,6 +56,11 @@ pub fn implicated_files(
             if traceback_mentions(case, src) {
                 push(src);
             }
+        }
+    }
+    for case in failing {
+        for found in called_definitions(case, &sources, read) {
+            push(&found.file);
         }
     }
     let test_files: BTreeSet<&str> = failing.iter().filter_map(test_module).collect();
@@ -88,20 +94,29 @@ pub fn failures_for<'a>(
     let sources = sources_of(files);
     let relevant: Vec<&TestCase> = failing
         .iter()
-        .filter(|case| {
-            traceback_mentions(case, file)
-                || test_module(case).and_then(read).is_some_and(|text| {
-                    reached_sources(&text, &sources, read)
-                        .iter()
-                        .any(|(src, _)| src == file)
-                })
-        })
+        .filter(|case| concerns(case, file, &sources, read))
         .collect();
     if relevant.is_empty() {
         failing.iter().collect()
     } else {
         relevant
     }
+}
+
+/// Whether a failing case concerns `file`: its traceback names it, or its
+/// test module reaches it ([`reached_sources`]).
+pub fn concerns(
+    case: &TestCase,
+    file: &str,
+    sources: &[&String],
+    read: &dyn Fn(&str) -> Option<String>,
+) -> bool {
+    traceback_mentions(case, file)
+        || test_module(case).and_then(read).is_some_and(|text| {
+            reached_sources(&text, sources, read)
+                .iter()
+                .any(|(src, _)| src == file)
+        })
 }
 
 /// The test module of a case (`tests/test_x.py` of `tests/test_x.py::test_y`).
@@ -265,6 +280,14 @@ fn package_imports(text: &str, dotted: &str) -> Vec<String> {
     }
     out
 }
+
+mod context;
+mod resolve;
+mod rotation;
+
+pub use context::{related_code, Related};
+pub use resolve::{called_definitions, Resolved};
+pub use rotation::{rotate, FRUITLESS_ROUNDS};
 
 #[cfg(test)]
 mod tests;

@@ -232,6 +232,7 @@ mod hooks;
 mod kill;
 mod large_files;
 mod lint;
+mod localise;
 mod preflight;
 mod providers;
 mod repos;

@@ -69,6 +69,7 @@ fn input() -> FixInput<'static> {
         failing: vec![],
         problems: vec![],
         history: &[],
+        related: &[],
         max_changed_lines: 40,
         max_changed_bytes: 4_800,
         allowance: crate::stage::budget::Budget::default().fix,

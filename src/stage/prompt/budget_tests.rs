@@ -66,6 +66,7 @@ impl Owned {
                             .map(|l| format!("-    old line {l} of the diff\n+    new line {l}\n"))
                             .collect(),
                     ),
+                    broke: Vec::new(),
                 })
                 .collect(),
         }
@@ -80,6 +81,7 @@ impl Owned {
             failing: self.failing.iter().collect(),
             problems: self.problems.iter().map(String::as_str).collect(),
             history: &self.history,
+            related: &[],
             max_changed_lines: 40,
             max_changed_bytes: 4_800,
             allowance: Allowance {

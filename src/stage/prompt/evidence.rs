@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 
 use super::{clip, head_lines, one_line, stable, tail_lines, FixInput, PastAttempt};
+use crate::stage::reach::Related;
 
 /// How much of each piece of evidence a fix prompt shows. The first
 /// level shows everything; each next one shows less, in the order the
@@ -15,13 +16,15 @@ use super::{clip, head_lines, one_line, stable, tail_lines, FixInput, PastAttemp
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Trim {
     history_diff: bool,
-    history_entries: usize,
+    pub(super) history_entries: usize,
     lint: usize,
     tests: usize,
-    trace_lines: usize,
+    pub(super) trace_lines: usize,
     plan_chars: usize,
     problems: usize,
     problem_lines: usize,
+    /// Related definitions in other files shown (read-only).
+    related: usize,
 }
 
 const FULL: Trim = Trim {
@@ -33,6 +36,7 @@ const FULL: Trim = Trim {
     plan_chars: usize::MAX,
     problems: usize::MAX,
     problem_lines: 6,
+    related: 4,
 };
 
 pub(super) const TRIMS: [Trim; 7] = [
@@ -50,6 +54,7 @@ pub(super) const TRIMS: [Trim; 7] = [
         history_diff: false,
         lint: 5,
         trace_lines: 8,
+        related: 2,
         ..FULL
     },
     Trim {
@@ -57,6 +62,7 @@ pub(super) const TRIMS: [Trim; 7] = [
         lint: 5,
         trace_lines: 0,
         plan_chars: 1_500,
+        related: 1,
         ..FULL
     },
     Trim {
@@ -68,6 +74,7 @@ pub(super) const TRIMS: [Trim; 7] = [
         plan_chars: 600,
         problems: 3,
         problem_lines: 2,
+        related: 0,
     },
     Trim {
         history_diff: false,
@@ -78,8 +85,12 @@ pub(super) const TRIMS: [Trim; 7] = [
         plan_chars: 300,
         problems: 1,
         problem_lines: 1,
+        related: 0,
     },
 ];
+
+/// The related code shown takes at most this many characters.
+const RELATED_CHARS: usize = 1_600;
 
 /// How much of a trimmed prompt's lines a single line may take.
 const TRIMMED_LINE: usize = 300;
@@ -124,6 +135,7 @@ pub(super) fn evidence_text(input: &FixInput<'_>, trim: &Trim) -> String {
             "failing tests",
         );
     }
+    related_section(&mut p, input.related, trim.related);
     if !input.problems.is_empty() && trim.problems > 0 {
         p.push_str("\n## Problems when compiling or importing this module\n");
         for problem in input.problems.iter().take(trim.problems) {
@@ -159,6 +171,7 @@ pub(super) fn evidence_text(input: &FixInput<'_>, trim: &Trim) -> String {
         );
     }
     history_section(&mut p, input.history, trim);
+    super::regression::regression_section(&mut p, input.history, trim);
     p
 }
 
@@ -198,7 +211,8 @@ fn history_section(p: &mut String, history: &[PastAttempt], trim: &Trim) {
                 line(format!("{}: {}", only.label, only.summary)),
                 line(only.outcome.clone())
             );
-            if let (Some(diff), true) = (&only.diff, trim.history_diff) {
+            let shown_below = !only.broke.is_empty();
+            if let (Some(diff), true, false) = (&only.diff, trim.history_diff, shown_below) {
                 let _ = writeln!(p, "```diff\n{}\n```", head_lines(diff, 60));
             }
         }
@@ -216,5 +230,28 @@ fn history_section(p: &mut String, history: &[PastAttempt], trim: &Trim) {
             );
             let _ = writeln!(p, "{}", line(tried));
         }
+    }
+}
+
+/// The related code of other files that fits [`RELATED_CHARS`], at most
+/// `max` definitions, most useful first.
+fn related_section(p: &mut String, related: &[Related], max: usize) {
+    let mut shown = String::new();
+    for r in related.iter().take(max) {
+        let block = format!(
+            "### `{}` lines {}-{}: `{}` ({})\n```python\n{}\n```\n",
+            r.file, r.start, r.end, r.name, r.why, r.text
+        );
+        if shown.len() + block.len() > RELATED_CHARS {
+            continue;
+        }
+        shown.push_str(&block);
+    }
+    if !shown.is_empty() {
+        let _ = write!(
+            p,
+            "\n## Related code in other files (for context; a fix that must change one of them too \
+             may add its diff to the same block, each file within its own size limit)\n{shown}"
+        );
     }
 }

@@ -170,3 +170,134 @@ fn relative_imports_resolve_against_their_package() {
         ])
     );
 }
+
+fn failed(id: &str) -> TestCase {
+    TestCase {
+        id: id.into(),
+        outcome: TestOutcome::Failed,
+        message: Some("assert 50.0 == 150.0".into()),
+        details: Some(format!(
+            "{}:5: AssertionError",
+            id.split("::").next().unwrap()
+        )),
+    }
+}
+
+fn reader(files: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+    move |p: &str| {
+        files
+            .iter()
+            .find(|(name, _)| *name == p)
+            .map(|(_, text)| text.to_string())
+    }
+}
+
+const LEDGER: &[(&str, &str)] = &[
+    (
+        "ledger/__init__.py",
+        "from .report import total_line\nfrom .money import apply_discount, to_cents\n",
+    ),
+    (
+        "ledger/report.py",
+        "from .money import to_cents\n\ndef total_line(label, amount):\n    return label + str(to_cents(amount))\n",
+    ),
+    (
+        "ledger/money.py",
+        "def to_cents(a):\n    return a\n\ndef apply_discount(p, d):\n    return p\n",
+    ),
+    (
+        "ledger/wallet.py",
+        "from ledger.money import to_cents as cents\n\nclass Wallet:\n    def pay(self, n):\n        \
+         return cents(n)\n",
+    ),
+    (
+        "tests/test_ledger.py",
+        "from ledger import apply_discount, total_line\nimport ledger.wallet as lw\nfrom ledger.wallet \
+         import Wallet\n\ndef test_discount():\n    assert apply_discount(200.0, 25) == 150.0\n\n\
+         class TestWallet:\n    def test_pay(self):\n        w = Wallet()\n        assert w.pay(2) == 200\n\n\
+         def test_alias():\n    assert lw.cents(1) == 100\n",
+    ),
+];
+
+fn ledger_sources() -> Vec<String> {
+    LEDGER.iter().map(|(p, _)| p.to_string()).collect()
+}
+
+#[test]
+fn the_file_defining_what_a_failing_test_calls_comes_before_other_reexported_modules() {
+    let files = ledger_sources();
+    let read = reader(LEDGER);
+    let failing = vec![failed("tests/test_ledger.py::test_discount")];
+    let order = implicated_files(&failing, &files, &read, &[]);
+    // `__init__.py` imports report.py first, but the test calls apply_discount.
+    assert_eq!(order[0], "ledger/money.py", "{order:?}");
+    assert!(order.contains(&"ledger/report.py".to_string()), "{order:?}");
+    assert!(
+        !order.contains(&"ledger/__init__.py".to_string()),
+        "{order:?}"
+    );
+}
+
+#[test]
+fn calls_resolve_through_reexports_aliases_and_methods_of_imported_classes() {
+    let files = ledger_sources();
+    let sources: Vec<&String> = files.iter().collect();
+    let read = reader(LEDGER);
+    let resolved = |id: &str| -> Vec<(String, String)> {
+        called_definitions(&failed(id), &sources, &read)
+            .into_iter()
+            .map(|r| (r.file, r.name))
+            .collect()
+    };
+    assert_eq!(
+        resolved("tests/test_ledger.py::test_discount"),
+        vec![("ledger/money.py".into(), "apply_discount".into())]
+    );
+    assert_eq!(
+        resolved("tests/test_ledger.py::TestWallet::test_pay"),
+        vec![
+            ("ledger/wallet.py".into(), "Wallet".into()),
+            ("ledger/wallet.py".into(), "Wallet.pay".into())
+        ]
+    );
+    // `lw.cents` is `ledger.wallet`'s alias of `ledger.money.to_cents`.
+    assert_eq!(
+        resolved("tests/test_ledger.py::test_alias[1]"),
+        vec![("ledger/money.py".into(), "to_cents".into())]
+    );
+}
+
+#[test]
+fn related_code_shows_what_the_file_calls_elsewhere_and_its_callers() {
+    let files = ledger_sources();
+    let sources: Vec<&String> = files.iter().filter(|f| !is_test_path(f)).collect();
+    let read = reader(LEDGER);
+    let pay = failed("tests/test_ledger.py::TestWallet::test_pay");
+    let related = related_code("ledger/wallet.py", &[&pay], &sources, &read);
+    let named: Vec<(&str, &str, &str)> = related
+        .iter()
+        .map(|r| (r.file.as_str(), r.name.as_str(), r.why.as_str()))
+        .collect();
+    assert_eq!(
+        named,
+        vec![("ledger/money.py", "to_cents", "called by Wallet.pay")]
+    );
+    assert_eq!(related[0].text, "def to_cents(a):\n    return a");
+    assert_eq!((related[0].start, related[0].end), (1, 2));
+
+    let alias = failed("tests/test_ledger.py::test_alias");
+    let related = related_code("ledger/money.py", &[&alias], &sources, &read);
+    let named: Vec<(&str, &str, &str)> = related
+        .iter()
+        .map(|r| (r.file.as_str(), r.name.as_str(), r.why.as_str()))
+        .collect();
+    assert_eq!(
+        named,
+        vec![
+            ("ledger/report.py", "total_line", "calls to_cents"),
+            ("ledger/wallet.py", "Wallet.pay", "calls to_cents"),
+        ]
+    );
+    // Nothing failing: nothing related.
+    assert!(related_code("ledger/money.py", &[], &sources, &read).is_empty());
+}

@@ -1,0 +1,277 @@
+//! What names a piece of Python binds by import and what it calls, read
+//! with tree-sitter: the raw facts behind following a failing test to the
+//! definitions it runs (`stage::reach` does the following across files).
+//! Pure functions over one module's text; no I/O.
+
+use tree_sitter::Node;
+
+use super::tree::{parse, text, walk};
+
+/// A name an import binds in a module.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Binding {
+    /// The name bound locally (`lg` of `import ledger as lg`).
+    pub local: String,
+    /// The module as written, leading dots kept (`.money`, `ledger`).
+    pub module: String,
+    /// The name taken from the module (`to_cents` of `from .money import
+    /// to_cents`); `None` when the binding is the module itself.
+    pub name: Option<String>,
+}
+
+/// One call: `name(...)`, or `receiver.name(...)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Call {
+    pub name: String,
+    /// The dotted expression before the last `.` (`ledger` of
+    /// `ledger.to_cents(...)`, `wallet` of `wallet.pay(...)`).
+    pub receiver: Option<String>,
+}
+
+/// The names every top-level import statement of `source` binds, in order
+/// (imports inside functions and `if` blocks count too; `*` imports are
+/// left out).
+pub fn import_bindings(source: &str) -> Vec<Binding> {
+    let tree = parse(source);
+    let mut out = Vec::new();
+    walk(tree.root_node(), |node| match node.kind() {
+        "import_statement" => {
+            for name in named_children(node) {
+                out.extend(plain_import(name, source));
+            }
+            false
+        }
+        "import_from_statement" => {
+            let module = node
+                .child_by_field_name("module_name")
+                .map(|m| text(m, source).to_string())
+                .unwrap_or_default();
+            let mut cursor = node.walk();
+            for name in node.children_by_field_name("name", &mut cursor) {
+                let (taken, local) = aliased(name, source);
+                out.push(Binding {
+                    local,
+                    module: module.clone(),
+                    name: Some(taken),
+                });
+            }
+            false
+        }
+        _ => true,
+    });
+    out
+}
+
+/// `import a.b` binds `a` (to module `a`); `import a.b as c` binds `c` to `a.b`.
+fn plain_import(node: Node<'_>, source: &str) -> Option<Binding> {
+    let (module, local) = aliased(node, source);
+    if module.is_empty() {
+        return None;
+    }
+    let aliased = node.kind() == "aliased_import";
+    let (module, local) = if aliased {
+        (module, local)
+    } else {
+        let top = module.split('.').next().unwrap_or(&module).to_string();
+        (top.clone(), top)
+    };
+    Some(Binding {
+        local,
+        module,
+        name: None,
+    })
+}
+
+/// `(name, local)` of a `dotted_name` or an `aliased_import`.
+fn aliased(node: Node<'_>, source: &str) -> (String, String) {
+    if node.kind() == "aliased_import" {
+        let name = node
+            .child_by_field_name("name")
+            .map(|n| text(n, source).to_string())
+            .unwrap_or_default();
+        let alias = node
+            .child_by_field_name("alias")
+            .map(|n| text(n, source).to_string())
+            .unwrap_or_else(|| name.clone());
+        (name, alias)
+    } else {
+        let name = text(node, source).to_string();
+        (name.clone(), name)
+    }
+}
+
+fn named_children(node: Node<'_>) -> Vec<Node<'_>> {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor).collect()
+}
+
+/// The calls made in `source`, or — when `scope` names a function, a
+/// method (`Class.method`) or a class — in that definition only; in source
+/// order, each once.
+pub fn calls(source: &str, scope: Option<&str>) -> Vec<Call> {
+    let tree = parse(source);
+    let root = tree.root_node();
+    let start = match scope {
+        None => Some(root),
+        Some(scope) => find_definition(root, source, scope),
+    };
+    let Some(start) = start else {
+        return Vec::new();
+    };
+    let mut out: Vec<Call> = Vec::new();
+    walk(start, |node| {
+        if node.kind() == "call" {
+            if let Some(call) = node
+                .child_by_field_name("function")
+                .and_then(|f| call_of(f, source))
+            {
+                if !out.contains(&call) {
+                    out.push(call);
+                }
+            }
+        }
+        true
+    });
+    out
+}
+
+fn call_of(function: Node<'_>, source: &str) -> Option<Call> {
+    match function.kind() {
+        "identifier" => Some(Call {
+            name: text(function, source).to_string(),
+            receiver: None,
+        }),
+        "attribute" => {
+            let name = function.child_by_field_name("attribute")?;
+            let object = function.child_by_field_name("object")?;
+            let receiver = match object.kind() {
+                "identifier" | "attribute" => Some(text(object, source).to_string()),
+                _ => None,
+            };
+            Some(Call {
+                name: text(name, source).to_string(),
+                receiver,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The function or class definition named by a dotted `path` (`Class.method`).
+fn find_definition<'t>(root: Node<'t>, source: &str, path: &str) -> Option<Node<'t>> {
+    let mut scope = root;
+    for part in path.split('.') {
+        scope = definitions_in(scope)
+            .into_iter()
+            .find(|d| d.child_by_field_name("name").map(|n| text(n, source)) == Some(part))?;
+    }
+    Some(scope)
+}
+
+/// The function and class definitions directly in `node` (a module, or the
+/// body of a class), decorated ones included.
+fn definitions_in(node: Node<'_>) -> Vec<Node<'_>> {
+    let body = match node.kind() {
+        "module" => Some(node),
+        _ => node.child_by_field_name("body"),
+    };
+    let Some(body) = body else {
+        return Vec::new();
+    };
+    named_children(body)
+        .into_iter()
+        .filter_map(|child| match child.kind() {
+            "function_definition" | "class_definition" => Some(child),
+            "decorated_definition" => child.child_by_field_name("definition"),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Local variables assigned a call of a name in `scope` (`w = Wallet()`
+/// gives `("w", "Wallet")`): how a method call on an instance is traced
+/// to its class.
+pub fn instances(source: &str, scope: Option<&str>) -> Vec<(String, String)> {
+    let tree = parse(source);
+    let root = tree.root_node();
+    let start = match scope {
+        None => Some(root),
+        Some(scope) => find_definition(root, source, scope),
+    };
+    let Some(start) = start else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    walk(start, |node| {
+        if node.kind() == "assignment" {
+            let left = node.child_by_field_name("left");
+            let right = node.child_by_field_name("right");
+            if let (Some(left), Some(right)) = (left, right) {
+                let class = right
+                    .child_by_field_name("function")
+                    .filter(|_| right.kind() == "call")
+                    .and_then(|f| call_of(f, source));
+                if let (true, Some(class)) = (left.kind() == "identifier", class) {
+                    out.push((text(left, source).to_string(), class.name));
+                }
+            }
+        }
+        true
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn binding(local: &str, module: &str, name: Option<&str>) -> Binding {
+        Binding {
+            local: local.into(),
+            module: module.into(),
+            name: name.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn imports_bind_names_modules_and_aliases() {
+        let source = "import os.path\nimport ledger as lg\nfrom .money import to_cents, \
+                      apply_discount as discount\nfrom ledger import (\n    Wallet,\n)\n\
+                      from . import report\nfrom x import *\n";
+        assert_eq!(
+            import_bindings(source),
+            vec![
+                binding("os", "os", None),
+                binding("lg", "ledger", None),
+                binding("to_cents", ".money", Some("to_cents")),
+                binding("discount", ".money", Some("apply_discount")),
+                binding("Wallet", "ledger", Some("Wallet")),
+                binding("report", ".", Some("report")),
+            ]
+        );
+    }
+
+    #[test]
+    fn calls_are_read_per_function_or_method() {
+        let source = "def test_a():\n    assert to_cents(1.25) == 125\n    lg.money.total([1])\n\n\
+                      class TestW:\n    def test_pay(self):\n        w = Wallet()\n        w.pay(3)\n";
+        let call = |name: &str, receiver: Option<&str>| Call {
+            name: name.into(),
+            receiver: receiver.map(str::to_string),
+        };
+        assert_eq!(
+            calls(source, Some("test_a")),
+            vec![call("to_cents", None), call("total", Some("lg.money"))]
+        );
+        assert_eq!(
+            calls(source, Some("TestW.test_pay")),
+            vec![call("Wallet", None), call("pay", Some("w"))]
+        );
+        assert!(calls(source, Some("missing")).is_empty());
+        assert_eq!(calls(source, None).len(), 4);
+        assert_eq!(
+            instances(source, Some("TestW.test_pay")),
+            vec![("w".to_string(), "Wallet".to_string())]
+        );
+    }
+}
