@@ -10,7 +10,8 @@ use crate::git::RunWorkspace;
 use crate::log::{Agent, Event};
 use crate::stage::executor::{self, AttemptRecord};
 use crate::stage::fixer::{Proposal, ReplyProblem, Unusable};
-use crate::stage::judge;
+use crate::stage::judge::behaviour::{BehaviourCheck, BehaviourOutcome, ChangedModule};
+use crate::stage::judge::{self, behaviour};
 use crate::stage::prompt::PastAttempt;
 use crate::stage::reviewer::{self, Change, Review, ReviewContext};
 
@@ -155,12 +156,23 @@ fn judge_and_commit(
             &state.progress.best,
         )
     })?;
-    let verdict = judge::compare(
+    let mut verdict = judge::compare(
         &state.progress.best,
         &measured.snapshot,
         state.facts.baseline.pylint,
     );
     rec.measurement(Agent::Judge, &measured, Some(k))?;
+    let behaviour = if verdict.is_accepted() {
+        check_behaviour(cx, ws, state, change, &measured.snapshot, &files)?
+    } else {
+        None
+    };
+    if let Some((checked, check)) = &behaviour {
+        rec.behaviour(check, checked, k)?;
+        if check.outcome == BehaviourOutcome::Regressed {
+            verdict = judge::Verdict::Regressed;
+        }
+    }
     let record = AttemptRecord {
         run_id: &state.facts.run_id,
         iteration,
@@ -191,9 +203,13 @@ fn judge_and_commit(
             label: format!("attempt {k}"),
             summary,
             outcome: format!(
-                "the Judge found it {}: {}",
+                "the Judge found it {}: {}{}",
                 verdict.as_str(),
-                measured.snapshot.describe()
+                measured.snapshot.describe(),
+                behaviour
+                    .as_ref()
+                    .map(|(_, check)| format!("; {}", check.describe()))
+                    .unwrap_or_default()
             ),
             diff: Some(change.diff.clone()),
         },
@@ -211,6 +227,44 @@ fn judge_and_commit(
     state.work.declined.clear();
     state.facts.files = files;
     Ok(true)
+}
+
+/// The Judge's behaviour check (see [`judge::behaviour`]) of the changed
+/// modules no test reaches, against their text at the best state: the
+/// modules checked and the check, `None` when there is none to check.
+fn check_behaviour(
+    cx: &RunContext<'_>,
+    ws: &RunWorkspace,
+    state: &RunState,
+    change: &Change,
+    snapshot: &judge::Snapshot,
+    files: &[String],
+) -> Result<Option<(Vec<String>, BehaviourCheck)>, SwarmError> {
+    let read = |p: &str| crate::stage::read_source_text(cx.root, p);
+    let candidates = behaviour::untested_modules(&change.files, files, snapshot.has_tests(), &read);
+    let mut modules = Vec::new();
+    for file in candidates {
+        let path = crate::stage::repo_path(&state.facts.target_rel, &file);
+        if let Some(bytes) = ws.file_at_best(&path)? {
+            let original = String::from_utf8_lossy(&bytes).into_owned();
+            modules.push(ChangedModule { file, original });
+        }
+    }
+    if modules.is_empty() {
+        return Ok(None);
+    }
+    let check = tokio::task::block_in_place(|| {
+        behaviour::check(
+            cx.tools(),
+            cx.root,
+            &modules,
+            files,
+            cx.config.limits,
+            cx.cancel,
+        )
+    })?;
+    let checked = modules.into_iter().map(|m| m.file).collect();
+    Ok(Some((checked, check)))
 }
 
 /// Adds an attempt to what the Fixer remembers of `file`.

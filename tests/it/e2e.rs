@@ -239,3 +239,4 @@ mod sandbox;
 mod scale;
 mod streaming;
 mod trust;
+mod untested;
