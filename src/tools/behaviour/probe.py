@@ -176,7 +176,7 @@ def same(before, after):
 LIST_NAMES = re.compile(r"(values|items|numbers|nums|data|xs|ys|seq|scores|list|lst|arr|array|elements|entries|.*s)$")
 INT_NAMES = re.compile(r"^(n|i|j|k|count|size|index|idx|num|limit|times|width|height|length|depth|level|year|month|day|start|end|step|bits)$")
 FLOAT_NAMES = re.compile(r"^(x|y|z|value|ratio|rate|amount|price|total|weight|factor|celsius|fahrenheit|temp|temperature|percent|p|q|score)$")
-STR_NAMES = re.compile(r"(name|text|string|s|word|line|path|prefix|suffix|key|label|title|message|msg|sep|char|url|file|filename|pattern)$")
+STR_NAMES = re.compile(r"(^|_)(name|text|string|s|word|line|path|prefix|suffix|key|label|title|message|msg|sep|char|url|file|filename|pattern)$")
 BOOL_NAMES = re.compile(r"^(is_|has_|flag|verbose|enabled|strict|reverse|debug)")
 
 SAMPLES = {
