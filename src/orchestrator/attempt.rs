@@ -10,10 +10,11 @@ use crate::git::RunWorkspace;
 use crate::log::{Agent, Event};
 use crate::stage::executor::{self, AttemptRecord};
 use crate::stage::fixer::{Proposal, ReplyProblem, Unusable};
-use crate::stage::judge::behaviour::{BehaviourCheck, BehaviourOutcome, ChangedModule};
+use crate::stage::judge::behaviour::{BehaviourOutcome, BehaviourRun, ChangedModule, Verification};
 use crate::stage::judge::{self, behaviour};
 use crate::stage::prompt::PastAttempt;
 use crate::stage::reviewer::{self, Change, Review, ReviewContext};
+use crate::tools::imports::is_importable_module;
 
 /// Reviews, applies, judges and commits one proposal of this round
 /// (`state.progress.iterations`). `Ok(true)` when the run branch moved to it.
@@ -163,12 +164,19 @@ fn judge_and_commit(
     );
     rec.measurement(Agent::Judge, &measured, Some(k))?;
     let behaviour = if verdict.is_accepted() {
-        check_behaviour(cx, ws, state, change, &measured.snapshot, &files)?
+        Some(check_behaviour(
+            cx,
+            ws,
+            state,
+            change,
+            &measured.snapshot,
+            &files,
+        )?)
     } else {
         None
     };
-    if let Some((checked, check)) = &behaviour {
-        rec.behaviour(check, checked, k)?;
+    if let Some(check) = behaviour.as_ref().and_then(|b| b.check.as_ref()) {
+        rec.behaviour(check, k)?;
         if check.outcome == BehaviourOutcome::Regressed {
             verdict = judge::Verdict::Regressed;
         }
@@ -208,7 +216,8 @@ fn judge_and_commit(
                 measured.snapshot.describe(),
                 behaviour
                     .as_ref()
-                    .map(|(_, check)| format!("; {}", check.describe()))
+                    .and_then(|b| b.check.as_ref())
+                    .map(|check| format!("; {}", check.describe()))
                     .unwrap_or_default()
             ),
             diff: Some(change.diff.clone()),
@@ -225,13 +234,17 @@ fn judge_and_commit(
         .touched
         .extend(change.writes.iter().map(|w| w.path.clone()));
     state.work.declined.clear();
+    if let Some(run) = &behaviour {
+        for file in change.files.iter().filter(|f| is_importable_module(f)) {
+            progress_verified(state, file, run.verification(file));
+        }
+    }
     state.facts.files = files;
     Ok(true)
 }
 
 /// The Judge's behaviour check (see [`judge::behaviour`]) of the changed
-/// modules no test reaches, against their text at the best state: the
-/// modules checked and the check, `None` when there is none to check.
+/// modules no test reaches, against their text at the best state.
 fn check_behaviour(
     cx: &RunContext<'_>,
     ws: &RunWorkspace,
@@ -239,32 +252,38 @@ fn check_behaviour(
     change: &Change,
     snapshot: &judge::Snapshot,
     files: &[String],
-) -> Result<Option<(Vec<String>, BehaviourCheck)>, SwarmError> {
+) -> Result<BehaviourRun, SwarmError> {
     let read = |p: &str| crate::stage::read_source_text(cx.root, p);
-    let candidates = behaviour::untested_modules(&change.files, files, snapshot.has_tests(), &read);
+    let untested = behaviour::untested_modules(&change.files, files, snapshot.has_tests(), &read);
     let mut modules = Vec::new();
-    for file in candidates {
-        let path = crate::stage::repo_path(&state.facts.target_rel, &file);
+    for file in &untested {
+        let path = crate::stage::repo_path(&state.facts.target_rel, file);
         if let Some(bytes) = ws.file_at_best(&path)? {
             let original = String::from_utf8_lossy(&bytes).into_owned();
+            let file = file.clone();
             modules.push(ChangedModule { file, original });
         }
     }
-    if modules.is_empty() {
-        return Ok(None);
-    }
-    let check = tokio::task::block_in_place(|| {
-        behaviour::check(
-            cx.tools(),
-            cx.root,
-            &modules,
-            files,
-            cx.config.limits,
-            cx.cancel,
-        )
-    })?;
-    let checked = modules.into_iter().map(|m| m.file).collect();
-    Ok(Some((checked, check)))
+    let check = if modules.is_empty() {
+        None
+    } else {
+        Some(tokio::task::block_in_place(|| {
+            behaviour::check(
+                cx.tools(),
+                cx.root,
+                &modules,
+                files,
+                cx.config.limits,
+                cx.cancel,
+            )
+        })?)
+    };
+    Ok(BehaviourRun { untested, check })
+}
+
+/// Records what verified the accepted change to `file`.
+fn progress_verified(state: &mut RunState, file: &str, how: Verification) {
+    state.progress.verified.insert(file.to_string(), how);
 }
 
 /// Adds an attempt to what the Fixer remembers of `file`.

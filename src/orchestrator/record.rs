@@ -182,7 +182,6 @@ impl<'a> Recorder<'a> {
     pub fn behaviour(
         &mut self,
         check: &crate::stage::judge::behaviour::BehaviourCheck,
-        files: &[String],
         attempt: u32,
     ) -> Result<(), SwarmError> {
         let e = self
@@ -191,7 +190,12 @@ impl<'a> Recorder<'a> {
                 Action::CodeAnalysis,
                 format!(
                     "behaviour check of {}: the best state's functions and the changed ones on the same inputs",
-                    files.join(", ")
+                    check
+                        .files
+                        .iter()
+                        .map(|f| f.file.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
                 check.describe(),
             )

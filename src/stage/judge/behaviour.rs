@@ -154,6 +154,84 @@ impl BehaviourCheck {
     }
 }
 
+/// What verified the change to one file on the delivered state.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "by", rename_all = "snake_case")]
+pub enum Verification {
+    /// A test module of the target reaches the file: the tests judged it.
+    ExistingTests,
+    /// The behaviour check compared `calls` calls of `functions` functions
+    /// and found the same results; `not_checked` says what it could not run.
+    BehaviourCheck {
+        functions: usize,
+        calls: usize,
+        not_checked: Vec<String>,
+    },
+    /// Only that it compiles and imports (and pylint): `reason` says why
+    /// nothing more.
+    CompilesAndImportsOnly { reason: String },
+}
+
+impl std::fmt::Display for Verification {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Verification::ExistingTests => f.write_str("existing tests"),
+            Verification::BehaviourCheck {
+                functions,
+                calls,
+                not_checked,
+            } => {
+                write!(
+                    f,
+                    "behaviour check: {calls} call(s) of {functions} function(s) give the same results as before"
+                )?;
+                if !not_checked.is_empty() {
+                    write!(f, " (not checked: {})", not_checked.join("; "))?;
+                }
+                Ok(())
+            }
+            Verification::CompilesAndImportsOnly { reason } => {
+                write!(f, "compiles and imports only ({reason})")
+            }
+        }
+    }
+}
+
+/// The behaviour check of one attempt, with what it was run on.
+#[derive(Clone, Debug)]
+pub struct BehaviourRun {
+    /// The attempt's modules no test reaches (see [`untested_modules`]).
+    pub untested: Vec<String>,
+    /// The check, when any of them existed at the best state.
+    pub check: Option<BehaviourCheck>,
+}
+
+impl BehaviourRun {
+    /// What verifies `file` (a module the attempt changed) once accepted.
+    pub fn verification(&self, file: &str) -> Verification {
+        if !self.untested.iter().any(|f| f == file) {
+            return Verification::ExistingTests;
+        }
+        let found = self
+            .check
+            .as_ref()
+            .and_then(|c| c.files.iter().find(|b| b.file == file));
+        match found {
+            Some(b) if b.functions > 0 => Verification::BehaviourCheck {
+                functions: b.functions,
+                calls: b.calls,
+                not_checked: b.not_checked.clone(),
+            },
+            Some(b) => Verification::CompilesAndImportsOnly {
+                reason: format!("behaviour not checked: {}", b.not_checked.join("; ")),
+            },
+            None => Verification::CompilesAndImportsOnly {
+                reason: "a new file, nothing to compare it with".into(),
+            },
+        }
+    }
+}
+
 /// The modules of `changed` (target-relative paths) the check is for:
 /// importable modules, and — when the target has tests (`has_tests`) —
 /// only those no test module reaches. `files` are the target's Python
@@ -295,7 +373,7 @@ fn read_result(
     let mut differences = Vec::new();
     let Some(result) = result else {
         let reason = if functions == 0 {
-            "no top-level function of the best state is left to compare"
+            "no top-level function that parses at the best state is left to compare"
         } else {
             "not an importable module"
         };

@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::{run_openai, summary_of};
-use crate::support::fixture::{prompt_of, FixtureRepo};
+use crate::support::fixture::{good_model, prompt_of, FixtureRepo};
 use crate::support::llm_server::{LlmServer, Reply};
 use crate::support::repo::TestRepo;
 
@@ -156,4 +156,56 @@ fn a_fix_that_keeps_what_untested_functions_return_is_delivered() {
         first["calls"].as_u64().expect("calls") >= 3,
         "too few calls compared: {first}"
     );
+    let summary = summary_of(&out.stdout);
+    assert_eq!(
+        summary["verification"]["stats.py"]["by"], "behaviour_check",
+        "{summary}"
+    );
+    assert!(
+        stderr.contains("verified: stats.py: behaviour check:"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_summary_says_per_file_what_verified_the_change() {
+    let fx = FixtureRepo::new("no_tests");
+    let server = LlmServer::start(good_model("no_tests", &fx.target_rel));
+    let out = run_openai(&fx, &server, &["--test-timeout", "5"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{stderr}");
+    let summary = summary_of(&out.stdout);
+    let verification = &summary["verification"];
+    // The renamed helpers are compared with their old names' functions.
+    assert_eq!(
+        verification["helpers.py"]["by"], "behaviour_check",
+        "{verification}"
+    );
+    assert_eq!(verification["helpers.py"]["functions"], 3, "{verification}");
+    assert!(verification["helpers.py"]["calls"].as_u64().unwrap() >= 6);
+    // The script module had no function, and the one function of
+    // config_loader.py was the line that did not parse: nothing to compare.
+    for file in ["watcher.py", "config_loader.py"] {
+        assert_eq!(
+            verification[file]["by"], "compiles_and_imports_only",
+            "{file}: {verification}"
+        );
+    }
+    assert!(
+        stderr.contains("verified: helpers.py: behaviour check:"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("verified: watcher.py: compiles and imports only"),
+        "{stderr}"
+    );
+    // The log's run summary carries the same.
+    let end = fx
+        .log()
+        .into_iter()
+        .find(|e| e["details"]["kind"] == "run_end")
+        .expect("a run_end entry");
+    let logged: Value =
+        serde_json::from_str(end["details"]["output_response"].as_str().unwrap()).unwrap();
+    assert_eq!(&logged["verification"], verification);
 }
