@@ -196,11 +196,16 @@ fn judge_and_commit(
     let message = executor::commit_message(&record);
     let commit = executor::settle(ws, change, k, verdict, &message)?;
     rec.commit(file, k, &commit.0, &message, verdict)?;
+    let judged_behaviour = behaviour
+        .as_ref()
+        .and_then(|b| b.check.as_ref())
+        .map(|check| format!("; {}", check.describe()))
+        .unwrap_or_default();
     cx.events.emit(Event::Judged {
         attempt: k,
         file: file.to_string(),
         verdict,
-        tests: measured.snapshot.describe(),
+        tests: format!("{}{judged_behaviour}", measured.snapshot.describe()),
         pylint: measured.snapshot.pylint,
         commit: commit.short().to_string(),
     });
@@ -211,14 +216,9 @@ fn judge_and_commit(
             label: format!("attempt {k}"),
             summary,
             outcome: format!(
-                "the Judge found it {}: {}{}",
+                "the Judge found it {}: {}{judged_behaviour}",
                 verdict.as_str(),
                 measured.snapshot.describe(),
-                behaviour
-                    .as_ref()
-                    .and_then(|b| b.check.as_ref())
-                    .map(|check| format!("; {}", check.describe()))
-                    .unwrap_or_default()
             ),
             diff: Some(change.diff.clone()),
         },

@@ -306,6 +306,7 @@ pub fn check(
             call_timeout,
             max_samples: MAX_SAMPLES,
             max_calls: MAX_CALLS,
+            deadline: limits.tests,
         };
         let result = if pairs.is_empty() {
             None
@@ -373,7 +374,7 @@ fn read_result(
     let mut differences = Vec::new();
     let Some(result) = result else {
         let reason = if functions == 0 {
-            "no top-level function that parses at the best state is left to compare"
+            "no top-level function of the best state (that parses) to compare"
         } else {
             "not an importable module"
         };
@@ -388,7 +389,6 @@ fn read_result(
             behaviour
                 .not_checked
                 .push(format!("{}(): {reason}", function.function));
-            continue;
         }
         let mut compared = 0;
         for call in &function.calls {
@@ -412,7 +412,7 @@ fn read_result(
         behaviour.calls += compared;
         if compared > 0 {
             behaviour.functions += 1;
-        } else {
+        } else if function.not_checked.is_none() {
             behaviour.not_checked.push(format!(
                 "{}(): no call could be compared",
                 function.function
@@ -475,6 +475,74 @@ mod tests {
         assert_eq!(
             judge_call(&call(("timeout", "no result"), value, "sample", false)),
             Judgement::NotCompared
+        );
+    }
+
+    #[test]
+    fn with_tests_only_modules_no_test_reaches_are_checked() {
+        let files: Vec<String> = [
+            "pkg/__init__.py",
+            "pkg/core.py",
+            "pkg/cli.py",
+            "tests/test_core.py",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let read = |p: &str| match p {
+            "tests/test_core.py" => Some("from pkg.core import run\n".to_string()),
+            _ => Some(String::new()),
+        };
+        let changed: Vec<String> = [
+            "pkg/core.py",
+            "pkg/cli.py",
+            "tests/test_core.py",
+            "README.md",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            untested_modules(&changed, &files, true, &read),
+            vec!["pkg/cli.py"]
+        );
+        // Without tests every changed module is checked (never the tests or other files).
+        assert_eq!(
+            untested_modules(&changed, &files, false, &read),
+            vec!["pkg/core.py", "pkg/cli.py"]
+        );
+        let run = BehaviourRun {
+            untested: vec!["pkg/cli.py".into()],
+            check: None,
+        };
+        assert_eq!(run.verification("pkg/core.py"), Verification::ExistingTests);
+        assert!(matches!(
+            run.verification("pkg/cli.py"),
+            Verification::CompilesAndImportsOnly { .. }
+        ));
+    }
+
+    #[test]
+    fn a_difference_found_before_the_deadline_still_counts() {
+        let result = ProbeResult {
+            module: "stats".into(),
+            functions: vec![crate::tools::behaviour::ProbedFunction {
+                function: "mean".into(),
+                calls: vec![call(("value", "2.0"), ("value", "None"), "sample", false)],
+                not_checked: Some("the check ran out of time (1s)".into()),
+            }],
+            not_checked: None,
+            spliced: false,
+        };
+        let (file, differences) = read_result("stats.py", 1, Some(result));
+        assert_eq!(differences.len(), 1);
+        assert_eq!(
+            differences[0].to_string(),
+            "mean([1, 2, 3]) (stats.py): was 2.0, now None"
+        );
+        assert_eq!(
+            file.not_checked,
+            vec!["mean(): the check ran out of time (1s)"]
         );
     }
 

@@ -63,6 +63,8 @@ pub struct ProbeRequest<'a> {
     pub max_samples: usize,
     /// Calls per function, call sites first.
     pub max_calls: usize,
+    /// No call starts after this long: the functions left are not checked.
+    pub deadline: Duration,
 }
 
 /// What one call did in both versions.
@@ -117,12 +119,13 @@ struct WireRequest<'a> {
     call_timeout: f64,
     max_samples: usize,
     max_calls: usize,
+    deadline: f64,
 }
 
 /// Runs the probe on `request.file` in `root` (the target folder in the
 /// worktree, holding the changed text). `Ok(None)` when the file is not an
-/// importable module. The process gets the import time twice plus every
-/// call's time, and is killed past that.
+/// importable module. The process is killed when it runs past its imports,
+/// the deadline and one more pair of calls.
 pub fn probe(
     env: &PythonEnv,
     sandbox: &Sandbox,
@@ -150,12 +153,14 @@ pub fn probe(
         call_timeout: request.call_timeout.as_secs_f64(),
         max_samples: request.max_samples,
         max_calls: request.max_calls,
+        deadline: request.deadline.as_secs_f64(),
     };
     let json = serde_json::to_string(&wire).expect("the probe request serialises");
     write_file(&script, PROBE_SOURCE)?;
     write_file(&request_file, &json)?;
-    let calls = (request.pairs.len() * request.max_calls * 2) as u32;
-    let budget = request.import_timeout * 4 + request.call_timeout * calls;
+    // Two imports of each version, the calls until the deadline, and the
+    // last call pair that started before it.
+    let budget = request.import_timeout * 4 + request.deadline + request.call_timeout * 2;
     let command = cell
         .command(&env.python)
         .arg("-B")

@@ -13,6 +13,11 @@ use crate::support::*;
 /// Probes `stats.py` (written as `changed`) against `original`, with the
 /// call sites found in `callers`.
 fn probe_stats(original: &str, changed: &str, callers: &[&str]) -> ProbeResult {
+    probe_until(original, changed, callers, Duration::from_secs(30))
+}
+
+/// [`probe_stats`], starting no call after `deadline`.
+fn probe_until(original: &str, changed: &str, callers: &[&str], deadline: Duration) -> ProbeResult {
     let dir = project(&[("stats.py", changed)]);
     let pairs = function_pairs(original, changed);
     let names = pairs
@@ -29,6 +34,7 @@ fn probe_stats(original: &str, changed: &str, callers: &[&str]) -> ProbeResult {
         call_timeout: Duration::from_secs(1),
         max_samples: 5,
         max_calls: 10,
+        deadline,
     };
     probe(
         &system_env(),
@@ -141,4 +147,18 @@ fn a_call_with_side_effects_or_a_hang_is_never_counted_as_the_same() {
     assert!(spin
         .iter()
         .all(|c| c.before_kind == "value" && c.after_kind == "timeout" && !c.same));
+}
+
+#[test]
+fn calls_stop_at_the_deadline_and_the_functions_left_say_so() {
+    let original = "def slow(n):\n    import time\n    time.sleep(0.3)\n    return n\n";
+    let result = probe_until(original, original, &[], Duration::from_millis(500));
+    let slow = &result.functions[0];
+    assert_eq!(
+        slow.not_checked.as_deref(),
+        Some("the check ran out of time (0.5s)"),
+        "{result:?}"
+    );
+    // The calls made before the deadline are kept (each runs both versions).
+    assert!(!slow.calls.is_empty() && slow.calls.len() < 5, "{result:?}");
 }
