@@ -7,8 +7,8 @@
 //!
 //! What counts as a regression (the attempt is rejected and the differing
 //! calls go to the Fixer):
-//! - a different value (`==`, else the same `repr`), or arguments left
-//!   differently mutated;
+//! - a different value (`==`, else the same `repr`), different printed
+//!   output, or arguments left differently mutated;
 //! - a value before, an exception or no result in time now;
 //! - another exception type on a call the repository makes.
 //!

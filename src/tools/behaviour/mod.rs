@@ -80,7 +80,8 @@ pub struct ProbedCall {
     /// The value's repr, `raises ZeroDivisionError`, ….
     pub before: String,
     pub after: String,
-    /// Equal results (or the same exception type) and arguments left alike.
+    /// Equal results (or the same exception type), the same printed text
+    /// and arguments left alike.
     pub same: bool,
 }
 

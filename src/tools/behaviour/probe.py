@@ -137,7 +137,7 @@ def outcome_of(fn, args, kwargs, seconds):
         return result
 
     try:
-        value, _ = guarded(call, seconds)
+        value, printed = guarded(call, seconds)
     except SideEffect as err:
         return {"kind": "side_effect", "shown": str(err)}
     except Timeout:
@@ -147,11 +147,15 @@ def outcome_of(fn, args, kwargs, seconds):
     except Exception as err:  # pylint: disable=broad-except
         name = type(err).__name__
         return {"kind": "raised", "type": name, "shown": "raises %s" % name}
+    text = shown(value)
+    if printed:
+        text += " and prints %s" % shown(printed)
     return {
         "kind": "value",
         "value": value,
         "type": type(value).__name__,
-        "shown": shown(value),
+        "shown": text,
+        "printed": printed,
         "args_after": shown((args, kwargs)),
     }
 
@@ -164,6 +168,8 @@ def same(before, after):
     if before["kind"] != "value":
         return True
     if before["type"] != after["type"] or before["args_after"] != after["args_after"]:
+        return False
+    if before["printed"] != after["printed"]:
         return False
     a, b = before["value"], after["value"]
     try:

@@ -162,3 +162,17 @@ fn calls_stop_at_the_deadline_and_the_functions_left_say_so() {
     // The calls made before the deadline are kept (each runs both versions).
     assert!(!slow.calls.is_empty() && slow.calls.len() < 5, "{result:?}");
 }
+
+#[test]
+fn what_a_function_prints_is_part_of_its_result() {
+    let original = "def report(values):\n    print('mean', sum(values) / len(values))\n";
+    let changed = "def report(values):\n    print('mean', sum(values) // len(values))\n";
+    let result = probe_stats(original, changed, &["report([1, 2])"]);
+    let site = &calls_of(&result, "report")[0];
+    assert_eq!(site.call, "report([1, 2])");
+    assert_eq!(site.before, "None and prints 'mean 1.5\\n'");
+    assert_eq!(site.after, "None and prints 'mean 1\\n'");
+    assert!(!site.same);
+    let same = probe_stats(original, original, &["report([1, 2])"]);
+    assert!(calls_of(&same, "report").iter().all(|c| c.same));
+}
