@@ -110,6 +110,7 @@ impl Printer {
             ),
             format!("  branch:   {}  (inspect: {})", s.branch, s.inspect),
         ];
+        out.extend(verification_lines(s));
         let c = &s.coverage;
         if c.summarised + c.not_reached > 0 {
             out.push(format!(
@@ -143,6 +144,22 @@ impl Printer {
         out.push(format!("  log:      {}", s.log_file));
         self.line(&out.join("\n"));
     }
+}
+
+/// Per changed file, what verified it — shown when anything but the
+/// existing tests did.
+fn verification_lines(s: &Summary) -> Vec<String> {
+    use crate::stage::judge::behaviour::Verification;
+    if s.verification
+        .values()
+        .all(|v| *v == Verification::ExistingTests)
+    {
+        return Vec::new();
+    }
+    s.verification
+        .iter()
+        .map(|(file, how)| format!("  verified: {file}: {how}"))
+        .collect()
 }
 
 impl EventSink for Printer {

@@ -29,7 +29,9 @@ use sha2::{Digest, Sha256};
 use super::command::GitCommand;
 use super::lock::{LockFile, TryLock};
 use super::prune::remove_run;
-use super::repo::{canonical, changed_paths, check_rel_path, open_objects, signature, tree_id_at};
+use super::repo::{
+    canonical, changed_paths, check_rel_path, file_at, open_objects, signature, tree_id_at,
+};
 use super::{submodule, CommitId, FileWrite, GitError, Repo, RunWorkspace};
 
 /// Where run worktrees live, relative to swarm's cache folder: each
@@ -204,6 +206,12 @@ impl RunWorkspace {
     /// The run branch's tip.
     pub fn best(&self) -> &CommitId {
         &self.best
+    }
+
+    /// The content of `path` (repo-relative) at the run branch's tip;
+    /// `None` when it has no such file.
+    pub fn file_at_best(&self, path: &str) -> Result<Option<Vec<u8>>, GitError> {
+        file_at(&self.git()?, &self.best, path)
     }
 
     /// The run branch's name, `swarm/<run>/best`.

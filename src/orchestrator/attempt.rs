@@ -12,9 +12,11 @@ use crate::git::RunWorkspace;
 use crate::log::{Agent, Event};
 use crate::stage::executor::{self, AttemptRecord};
 use crate::stage::fixer::{Proposal, ReplyProblem, Unusable};
-use crate::stage::judge;
+use crate::stage::judge::behaviour::{BehaviourOutcome, BehaviourRun, ChangedModule, Verification};
+use crate::stage::judge::{self, behaviour};
 use crate::stage::prompt::{self, PastAttempt};
 use crate::stage::reviewer::{self, Change, Review, ReviewContext, Step};
+use crate::tools::imports::is_importable_module;
 
 /// Which step of a split proposal an attempt is (1-based).
 #[derive(Clone, Copy, Debug)]
@@ -283,12 +285,30 @@ fn judge_and_commit(
             &state.progress.best,
         )
     })?;
-    let verdict = judge::compare(
+    let mut verdict = judge::compare(
         &state.progress.best,
         &measured.snapshot,
         state.facts.baseline.pylint,
     );
     rec.measurement(Agent::Judge, &measured, Some(k))?;
+    let behaviour = if verdict.is_accepted() {
+        Some(check_behaviour(
+            cx,
+            ws,
+            state,
+            change,
+            &measured.snapshot,
+            &files,
+        )?)
+    } else {
+        None
+    };
+    if let Some(check) = behaviour.as_ref().and_then(|b| b.check.as_ref()) {
+        rec.behaviour(check, k)?;
+        if check.outcome == BehaviourOutcome::Regressed {
+            verdict = judge::Verdict::Regressed;
+        }
+    }
     let record = AttemptRecord {
         run_id: &state.facts.run_id,
         iteration,
@@ -310,11 +330,16 @@ fn judge_and_commit(
     }
     let commit = executor::settle(ws, change, k, verdict, &message)?;
     rec.commit(file, k, &commit.0, &message, verdict)?;
+    let judged_behaviour = behaviour
+        .as_ref()
+        .and_then(|b| b.check.as_ref())
+        .map(|check| format!("; {}", check.describe()))
+        .unwrap_or_default();
     cx.events.emit(Event::Judged {
         attempt: k,
         file: file.to_string(),
         verdict,
-        tests: measured.snapshot.describe(),
+        tests: format!("{}{judged_behaviour}", measured.snapshot.describe()),
         pylint: measured.snapshot.pylint,
         commit: commit.short().to_string(),
     });
@@ -325,9 +350,9 @@ fn judge_and_commit(
             label: format!("attempt {k}"),
             summary,
             outcome: format!(
-                "the Judge found it {}: {}",
+                "the Judge found it {}: {}{judged_behaviour}",
                 verdict.as_str(),
-                measured.snapshot.describe()
+                measured.snapshot.describe(),
             ),
             diff: Some(change.diff.clone()),
             broke: if verdict == judge::Verdict::Regressed {
@@ -348,8 +373,56 @@ fn judge_and_commit(
         .touched
         .extend(change.writes.iter().map(|w| w.path.clone()));
     state.work.declined.clear();
+    if let Some(run) = &behaviour {
+        for file in change.files.iter().filter(|f| is_importable_module(f)) {
+            progress_verified(state, file, run.verification(file));
+        }
+    }
     state.facts.files = files;
     Ok(true)
+}
+
+/// The Judge's behaviour check (see [`judge::behaviour`]) of the changed
+/// modules no test reaches, against their text at the best state.
+fn check_behaviour(
+    cx: &RunContext<'_>,
+    ws: &RunWorkspace,
+    state: &RunState,
+    change: &Change,
+    snapshot: &judge::Snapshot,
+    files: &[String],
+) -> Result<BehaviourRun, SwarmError> {
+    let read = |p: &str| crate::stage::read_source_text(cx.root, p);
+    let untested = behaviour::untested_modules(&change.files, files, snapshot.has_tests(), &read);
+    let mut modules = Vec::new();
+    for file in &untested {
+        let path = crate::stage::repo_path(&state.facts.target_rel, file);
+        if let Some(bytes) = ws.file_at_best(&path)? {
+            let original = String::from_utf8_lossy(&bytes).into_owned();
+            let file = file.clone();
+            modules.push(ChangedModule { file, original });
+        }
+    }
+    let check = if modules.is_empty() {
+        None
+    } else {
+        Some(tokio::task::block_in_place(|| {
+            behaviour::check(
+                cx.tools(),
+                cx.root,
+                &modules,
+                files,
+                cx.config.limits,
+                cx.cancel,
+            )
+        })?)
+    };
+    Ok(BehaviourRun { untested, check })
+}
+
+/// Records what verified the accepted change to `file`.
+fn progress_verified(state: &mut RunState, file: &str, how: Verification) {
+    state.progress.verified.insert(file.to_string(), how);
 }
 
 /// Adds an attempt to what the Fixer remembers of `file`.

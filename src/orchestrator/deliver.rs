@@ -112,6 +112,7 @@ fn summary_of(config: &RunConfig, ending: Ending, delivery: Delivery, exit: Exit
         branch: branch.clone(),
         stop_reason: stop,
         verified_by_tests: state.progress.best.has_tests(),
+        verification: state.progress.verified.clone(),
         tests_before: count(&state.facts.baseline),
         tests_after: count(&state.progress.best),
         pylint_before: state.facts.baseline.pylint,

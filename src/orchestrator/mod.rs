@@ -167,6 +167,8 @@ pub(crate) struct Progress {
     pub accepted: u32,
     /// Repo-relative files changed by accepted attempts.
     pub touched: BTreeSet<String>,
+    /// What verified the last accepted change to each file (target-relative).
+    pub verified: BTreeMap<String, crate::stage::judge::behaviour::Verification>,
 }
 
 impl Progress {
@@ -180,6 +182,7 @@ impl Progress {
             iterations: 0,
             accepted: 0,
             touched: BTreeSet::new(),
+            verified: BTreeMap::new(),
         }
     }
 }

@@ -186,6 +186,35 @@ impl<'a> Recorder<'a> {
         self.write(e)
     }
 
+    /// The behaviour check of attempt `attempt` (see
+    /// [`crate::stage::judge::behaviour`]).
+    pub fn behaviour(
+        &mut self,
+        check: &crate::stage::judge::behaviour::BehaviourCheck,
+        attempt: u32,
+    ) -> Result<(), SwarmError> {
+        let e = self
+            .entry(
+                Agent::Judge,
+                Action::CodeAnalysis,
+                format!(
+                    "behaviour check of {}: the best state's functions and the changed ones on the same inputs",
+                    check
+                        .files
+                        .iter()
+                        .map(|f| f.file.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                check.describe(),
+            )
+            .detail("kind", "tool")
+            .detail("tool", "behaviour_check")
+            .detail("attempt", attempt)
+            .detail("behaviour", json!(check));
+        self.write(e)
+    }
+
     /// What a plan request shows: the files in full and why, how many only
     /// as a line or a count, and its size against the allowance.
     pub fn plan_selection(

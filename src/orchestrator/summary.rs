@@ -87,6 +87,10 @@ pub struct Summary {
     pub branch: String,
     pub stop_reason: StopReason,
     pub verified_by_tests: bool,
+    /// Per file changed on the delivered state (target-relative), what
+    /// verified its change.
+    pub verification:
+        std::collections::BTreeMap<String, crate::stage::judge::behaviour::Verification>,
     pub tests_before: TestCount,
     pub tests_after: TestCount,
     pub pylint_before: Option<f64>,

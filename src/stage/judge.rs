@@ -15,6 +15,7 @@ pub use early::{measure_attempt, EarlyStop};
 pub use verdict::{compare, Verdict};
 use verdict::{pylint_higher, pylint_lower};
 
+pub mod behaviour;
 pub mod early;
 mod verdict;
 

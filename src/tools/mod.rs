@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use crate::cancel::Cancel;
 
+pub mod behaviour;
 mod capture;
 pub mod env;
 pub mod imports;

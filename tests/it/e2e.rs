@@ -241,3 +241,4 @@ mod sandbox;
 mod scale;
 mod streaming;
 mod trust;
+mod untested;

@@ -1,0 +1,221 @@
+//! Running swarm's behaviour probe: one module's functions at the best state
+//! (the original) and as changed, called on the same inputs, under the
+//! sandbox, in one Python process.
+//!
+//! The probe (`probe.py`, embedded in the binary like the pytest plugin and
+//! written into the process's sandbox cell) reads a JSON request from the
+//! cell and writes a JSON result there. It imports the changed module twice
+//! (a module that cannot be imported twice is not checked), loads the
+//! original from its text (when that text does not compile, the changed
+//! module with each original function put back), and refuses side effects
+//! at import and in calls with an audit hook. What the results mean is the
+//! Judge's business (`stage::judge::behaviour`); this module only runs the
+//! probe and reads what it wrote.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::env::last_line;
+use super::imports::module_name;
+use super::process::Ending;
+use super::{PythonEnv, Sandbox, ToolError};
+use crate::cancel::Cancel;
+
+/// The probe's source.
+const PROBE_SOURCE: &str = include_str!("probe.py");
+
+/// One function to compare: its name at the best state and as changed
+/// (they differ when the change renamed it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FunctionPair {
+    pub original: String,
+    pub changed: String,
+    /// The function's text at the best state (decorators included), put
+    /// back into the changed module when the original does not compile.
+    pub original_source: String,
+}
+
+/// A call found in the repository, with literal arguments only.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CallSite {
+    /// The function called (its name at the call).
+    pub function: String,
+    /// The call as written, `mean([1, 2, 3])`.
+    pub call: String,
+}
+
+/// What the probe compares for one module.
+#[derive(Clone, Debug)]
+pub struct ProbeRequest<'a> {
+    /// The target-relative path of the module.
+    pub file: &'a str,
+    /// The module's text at the best state.
+    pub original: &'a str,
+    pub pairs: &'a [FunctionPair],
+    pub calls: &'a [CallSite],
+    /// Longest one import may take.
+    pub import_timeout: Duration,
+    /// Longest one call may take.
+    pub call_timeout: Duration,
+    /// Type-guided samples per function.
+    pub max_samples: usize,
+    /// Calls per function, call sites first.
+    pub max_calls: usize,
+    /// No call starts after this long: the functions left are not checked.
+    pub deadline: Duration,
+}
+
+/// What one call did in both versions.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+pub struct ProbedCall {
+    /// The call, `mean([1, 2, 3])`, with the function's changed name.
+    pub call: String,
+    /// `call site` or `sample`.
+    pub source: String,
+    /// `value`, `raised`, `timeout` or `side_effect`.
+    pub before_kind: String,
+    pub after_kind: String,
+    /// The value's repr, `raises ZeroDivisionError`, ….
+    pub before: String,
+    pub after: String,
+    /// Equal results (or the same exception type), the same printed text
+    /// and arguments left alike.
+    pub same: bool,
+}
+
+/// The probe's findings for one function.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+pub struct ProbedFunction {
+    pub function: String,
+    pub calls: Vec<ProbedCall>,
+    /// Why the function was not compared.
+    pub not_checked: Option<String>,
+}
+
+/// The probe's findings for one module.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+pub struct ProbeResult {
+    pub module: String,
+    pub functions: Vec<ProbedFunction>,
+    /// Why the module was not compared at all (its import has side effects,
+    /// hangs, fails, or cannot be done twice).
+    pub not_checked: Option<String>,
+    /// The original did not compile: functions were compared against the
+    /// changed module with the original function put back.
+    pub spliced: bool,
+}
+
+#[derive(Serialize)]
+struct WireRequest<'a> {
+    root: String,
+    import_root: String,
+    module: String,
+    path: String,
+    original: &'a str,
+    pairs: &'a [FunctionPair],
+    calls: &'a [CallSite],
+    import_timeout: f64,
+    call_timeout: f64,
+    max_samples: usize,
+    max_calls: usize,
+    deadline: f64,
+}
+
+/// Runs the probe on `request.file` in `root` (the target folder in the
+/// worktree, holding the changed text). `Ok(None)` when the file is not an
+/// importable module. The process is killed when it runs past its imports,
+/// the deadline and one more pair of calls.
+pub fn probe(
+    env: &PythonEnv,
+    sandbox: &Sandbox,
+    root: &Path,
+    request: &ProbeRequest<'_>,
+    cancel: &Cancel,
+) -> Result<Option<ProbeResult>, ToolError> {
+    let root = &std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    let Some((import_root, module)) = module_name(root, request.file) else {
+        return Ok(None);
+    };
+    let cell = sandbox.cell("behaviour")?;
+    let script = cell.dir().join("swarm_behaviour_probe.py");
+    let request_file = cell.dir().join("request.json");
+    let result_file = cell.dir().join("result.json");
+    let wire = WireRequest {
+        root: root.display().to_string(),
+        import_root: import_root.display().to_string(),
+        module,
+        path: root.join(request.file).display().to_string(),
+        original: request.original,
+        pairs: request.pairs,
+        calls: request.calls,
+        import_timeout: request.import_timeout.as_secs_f64(),
+        call_timeout: request.call_timeout.as_secs_f64(),
+        max_samples: request.max_samples,
+        max_calls: request.max_calls,
+        deadline: request.deadline.as_secs_f64(),
+    };
+    let json = serde_json::to_string(&wire).expect("the probe request serialises");
+    write_file(&script, PROBE_SOURCE)?;
+    write_file(&request_file, &json)?;
+    // Two imports of each version, the calls until the deadline, and the
+    // last call pair that started before it.
+    let budget = request.import_timeout * 4 + request.deadline + request.call_timeout * 2;
+    let command = cell
+        .command(&env.python)
+        .arg("-B")
+        .arg(&script)
+        .arg(&request_file)
+        .arg(&result_file)
+        .cwd(root)
+        .timeout(budget)
+        .output_cap(8 * 1024);
+    let out = command.run(cancel).map_err(|e| ToolError::Failed {
+        command: command.command_line(),
+        message: e.to_string(),
+    })?;
+    let failed = |message: String| ToolError::Failed {
+        command: out.command.clone(),
+        message,
+    };
+    match out.ending {
+        Ending::Exited(0) => {}
+        Ending::Cancelled => return Err(ToolError::Cancelled),
+        Ending::TimedOut => {
+            return Ok(Some(not_checked(
+                &wire.module,
+                format!("the probe took longer than {}s", budget.as_secs_f64()),
+            )))
+        }
+        Ending::Exited(_) | Ending::Signalled(_) => {
+            // The module's code took the interpreter down (os._exit, a
+            // crash, a resource limit): nothing was compared.
+            return Ok(Some(not_checked(
+                &wire.module,
+                format!("the probe stopped: {}", last_line(&out.combined())),
+            )));
+        }
+    }
+    let text = std::fs::read_to_string(&result_file)
+        .map_err(|e| failed(format!("no result from the probe ({e})")))?;
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| failed(format!("unreadable result from the probe ({e})")))
+}
+
+fn not_checked(module: &str, reason: String) -> ProbeResult {
+    ProbeResult {
+        module: module.to_string(),
+        functions: Vec::new(),
+        not_checked: Some(reason),
+        spliced: false,
+    }
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), ToolError> {
+    std::fs::write(path, text).map_err(|e| ToolError::Failed {
+        command: format!("write {}", path.display()),
+        message: e.to_string(),
+    })
+}

@@ -1,0 +1,394 @@
+"""swarm's behaviour probe: runs the functions of a module at its best state
+(the original) and as changed, on the same inputs, and writes what each
+returned, raised or refused.
+
+Usage: python probe.py REQUEST.json RESULT.json
+
+Written into a sandbox cell and run there by swarm (src/tools/behaviour);
+nothing needs installing. The request names the module, the original source,
+the function pairs to compare and the call sites found in the repository.
+Side effects are refused while the module is imported and while a function
+runs (an audit hook stops file writes, processes, sockets; stdin reads
+fail; anything printed at import counts): a module with such effects at
+import is "not checked", a call with them is skipped.
+"""
+
+import ast
+import copy
+import importlib
+import inspect
+import io
+import itertools
+import json
+import math
+import re
+import signal
+import sys
+import time
+import types
+
+START = time.monotonic()
+
+
+class SideEffect(BaseException):
+    """Raised by the guard: the code tried something a probe must not do."""
+
+
+class Timeout(BaseException):
+    """Raised by the alarm: a call or an import took too long."""
+
+
+GUARD = {"on": False}
+WRITE_MODES = re.compile(r"[wax+]")
+BLOCKED = {
+    "subprocess.Popen": "starts a process",
+    "os.system": "starts a process",
+    "os.exec": "starts a process",
+    "os.posix_spawn": "starts a process",
+    "os.fork": "starts a process",
+    "socket.connect": "opens a network connection",
+    "socket.bind": "opens a network connection",
+    "socket.getaddrinfo": "looks up a network address",
+    "os.remove": "deletes files",
+    "os.rename": "renames files",
+    "os.rmdir": "deletes folders",
+    "os.mkdir": "creates folders",
+    "shutil.rmtree": "deletes folders",
+    "builtins.input": "reads standard input",
+}
+
+
+def audit(event, args):
+    if not GUARD["on"]:
+        return
+    if event == "open":
+        mode = args[1] if len(args) > 1 else "r"
+        flags = args[2] if len(args) > 2 else 0
+        writing = isinstance(mode, str) and WRITE_MODES.search(mode)
+        if writing or (isinstance(flags, int) and flags & 0o3):
+            raise SideEffect("writes files")
+        return
+    reason = BLOCKED.get(event)
+    if reason:
+        raise SideEffect(reason)
+
+
+class NoStdin(io.TextIOBase):
+    def read(self, *_):
+        raise SideEffect("reads standard input")
+
+    readline = read
+
+
+def on_alarm(*_):
+    raise Timeout()
+
+
+def guarded(fn, seconds):
+    """fn() with the guard on, stdout captured and an alarm: (result, printed)."""
+    out = io.StringIO()
+    saved = sys.stdout, sys.stderr, sys.stdin
+    sys.stdout, sys.stderr, sys.stdin = out, out, NoStdin()
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    GUARD["on"] = True
+    try:
+        return fn(), out.getvalue()
+    finally:
+        GUARD["on"] = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        sys.stdout, sys.stderr, sys.stdin = saved
+
+
+def import_problem(load, seconds):
+    """Why loading a module is not safe to probe, or None."""
+    try:
+        _, printed = guarded(load, seconds)
+    except SideEffect as err:
+        return "its import %s" % err
+    except Timeout:
+        return "its import takes longer than %ss" % seconds
+    except SystemExit:
+        return "its import exits"
+    except Exception as err:  # pylint: disable=broad-except
+        return "its import raises %s: %s" % (type(err).__name__, err)
+    if printed:
+        return "its import prints"
+    return None
+
+
+ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def shown(value):
+    try:
+        text = repr(value)
+    except Exception as err:  # pylint: disable=broad-except
+        text = "<repr raised %s>" % type(err).__name__
+    text = ADDRESS.sub("", text)
+    return text if len(text) <= 300 else text[:300] + "..."
+
+
+def outcome_of(fn, args, kwargs, seconds):
+    """What one call did: value, raised, timeout or side_effect."""
+    def call():
+        result = fn(*args, **kwargs)
+        if inspect.isgenerator(result):
+            result = list(itertools.islice(result, 1000))
+        return result
+
+    try:
+        value, printed = guarded(call, seconds)
+    except SideEffect as err:
+        return {"kind": "side_effect", "shown": str(err)}
+    except Timeout:
+        return {"kind": "timeout", "shown": "no result within %ss" % seconds}
+    except RecursionError:
+        return {"kind": "raised", "type": "RecursionError", "shown": "raises RecursionError"}
+    except Exception as err:  # pylint: disable=broad-except
+        name = type(err).__name__
+        return {"kind": "raised", "type": name, "shown": "raises %s" % name}
+    text = shown(value)
+    if printed:
+        text += " and prints %s" % shown(printed)
+    return {
+        "kind": "value",
+        "value": value,
+        "type": type(value).__name__,
+        "shown": text,
+        "printed": printed,
+        "args_after": shown((args, kwargs)),
+    }
+
+
+def same(before, after):
+    if before["kind"] != after["kind"]:
+        return False
+    if before["kind"] == "raised":
+        return before["type"] == after["type"]
+    if before["kind"] != "value":
+        return True
+    if before["type"] != after["type"] or before["args_after"] != after["args_after"]:
+        return False
+    if before["printed"] != after["printed"]:
+        return False
+    a, b = before["value"], after["value"]
+    try:
+        if a == b:
+            return True
+        if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+            return True
+    except Exception:  # pylint: disable=broad-except
+        pass
+    return before["shown"] == after["shown"] and "object>" not in before["shown"]
+
+
+LIST_NAMES = re.compile(r"(values|items|numbers|nums|data|xs|ys|seq|scores|list|lst|arr|array|elements|entries|.*s)$")
+INT_NAMES = re.compile(r"^(n|i|j|k|count|size|index|idx|num|limit|times|width|height|length|depth|level|year|month|day|start|end|step|bits)$")
+FLOAT_NAMES = re.compile(r"^(x|y|z|value|ratio|rate|amount|price|total|weight|factor|celsius|fahrenheit|temp|temperature|percent|p|q|score)$")
+STR_NAMES = re.compile(r"(^|_)(name|text|string|s|word|line|path|prefix|suffix|key|label|title|message|msg|sep|char|url|file|filename|pattern)$")
+BOOL_NAMES = re.compile(r"^(is_|has_|flag|verbose|enabled|strict|reverse|debug)")
+
+SAMPLES = {
+    "int": [0, 1, 7, -3, 1024],
+    "float": [0.0, 1.5, -2.25, 100.0],
+    "str": ["", "abc", "Hello World", "a.log"],
+    "bool": [True, False],
+    "list": [[1, 2, 3], [2.5, -1.0, 4.0], [], [7], [3, 1, 2, 2]],
+    "dict": [{}, {"a": 1, "b": 2}],
+}
+
+
+def kind_of(param):
+    ann = param.annotation
+    if ann is not inspect.Parameter.empty:
+        text = ann if isinstance(ann, str) else getattr(ann, "__name__", str(ann))
+        text = str(text).lower()
+        for kind in ("bool", "int", "float", "str", "dict"):
+            if text.startswith(kind):
+                return kind
+        if text.startswith(("list", "sequence", "iterable", "tuple", "typing.list", "typing.sequence")):
+            return "list"
+    if param.default is not inspect.Parameter.empty and param.default is not None:
+        kind = type(param.default).__name__
+        if kind in SAMPLES:
+            return kind
+        if kind == "tuple":
+            return "list"
+    name = param.name.lower()
+    if BOOL_NAMES.match(name):
+        return "bool"
+    if INT_NAMES.match(name):
+        return "int"
+    if FLOAT_NAMES.match(name):
+        return "float"
+    if STR_NAMES.search(name):
+        return "str"
+    if LIST_NAMES.match(name):
+        return "list"
+    return "int"
+
+
+def sample_inputs(fn, limit):
+    """Type-guided argument lists for fn: (text, args) pairs."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return []
+    positional = [
+        p for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        and p.default is inspect.Parameter.empty
+    ]
+    if any(p.kind == p.KEYWORD_ONLY and p.default is inspect.Parameter.empty for p in params):
+        return []
+    pools = [SAMPLES[kind_of(p)] for p in positional]
+    count = max([len(pool) for pool in pools] + [1])
+    inputs = []
+    for i in range(min(count, limit)):
+        args = [pool[i % len(pool)] for pool in pools]
+        inputs.append(args)
+    return inputs
+
+
+def literal_call(text):
+    """(args, kwargs) of a call text whose arguments are all literals."""
+    node = ast.parse(text.strip(), mode="eval").body
+    if not isinstance(node, ast.Call):
+        raise ValueError("not a call")
+    args = [ast.literal_eval(a) for a in node.args]
+    kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg}
+    if len(kwargs) != len(node.keywords):
+        raise ValueError("** arguments")
+    return args, kwargs
+
+
+def call_text(name, args, kwargs):
+    parts = [shown(a) for a in args] + ["%s=%s" % (k, shown(v)) for k, v in kwargs.items()]
+    return "%s(%s)" % (name, ", ".join(parts))
+
+
+def load_changed(request):
+    sys.path[:0] = [request["import_root"], request["root"]]
+    module = {}
+
+    def load():
+        module["it"] = importlib.import_module(request["module"])
+
+    problem = import_problem(load, request["import_timeout"])
+    if problem:
+        return None, problem
+    # A second import from scratch must work too.
+    sys.modules.pop(request["module"], None)
+    problem = import_problem(load, request["import_timeout"])
+    if problem:
+        return None, "it cannot be imported twice: " + problem
+    return module["it"], None
+
+
+def fresh_module(request):
+    name = request["module"]
+    module = types.ModuleType(name)
+    module.__file__ = request["path"]
+    module.__package__ = name.rpartition(".")[0]
+    return module
+
+
+def load_original(request, changed_source):
+    """The original module; when its text does not compile, the changed module
+    with each original function put back (the "spliced" original)."""
+    module = fresh_module(request)
+    try:
+        code = compile(request["original"], request["path"], "exec", dont_inherit=True)
+        spliced = False
+    except SyntaxError:
+        code = compile(changed_source, request["path"], "exec", dont_inherit=True)
+        spliced = True
+    problem = import_problem(lambda: exec(code, module.__dict__), request["import_timeout"])
+    if problem:
+        return None, spliced, set(), problem
+    missing = set()
+    if spliced:
+        for pair in request["pairs"]:
+            try:
+                fcode = compile(pair["original_source"], request["path"], "exec", dont_inherit=True)
+                exec(fcode, module.__dict__)  # pylint: disable=exec-used
+            except Exception:  # pylint: disable=broad-except
+                missing.add(pair["original"])
+    return module, spliced, missing, None
+
+
+def probe(request):
+    result = {"module": request["module"], "functions": [], "not_checked": None, "spliced": False}
+    with open(request["path"], encoding="utf-8") as handle:
+        changed_source = handle.read()
+    changed, problem = load_changed(request)
+    if problem:
+        result["not_checked"] = "as changed, " + problem
+        return result
+    original, spliced, missing, problem = load_original(request, changed_source)
+    result["spliced"] = spliced
+    if problem:
+        result["not_checked"] = "at the best state, " + problem
+        return result
+    sites = {}
+    for site in request["calls"]:
+        sites.setdefault(site["function"], []).append(site["call"])
+    for pair in request["pairs"]:
+        entry = {"function": pair["changed"], "calls": [], "not_checked": None}
+        result["functions"].append(entry)
+        before_fn = getattr(original, pair["original"], None)
+        after_fn = getattr(changed, pair["changed"], None)
+        if pair["original"] in missing:
+            entry["not_checked"] = "its text at the best state does not compile on its own"
+            continue
+        if not (inspect.isfunction(before_fn) and inspect.isfunction(after_fn)):
+            entry["not_checked"] = "not a plain function in both versions"
+            continue
+        inputs = []
+        for text in sites.get(pair["original"], []) + sites.get(pair["changed"], []):
+            try:
+                args, kwargs = literal_call(text)
+            except (ValueError, SyntaxError, TypeError):
+                continue
+            inputs.append(("call site", args, kwargs))
+        for args in sample_inputs(before_fn, request["max_samples"]):
+            inputs.append(("sample", args, {}))
+        seen = set()
+        for source, args, kwargs in inputs[: request["max_calls"]]:
+            if time.monotonic() - START > request["deadline"]:
+                entry["not_checked"] = "the check ran out of time (%ss)" % request["deadline"]
+                break
+            text = call_text(pair["changed"], args, kwargs)
+            if text in seen:
+                continue
+            seen.add(text)
+            before = outcome_of(before_fn, copy.deepcopy(args), copy.deepcopy(kwargs), request["call_timeout"])
+            after = outcome_of(after_fn, copy.deepcopy(args), copy.deepcopy(kwargs), request["call_timeout"])
+            entry["calls"].append({
+                "call": text,
+                "source": source,
+                "before_kind": before["kind"],
+                "after_kind": after["kind"],
+                "before": before["shown"],
+                "after": after["shown"],
+                "same": same(before, after),
+            })
+    return result
+
+
+def main():
+    with open(sys.argv[1], encoding="utf-8") as handle:
+        request = json.load(handle)
+    sys.setrecursionlimit(2000)
+    sys.dont_write_bytecode = True
+    sys.addaudithook(audit)
+    signal.signal(signal.SIGALRM, on_alarm)
+    result = probe(request)
+    text = json.dumps(result)
+    GUARD["on"] = False
+    with open(sys.argv[2], "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+if __name__ == "__main__":
+    main()
