@@ -194,6 +194,43 @@ fn review(
         }
         Review::Rejected(reason) => (reason, None),
     };
+    refused(
+        cx,
+        rec,
+        state,
+        proposal,
+        summary,
+        Refusal {
+            reason,
+            split,
+            step,
+        },
+    )
+}
+
+/// A rejection, and what splitting the proposal gave when it was too big.
+struct Refusal {
+    reason: reviewer::Rejection,
+    split: Option<Result<Vec<Step>, reviewer::SplitFailure>>,
+    step: Option<(usize, usize)>,
+}
+
+/// Logs and tells a rejection; a proposal that splits into reviewer-sized
+/// steps goes on as those steps, any other is remembered for the Fixer.
+fn refused(
+    cx: &RunContext<'_>,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+    proposal: &Proposal,
+    summary: &str,
+    refusal: Refusal,
+) -> Result<Reviewed, SwarmError> {
+    let Refusal {
+        reason,
+        split,
+        step,
+    } = refusal;
+    let (file, iteration) = (&proposal.file, state.progress.iterations);
     let split_into = match &split {
         Some(Ok(steps)) => Some(steps.len()),
         _ => None,
@@ -257,16 +294,91 @@ fn judge_and_commit(
     state: &mut RunState,
     tried: Tried<'_>,
 ) -> Result<bool, SwarmError> {
-    let Tried {
-        file,
-        change,
-        summary,
-        part,
-    } = tried;
-    let iteration = state.progress.iterations;
     let k = state.progress.commits.len() as u32 + 1;
+    let (files, measured) = apply_and_measure(cx, ws, state, tried.change)?;
+    rec.measurement(Agent::Judge, &measured, Some(k))?;
+    let mut verdict = judge::compare(
+        &state.progress.best,
+        &measured.snapshot,
+        state.facts.baseline.pylint,
+    );
+    // Only a change the tests would accept is worth the behaviour check.
+    let behaviour = if verdict.is_accepted() {
+        Some(check_behaviour(
+            cx,
+            ws,
+            state,
+            tried.change,
+            &measured.snapshot,
+            &files,
+        )?)
+    } else {
+        None
+    };
+    let check = behaviour.as_ref().and_then(|b| b.check.as_ref());
+    if let Some(check) = check {
+        rec.behaviour(check, k)?;
+        if check.outcome == BehaviourOutcome::Regressed {
+            verdict = judge::Verdict::Regressed;
+        }
+    }
+    let message = commit_message(state, &tried, k, verdict, &measured.snapshot);
+    let commit = executor::settle(ws, tried.change, k, verdict, &message)?;
+    rec.commit(tried.file, k, &commit.0, &message, verdict)?;
+    let behaviour_note = check
+        .map(|check| format!("; {}", check.describe()))
+        .unwrap_or_default();
+    cx.events.emit(Event::Judged {
+        attempt: k,
+        file: tried.file.to_string(),
+        verdict,
+        tests: format!("{}{behaviour_note}", measured.snapshot.describe()),
+        pylint: measured.snapshot.pylint,
+        commit: commit.short().to_string(),
+    });
+    let broke = if verdict == judge::Verdict::Regressed {
+        prompt::broken_tests(&state.progress.best, &measured.snapshot)
+    } else {
+        Vec::new()
+    };
+    remember(
+        state,
+        tried.file,
+        PastAttempt {
+            label: format!("attempt {k}"),
+            summary: tried.summary.clone(),
+            outcome: format!(
+                "the Judge found it {}: {}{behaviour_note}",
+                verdict.as_str(),
+                measured.snapshot.describe(),
+            ),
+            diff: Some(tried.change.diff.clone()),
+            broke,
+        },
+    );
+    state.progress.commits.push(commit.0.clone());
+    if !verdict.is_accepted() {
+        return Ok(false);
+    }
+    adopt(
+        state,
+        tried.change,
+        measured.snapshot,
+        behaviour.as_ref(),
+        files,
+    );
+    Ok(true)
+}
+
+/// Writes the change into the worktree and has the Judge measure it; new
+/// Python files the change creates are measured (and kept) too.
+fn apply_and_measure(
+    cx: &RunContext<'_>,
+    ws: &RunWorkspace,
+    state: &RunState,
+    change: &Change,
+) -> Result<(Vec<String>, judge::Measurement), SwarmError> {
     executor::write_to_worktree(ws, change)?;
-    // New Python files the change creates are measured (and kept) too.
     let mut files = state.facts.files.clone();
     for f in &change.files {
         if f.ends_with(".py") && !files.contains(f) {
@@ -274,112 +386,72 @@ fn judge_and_commit(
         }
     }
     let measured = tokio::task::block_in_place(|| {
-        let baseline = state.facts.baseline.tests.as_ref();
         judge::measure_attempt(
             cx.tools(),
             cx.root,
             &files,
             cx.config.limits,
             cx.cancel,
-            baseline,
+            state.facts.baseline.tests.as_ref(),
             &state.progress.best,
         )
     })?;
-    let mut verdict = judge::compare(
-        &state.progress.best,
-        &measured.snapshot,
-        state.facts.baseline.pylint,
-    );
-    rec.measurement(Agent::Judge, &measured, Some(k))?;
-    let behaviour = if verdict.is_accepted() {
-        Some(check_behaviour(
-            cx,
-            ws,
-            state,
-            change,
-            &measured.snapshot,
-            &files,
-        )?)
-    } else {
-        None
-    };
-    if let Some(check) = behaviour.as_ref().and_then(|b| b.check.as_ref()) {
-        rec.behaviour(check, k)?;
-        if check.outcome == BehaviourOutcome::Regressed {
-            verdict = judge::Verdict::Regressed;
-        }
-    }
+    Ok((files, measured))
+}
+
+/// The attempt's commit message: the Executor's, with the step of a split
+/// proposal and the rebases of a merged reply as trailers.
+fn commit_message(
+    state: &RunState,
+    tried: &Tried<'_>,
+    k: u32,
+    verdict: judge::Verdict,
+    result: &judge::Snapshot,
+) -> String {
     let record = AttemptRecord {
         run_id: &state.facts.run_id,
-        iteration,
+        iteration: state.progress.iterations,
         attempt: k,
         model: &state.facts.model_id,
-        summary: &summary,
-        file: &crate::stage::repo_path(&state.facts.target_rel, file),
+        summary: &tried.summary,
+        file: &crate::stage::repo_path(&state.facts.target_rel, tried.file),
         verdict,
         baseline: &state.facts.baseline,
-        result: &measured.snapshot,
-        changed_lines: change.changed_lines,
+        result,
+        changed_lines: tried.change.changed_lines,
     };
     let mut message = executor::commit_message(&record);
-    if let Some(part) = part {
+    if let Some(part) = tried.part {
         message.push_str(&format!("Swarm-Step: {} of {}\n", part.index, part.total));
     }
-    for rebased in &change.rebased {
+    for rebased in &tried.change.rebased {
         message.push_str(&format!("Swarm-Rebased: {rebased}\n"));
     }
-    let commit = executor::settle(ws, change, k, verdict, &message)?;
-    rec.commit(file, k, &commit.0, &message, verdict)?;
-    let judged_behaviour = behaviour
-        .as_ref()
-        .and_then(|b| b.check.as_ref())
-        .map(|check| format!("; {}", check.describe()))
-        .unwrap_or_default();
-    cx.events.emit(Event::Judged {
-        attempt: k,
-        file: file.to_string(),
-        verdict,
-        tests: format!("{}{judged_behaviour}", measured.snapshot.describe()),
-        pylint: measured.snapshot.pylint,
-        commit: commit.short().to_string(),
-    });
-    remember(
-        state,
-        file,
-        PastAttempt {
-            label: format!("attempt {k}"),
-            summary,
-            outcome: format!(
-                "the Judge found it {}: {}{judged_behaviour}",
-                verdict.as_str(),
-                measured.snapshot.describe(),
-            ),
-            diff: Some(change.diff.clone()),
-            broke: if verdict == judge::Verdict::Regressed {
-                prompt::broken_tests(&state.progress.best, &measured.snapshot)
-            } else {
-                Vec::new()
-            },
-        },
-    );
-    state.progress.commits.push(commit.0.clone());
-    if !verdict.is_accepted() {
-        return Ok(false);
-    }
+    message
+}
+
+/// Makes an accepted change the run's best state: what it touched, what
+/// verified it, and the files it added.
+fn adopt(
+    state: &mut RunState,
+    change: &Change,
+    best: judge::Snapshot,
+    behaviour: Option<&BehaviourRun>,
+    files: Vec<String>,
+) {
     let progress = &mut state.progress;
-    progress.best = measured.snapshot;
+    progress.best = best;
     progress.accepted += 1;
     progress
         .touched
         .extend(change.writes.iter().map(|w| w.path.clone()));
     state.work.declined.clear();
-    if let Some(run) = &behaviour {
+    if let Some(run) = behaviour {
         for file in change.files.iter().filter(|f| is_importable_module(f)) {
             progress_verified(state, file, run.verification(file));
         }
     }
     state.facts.files = files;
-    Ok(true)
 }
 
 /// The Judge's behaviour check (see [`judge::behaviour`]) of the changed
