@@ -21,7 +21,7 @@ mod tree;
 
 pub use danger::is_dangerous;
 pub use outline::{outline, Definition, DefinitionKind, Outline};
-pub use resolve::{calls, import_bindings, instances, Binding, Call};
+pub use resolve::{calls, import_bindings, instances, module_imports, Binding, Call, ModuleImport};
 
 /// A function this complex is a hotspot.
 pub const HOTSPOT_COMPLEXITY: u32 = 10;

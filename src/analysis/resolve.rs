@@ -62,6 +62,52 @@ pub fn import_bindings(source: &str) -> Vec<Binding> {
     out
 }
 
+/// One import statement's modules: `import a.b, c` gives `a.b` and `c`
+/// (no names); `from .x import y, z` gives `.x` with `y` and `z`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModuleImport {
+    /// The module as written, leading dots kept (`a.b`, `.x`, `.`).
+    pub module: String,
+    /// The names a `from` import takes (`*` left out).
+    pub names: Vec<String>,
+}
+
+/// Every module `source` imports, in source order (imports inside
+/// functions and `if` blocks count too).
+pub fn module_imports(source: &str) -> Vec<ModuleImport> {
+    let tree = parse(source);
+    let mut out = Vec::new();
+    walk(tree.root_node(), |node| match node.kind() {
+        "import_statement" => {
+            for name in named_children(node) {
+                let (module, _) = aliased(name, source);
+                if !module.is_empty() {
+                    out.push(ModuleImport {
+                        module,
+                        names: Vec::new(),
+                    });
+                }
+            }
+            false
+        }
+        "import_from_statement" => {
+            let module = node
+                .child_by_field_name("module_name")
+                .map(|m| text(m, source).to_string())
+                .unwrap_or_default();
+            let mut cursor = node.walk();
+            let names = node
+                .children_by_field_name("name", &mut cursor)
+                .map(|name| aliased(name, source).0)
+                .collect();
+            out.push(ModuleImport { module, names });
+            false
+        }
+        _ => true,
+    });
+    out
+}
+
 /// `import a.b` binds `a` (to module `a`); `import a.b as c` binds `c` to `a.b`.
 fn plain_import(node: Node<'_>, source: &str) -> Option<Binding> {
     let (module, local) = aliased(node, source);
@@ -231,6 +277,28 @@ mod tests {
             module: module.into(),
             name: name.map(str::to_string),
         }
+    }
+
+    #[test]
+    fn module_imports_keep_dots_dotted_names_and_from_names() {
+        let found = module_imports(
+            "import a.b, c as d\nfrom .x import (y,\n    z as w)\nfrom . import q\nfrom m import *\n\
+             def f():\n    import inner\n",
+        );
+        let shown: Vec<(String, Vec<String>)> =
+            found.into_iter().map(|i| (i.module, i.names)).collect();
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            shown,
+            vec![
+                ("a.b".into(), vec![]),
+                ("c".into(), vec![]),
+                (".x".into(), s(&["y", "z"])),
+                (".".into(), s(&["q"])),
+                ("m".into(), vec![]),
+                ("inner".into(), vec![]),
+            ]
+        );
     }
 
     #[test]

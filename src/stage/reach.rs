@@ -148,23 +148,14 @@ pub(crate) fn imports(modules: &[String], file: &str) -> bool {
 /// Modules named by `import x.y` and `from x.y import z` (and `from x import y`
 /// as `x.y`, which may be a submodule).
 pub(crate) fn imported_modules(text: &str) -> Vec<String> {
-    static IMPORT: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
-    let re = IMPORT.get_or_init(|| {
-        Regex::new(r"(?m)^\s*(?:from\s+([\w.]+)\s+import\s+([\w, ]+)|import\s+([\w.]+))")
-            .expect("static regex")
-    });
     let mut out = Vec::new();
-    for c in re.captures_iter(text) {
-        if let Some(module) = c.get(1) {
-            let module = module.as_str().trim_start_matches('.');
-            out.push(module.to_string());
-            for name in c[2].split(',').map(str::trim).filter(|n| !n.is_empty()) {
-                let name = name.split_whitespace().next().unwrap_or(name);
-                out.push(format!("{module}.{name}"));
-            }
-        } else if let Some(module) = c.get(3) {
-            out.push(module.as_str().to_string());
+    for import in analysis::module_imports(text) {
+        let module = import.module.trim_start_matches('.');
+        if module.is_empty() {
+            continue;
         }
+        out.push(module.to_string());
+        out.extend(import.names.iter().map(|name| format!("{module}.{name}")));
     }
     out
 }
@@ -237,25 +228,10 @@ fn reach_package(
 /// gives `dotted.x`, `from ..x import y` goes one package up; absolute
 /// imports are kept as they are.
 fn package_imports(text: &str, dotted: &str) -> Vec<String> {
-    static FROM: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
-    let re = FROM.get_or_init(|| {
-        Regex::new(r"(?m)^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)|import[ \t]+([\w., \t]+))")
-            .expect("static regex")
-    });
     let mut out = Vec::new();
-    for c in re.captures_iter(text) {
-        if let Some(names) = c.get(4) {
-            out.extend(
-                names
-                    .as_str()
-                    .split(',')
-                    .filter_map(|n| n.split_whitespace().next())
-                    .map(str::to_string),
-            );
-            continue;
-        }
-        let dots = c.get(1).map_or(0, |m| m.as_str().len());
-        let rest = c.get(2).map_or("", |m| m.as_str());
+    for import in analysis::module_imports(text) {
+        let dots = import.module.len() - import.module.trim_start_matches('.').len();
+        let rest = &import.module[dots..];
         let module = if dots == 0 {
             rest.to_string()
         } else {
@@ -267,15 +243,7 @@ fn package_imports(text: &str, dotted: &str) -> Vec<String> {
         if module.is_empty() {
             continue;
         }
-        let names = c.get(3).map_or("", |m| m.as_str());
-        for name in names
-            .trim_matches(|ch: char| ch == '(' || ch == ')' || ch.is_whitespace())
-            .split(',')
-            .filter_map(|n| n.split_whitespace().next())
-            .filter(|n| *n != "*")
-        {
-            out.push(format!("{module}.{name}"));
-        }
+        out.extend(import.names.iter().map(|name| format!("{module}.{name}")));
         out.push(module);
     }
     out
