@@ -3,7 +3,10 @@
 //! accepted change is staged in the worktree, measured, committed on its
 //! attempt branch and, when the Judge accepts it, becomes the best state.
 
+use std::time::{Duration, Instant};
+
 use super::record::Recorder;
+use super::timing::AttemptTimes;
 use super::{RunContext, RunState};
 use crate::error::SwarmError;
 use crate::git::RunWorkspace;
@@ -28,8 +31,19 @@ pub(super) fn attempt(
         no_change(cx, state, &proposal.file, summary, reason);
         return Ok(false);
     }
-    match review(cx, ws, rec, state, proposal, &summary)? {
-        Some(change) => judge_and_commit(cx, ws, rec, state, &proposal.file, &change, summary),
+    let started = Instant::now();
+    let reviewed = review(cx, ws, rec, state, proposal, &summary)?;
+    let review_time = started.elapsed();
+    match reviewed {
+        Some(change) => {
+            let step = Step {
+                file: &proposal.file,
+                change: &change,
+                summary,
+                review_time,
+            };
+            judge_and_commit(cx, ws, rec, state, step)
+        }
         None => Ok(false),
     }
 }
@@ -122,6 +136,15 @@ fn review(
     }
 }
 
+/// An accepted change on its way to the Judge.
+struct Step<'a> {
+    file: &'a str,
+    change: &'a Change,
+    summary: String,
+    /// What the Reviewer took.
+    review_time: Duration,
+}
+
 /// Stages the change, measures it, commits it on its attempt branch with
 /// the Judge's verdict, and moves the best state when it is accepted.
 fn judge_and_commit(
@@ -129,13 +152,19 @@ fn judge_and_commit(
     ws: &mut RunWorkspace,
     rec: &mut Recorder<'_>,
     state: &mut RunState,
-    file: &str,
-    change: &Change,
-    summary: String,
+    step: Step<'_>,
 ) -> Result<bool, SwarmError> {
+    let Step {
+        file,
+        change,
+        summary,
+        review_time,
+    } = step;
     let iteration = state.progress.iterations;
     let k = state.progress.commits.len() as u32 + 1;
+    let started = Instant::now();
     executor::stage(ws, change)?;
+    let apply_time = started.elapsed();
     // New Python files the change creates are measured (and kept) too.
     let mut files = state.facts.files.clone();
     for f in &change.files {
@@ -143,6 +172,7 @@ fn judge_and_commit(
             files.push(f.clone());
         }
     }
+    let started = Instant::now();
     let measured = tokio::task::block_in_place(|| {
         let baseline = state.facts.baseline.tests.as_ref();
         judge::measure_attempt(
@@ -155,6 +185,7 @@ fn judge_and_commit(
             &state.progress.best,
         )
     })?;
+    let judge_time = started.elapsed();
     let verdict = judge::compare(
         &state.progress.best,
         &measured.snapshot,
@@ -174,8 +205,16 @@ fn judge_and_commit(
         changed_lines: change.changed_lines,
     };
     let message = executor::commit_message(&record);
-    let commit = executor::settle(ws, change, k, verdict, &message)?;
-    rec.commit(file, k, &commit.0, &message, verdict)?;
+    let settled = executor::settle(ws, change, k, verdict, &message)?;
+    let times = AttemptTimes {
+        review: review_time,
+        apply: apply_time,
+        judge: judge_time,
+        commit: settled.committing,
+        worktree: settled.worktree,
+    };
+    let commit = settled.commit;
+    rec.commit(file, k, &commit.0, &message, verdict, times)?;
     cx.events.emit(Event::Judged {
         attempt: k,
         file: file.to_string(),
