@@ -329,6 +329,18 @@ fn print_row(size: usize, cache: &str, m: &Measured) {
             call.agent, call.chars
         );
     }
+    if let Some(t) = &m.time {
+        let stages: Vec<String> = STAGES
+            .iter()
+            .zip(&t.stages)
+            .map(|(name, s)| format!("{name} {:.2}/{:.2}", s.own(), s.wall))
+            .collect();
+        println!(
+            "       own/wall s: {}; outside the run {:.2}",
+            stages.join(", "),
+            (wall - t.run).max(0.0)
+        );
+    }
     let (lines, chars) = m.stderr_size;
     if chars > 20_000 {
         println!("       stderr: {lines} lines, {chars} characters");
