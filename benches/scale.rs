@@ -10,8 +10,18 @@
 //! pylint cache (a fresh `SWARM_CACHE_DIR`), then again on an identical
 //! repository with the cache the first run left (warm).
 //!
+//! From each run's experiment log it also reads where the time went (see
+//! [`timing`]): per attempt, the worktree update, apply, commit and the
+//! Judge; per stage (setup, audit, plan, rounds, final check, delivery),
+//! the wall time, what pytest, pylint and the model took of it, and the
+//! rest, swarm's own overhead, also as a share of the whole process's
+//! wall time. After every run it prints the medians over the runs of each
+//! size and cache, and the per-attempt cost of each size against 1,000
+//! files.
+//!
 //! Settings (environment):
 //! - `SWARM_SCALE_SIZES=100,1000`: the sizes to run (default all three);
+//! - `SWARM_SCALE_RUNS=3`: runs of each size and cache (default 1);
 //! - `SWARM_SCALE_WARM=0`: skip the warm runs;
 //! - `SWARM_SCALE_KEEP=1`: keep each run's folder (repository, experiment
 //!   log, swarm's stdout and stderr) and say where it is.
@@ -20,21 +30,22 @@
 //! branch) is reported in the table with its error, and the bench then
 //! exits non-zero.
 
+#[path = "scale/model.rs"]
+mod model;
 #[path = "../tests/it/support/scale/mod.rs"]
 mod scale;
+#[path = "scale/timing.rs"]
+mod timing;
 
 use std::fs;
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use model::ModelServer;
 use scale::{RequestKind, ScaleProject};
-use serde_json::{json, Value};
+use serde_json::Value;
+use timing::{median, RunTime, STAGES};
 
 const DEFAULT_SIZES: &[usize] = &[100, 1_000, 10_000];
 /// Provider settings that must not leak in from the shell running the bench.
@@ -54,10 +65,12 @@ const PROVIDER_ENV: &[&str] = &[
 
 fn main() {
     let sizes = sizes_from_env();
+    let runs = runs_from_env();
     let warm = std::env::var("SWARM_SCALE_WARM").map_or(true, |v| v != "0");
     let mut failures = Vec::new();
+    let mut results: Vec<(usize, &str, Vec<Measured>)> = Vec::new();
     println!(
-        "{:>6} {:<5} {:>4} {:>9} {:>9} {:>6} {:>5} {:>10} {:>10} {:>11}",
+        "{:>6} {:<5} {:>4} {:>9} {:>9} {:>6} {:>5} {:>10} {:>10} {:>11} {:>9} {:>6}",
         "files",
         "cache",
         "exit",
@@ -67,30 +80,152 @@ fn main() {
         "reqs",
         "plan chars",
         "max chars",
-        "total chars"
+        "total chars",
+        "attempt",
+        "own %"
     );
     for size in sizes {
-        let cache = tempfile::tempdir().expect("temp dir for the cache");
-        let cold = run(size, cache.path());
-        print_row(size, "cold", &cold);
-        let green = cold.failure.is_none();
-        if let Some(why) = cold.failure {
-            failures.push(format!("{size} files, cold: {why}"));
-        }
-        if warm && green {
-            let again = run(size, cache.path());
-            print_row(size, "warm", &again);
-            if let Some(why) = again.failure {
-                failures.push(format!("{size} files, warm: {why}"));
+        let (mut colds, mut warms) = (Vec::new(), Vec::new());
+        for _ in 0..runs {
+            let cache = tempfile::tempdir().expect("temp dir for the cache");
+            let cold = run(size, cache.path());
+            print_row(size, "cold", &cold);
+            let green = cold.failure.is_none();
+            if let Some(why) = &cold.failure {
+                failures.push(format!("{size} files, cold: {why}"));
+            }
+            colds.push(cold);
+            if warm && green {
+                let again = run(size, cache.path());
+                print_row(size, "warm", &again);
+                if let Some(why) = &again.failure {
+                    failures.push(format!("{size} files, warm: {why}"));
+                }
+                warms.push(again);
             }
         }
+        results.push((size, "cold", colds));
+        if !warms.is_empty() {
+            results.push((size, "warm", warms));
+        }
     }
+    print_attempts(&results);
+    print_overhead(&results);
     if !failures.is_empty() {
         eprintln!("\nruns that did not end green:");
         for failure in &failures {
             eprintln!("- {failure}");
         }
         std::process::exit(1);
+    }
+}
+
+/// `SWARM_SCALE_RUNS`, else 1.
+fn runs_from_env() -> usize {
+    std::env::var("SWARM_SCALE_RUNS").map_or(1, |v| {
+        v.trim()
+            .parse()
+            .ok()
+            .filter(|n| *n > 0)
+            .unwrap_or_else(|| panic!("SWARM_SCALE_RUNS: `{v}` is not a positive count"))
+    })
+}
+
+/// The median per-attempt cost of each size and cache, its steps, and its
+/// ratio to the 1,000-file cost of the same cache.
+fn print_attempts(results: &[(usize, &str, Vec<Measured>)]) {
+    println!(
+        "\nper attempt, median over the runs (seconds; cost = worktree + apply + commit + judge):"
+    );
+    println!(
+        "{:>6} {:<5} {:>4} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9}",
+        "files",
+        "cache",
+        "runs",
+        "review",
+        "apply",
+        "judge",
+        "commit",
+        "worktree",
+        "cost",
+        "vs 1,000"
+    );
+    let cost_of = |ms: &[Measured]| median(&attempts(ms).map(|a| a.cost()).collect::<Vec<_>>());
+    for (size, cache, measured) in results {
+        let all: Vec<timing::AttemptTime> = attempts(measured).collect();
+        if all.is_empty() {
+            continue;
+        }
+        let step =
+            |f: fn(&timing::AttemptTime) -> f64| median(&all.iter().map(f).collect::<Vec<_>>());
+        let cost = cost_of(measured);
+        let reference = results
+            .iter()
+            .find(|(s, c, _)| *s == 1_000 && c == cache)
+            .map(|(_, _, m)| cost_of(m))
+            .filter(|c| *c > 0.0);
+        println!(
+            "{size:>6} {cache:<5} {:>4} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9}",
+            measured.len(),
+            step(|a| a.review),
+            step(|a| a.apply),
+            step(|a| a.judge),
+            step(|a| a.commit),
+            step(|a| a.worktree),
+            cost,
+            reference.map_or("-".to_string(), |r| format!("{:.2}x", cost / r))
+        );
+    }
+}
+
+/// Every attempt of every run that logged its timings.
+fn attempts(measured: &[Measured]) -> impl Iterator<Item = timing::AttemptTime> + '_ {
+    measured
+        .iter()
+        .filter_map(|m| m.time.as_ref())
+        .flat_map(|t| t.attempts.iter().copied())
+}
+
+/// swarm's own time per stage (the medians over the runs), and as a share
+/// of the process's wall time.
+fn print_overhead(results: &[(usize, &str, Vec<Measured>)]) {
+    println!("\nswarm's own time per stage, median over the runs (seconds of wall time not spent in pytest, pylint or the model; % of the process's wall time):");
+    print!("{:>6} {:<5} {:>8}", "files", "cache", "wall");
+    for stage in STAGES {
+        print!(" {stage:>15}");
+    }
+    println!(" {:>15} {:>15}", "outside run", "all");
+    for (size, cache, measured) in results {
+        let timed: Vec<(&Measured, &RunTime)> = measured
+            .iter()
+            .filter_map(|m| m.time.as_ref().map(|t| (m, t)))
+            .collect();
+        if timed.is_empty() {
+            continue;
+        }
+        let wall = median(
+            &timed
+                .iter()
+                .map(|(m, _)| m.wall.as_secs_f64())
+                .collect::<Vec<_>>(),
+        );
+        let share = |f: &dyn Fn(&Measured, &RunTime) -> f64| {
+            let own = median(&timed.iter().map(|(m, t)| f(m, t)).collect::<Vec<_>>());
+            let pct = median(
+                &timed
+                    .iter()
+                    .map(|(m, t)| 100.0 * f(m, t) / m.wall.as_secs_f64())
+                    .collect::<Vec<_>>(),
+            );
+            format!("{own:>7.3} {pct:>5.1}%")
+        };
+        print!("{size:>6} {cache:<5} {wall:>6.1} s");
+        for i in 0..STAGES.len() {
+            print!(" {:>15}", share(&|_, t| t.stages[i].own()));
+        }
+        let outside_run = share(&|m, t| (m.wall.as_secs_f64() - t.run).max(0.0));
+        let all = share(&|m, t| (m.wall.as_secs_f64() - t.outside()).max(0.0));
+        println!(" {outside_run:>15} {all:>15}");
     }
 }
 
@@ -125,6 +260,8 @@ struct Measured {
     stderr_size: (usize, usize),
     /// Why the run is not green, when it is not.
     failure: Option<String>,
+    /// Where the time went, from the experiment log.
+    time: Option<RunTime>,
 }
 
 /// A model call as the experiment log records it.
@@ -155,10 +292,20 @@ fn print_row(size: usize, cache: &str, m: &Measured) {
     };
     let shown = |chars: Option<usize>| chars.map_or("-".to_string(), |c| c.to_string());
     let total: usize = m.requests.iter().map(|r| r.chars).sum();
+    let wall = m.wall.as_secs_f64();
+    let attempt = m
+        .time
+        .as_ref()
+        .map(|t| t.attempts.iter().map(|a| a.cost()).collect::<Vec<_>>())
+        .filter(|costs| !costs.is_empty())
+        .map_or("-".to_string(), |costs| format!("{:.3} s", median(&costs)));
+    let own = m.time.as_ref().map_or("-".to_string(), |t| {
+        format!("{:.1}", 100.0 * (wall - t.outside()).max(0.0) / wall)
+    });
     println!(
-        "{size:>6} {cache:<5} {:>4} {:>7.1} s {:>5.0} MiB {:>6} {:>5} {:>10} {:>10} {:>11}",
+        "{size:>6} {cache:<5} {:>4} {:>7.1} s {:>5.0} MiB {:>6} {:>5} {:>10} {:>10} {:>11} {attempt:>9} {own:>6}",
         m.exit.map_or("sig".to_string(), |c| c.to_string()),
-        m.wall.as_secs_f64(),
+        wall,
         m.peak_kib as f64 / 1024.0,
         m.pylint_before
             .map_or("n/a".to_string(), |s| format!("{s:.2}")),
@@ -178,6 +325,18 @@ fn print_row(size: usize, cache: &str, m: &Measured) {
         println!(
             "       an {} call of {} prompt characters got no reply (refused or failed)",
             call.agent, call.chars
+        );
+    }
+    if let Some(t) = &m.time {
+        let stages: Vec<String> = STAGES
+            .iter()
+            .zip(&t.stages)
+            .map(|(name, s)| format!("{name} {:.2}/{:.2}", s.own(), s.wall))
+            .collect();
+        println!(
+            "       own/wall s: {}; outside the run {:.2}",
+            stages.join(", "),
+            (wall - t.run).max(0.0)
         );
     }
     let (lines, chars) = m.stderr_size;
@@ -288,6 +447,7 @@ fn run(size: usize, cache: &Path) -> Measured {
         pylint_before: summary["pylint_before"].as_f64(),
         stderr_size: (stderr.lines().count(), stderr.chars().count()),
         failure,
+        time: RunTime::from_log(&log),
     }
 }
 
@@ -370,187 +530,4 @@ fn read_log(path: &Path) -> Vec<Value> {
         .and_then(|text| serde_json::from_str::<Value>(&text).ok())
         .and_then(|v| v.as_array().cloned())
         .unwrap_or_default()
-}
-
-/// A loopback OpenAI-compatible model: one thread per connection, one
-/// exchange per connection; stops on drop.
-struct ModelServer {
-    address: SocketAddr,
-    requests: Arc<Mutex<Vec<Request>>>,
-    stop: Arc<AtomicBool>,
-    acceptor: Option<JoinHandle<()>>,
-}
-
-impl ModelServer {
-    fn start(project: ScaleProject) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
-        let address = listener
-            .local_addr()
-            .expect("a bound listener has an address");
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let project = Arc::new(project);
-        let acceptor = {
-            let (requests, stop) = (Arc::clone(&requests), Arc::clone(&stop));
-            std::thread::spawn(move || {
-                for stream in listener.incoming() {
-                    if stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let Ok(stream) = stream else { continue };
-                    let (requests, project) = (Arc::clone(&requests), Arc::clone(&project));
-                    std::thread::spawn(move || serve(stream, &project, &requests));
-                }
-            })
-        };
-        Self {
-            address,
-            requests,
-            stop,
-            acceptor: Some(acceptor),
-        }
-    }
-
-    fn base_url(&self) -> String {
-        format!("http://{}", self.address)
-    }
-
-    fn requests(&self) -> Vec<Request> {
-        self.requests.lock().expect("request log lock").clone()
-    }
-}
-
-impl Drop for ModelServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect_timeout(&self.address, Duration::from_secs(1));
-        if let Some(acceptor) = self.acceptor.take() {
-            let _ = acceptor.join();
-        }
-    }
-}
-
-/// Reads one request, records it and answers as a good model would.
-fn serve(stream: TcpStream, project: &ScaleProject, requests: &Mutex<Vec<Request>>) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
-    let Ok(reader) = stream.try_clone() else {
-        return;
-    };
-    let mut reader = BufReader::new(reader);
-    let Some((path, body)) = read_request(&mut reader) else {
-        return;
-    };
-    let (status, reply) = if path.ends_with("/chat/completions") {
-        let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        let (system, user, chars) = texts(&body);
-        let kind = project.classify(&system, &user);
-        requests
-            .lock()
-            .expect("request log lock")
-            .push(Request { kind, chars });
-        let text = project.reply(&system, &user);
-        (200, completion(&body, &text, chars))
-    } else if path.ends_with("/models") {
-        // swarm's preflight: the endpoint is there.
-        (
-            200,
-            json!({"object": "list", "data": [{"id": "m", "object": "model"}]}),
-        )
-    } else {
-        (
-            404,
-            json!({"error": {"message": format!("no route {path}")}}),
-        )
-    };
-    let _ = write_reply(stream, status, &reply.to_string());
-}
-
-/// The system prompt, the first user message and the characters of every
-/// message of an OpenAI chat request.
-fn texts(body: &Value) -> (String, String, usize) {
-    let mut system = String::new();
-    let mut user = None;
-    let mut chars = 0;
-    for message in body["messages"].as_array().into_iter().flatten() {
-        let content = message["content"].as_str().unwrap_or_default();
-        chars += content.chars().count();
-        match message["role"].as_str() {
-            Some("system") => system.push_str(content),
-            Some("user") if user.is_none() => user = Some(content.to_string()),
-            _ => {}
-        }
-    }
-    (system, user.unwrap_or_default(), chars)
-}
-
-/// An OpenAI chat completion carrying `text`, with rough token counts.
-fn completion(request: &Value, text: &str, prompt_chars: usize) -> Value {
-    let (input, output) = (prompt_chars / 4, text.chars().count() / 4);
-    json!({
-        "id": "chatcmpl-scale",
-        "object": "chat.completion",
-        "created": 0,
-        "model": request["model"].as_str().unwrap_or("scale-model"),
-        "choices": [{
-            "index": 0,
-            "message": {"role": "assistant", "content": text},
-            "finish_reason": "stop",
-        }],
-        "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output},
-    })
-}
-
-/// The request target and body (Content-Length or chunked).
-fn read_request(reader: &mut impl BufRead) -> Option<(String, Vec<u8>)> {
-    let mut line = String::new();
-    reader.read_line(&mut line).ok()?;
-    let path = line.split_whitespace().nth(1)?.to_string();
-    let (mut length, mut chunked) = (0, false);
-    loop {
-        let mut header = String::new();
-        if reader.read_line(&mut header).ok()? == 0 {
-            return None;
-        }
-        let header = header.trim_end();
-        if header.is_empty() {
-            break;
-        }
-        let (name, value) = header.split_once(':')?;
-        match name.trim().to_ascii_lowercase().as_str() {
-            "content-length" => length = value.trim().parse().ok()?,
-            "transfer-encoding" => chunked = value.contains("chunked"),
-            _ => {}
-        }
-    }
-    if !chunked {
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body).ok()?;
-        return Some((path, body));
-    }
-    let mut body = Vec::new();
-    loop {
-        let mut size = String::new();
-        reader.read_line(&mut size).ok()?;
-        let size = usize::from_str_radix(size.trim().split(';').next()?, 16).ok()?;
-        let mut chunk = vec![0; size + 2];
-        reader.read_exact(&mut chunk).ok()?;
-        if size == 0 {
-            return Some((path, body));
-        }
-        chunk.truncate(size);
-        body.extend_from_slice(&chunk);
-    }
-}
-
-fn write_reply(mut stream: TcpStream, status: u16, body: &str) -> std::io::Result<()> {
-    let reason = if status == 200 { "OK" } else { "Not Found" };
-    write!(
-        stream,
-        "HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n\
-         content-length: {}\r\nconnection: close\r\n\r\n{body}",
-        body.len()
-    )?;
-    stream.flush()?;
-    let _ = stream.shutdown(std::net::Shutdown::Write);
-    Ok(())
 }

@@ -5,10 +5,13 @@
 //! A proposal refused for its size alone is split into reviewer-sized steps
 //! ([`reviewer::split`]), each attempted in turn until one does not improve.
 
+use std::time::{Duration, Instant};
+
 use super::record::{Recorder, ReviewNote};
+use super::timing::AttemptTimes;
 use super::{RunContext, RunState};
 use crate::error::SwarmError;
-use crate::git::RunWorkspace;
+use crate::git::{CommitId, RunWorkspace};
 use crate::log::{Agent, Event};
 use crate::stage::executor::{self, AttemptRecord};
 use crate::stage::fixer::{Proposal, ReplyProblem, Unusable};
@@ -47,13 +50,17 @@ pub(super) fn attempt(
         no_change(cx, state, &proposal.file, summary, reason);
         return Ok(false);
     }
-    match review(cx, ws, rec, state, proposal, &summary, None)? {
+    let started = Instant::now();
+    let reviewed = review(cx, ws, rec, state, proposal, &summary, None)?;
+    let review_time = started.elapsed();
+    match reviewed {
         Reviewed::Accepted(change) => {
             let tried = Tried {
                 file: &proposal.file,
                 change: &change,
                 summary,
                 part: None,
+                review_time,
             };
             judge_and_commit(cx, ws, rec, state, tried)
         }
@@ -86,6 +93,7 @@ fn attempt_steps(
             ..proposal.clone()
         };
         let summary = format!("{summary} (step {} of {total})", part.index);
+        let started = Instant::now();
         let change = match review(cx, ws, rec, state, &step_proposal, &summary, Some(part))? {
             Reviewed::Accepted(change) => change,
             Reviewed::Split(_) | Reviewed::Rejected => break,
@@ -95,6 +103,7 @@ fn attempt_steps(
             change: &change,
             summary,
             part: Some(part),
+            review_time: started.elapsed(),
         };
         if !judge_and_commit(cx, ws, rec, state, tried)? {
             break;
@@ -283,6 +292,8 @@ struct Tried<'a> {
     change: &'a Change,
     summary: String,
     part: Option<Part>,
+    /// What the Reviewer took.
+    review_time: Duration,
 }
 
 /// Stages the change, measures it, commits it on its attempt branch with
@@ -295,7 +306,9 @@ fn judge_and_commit(
     tried: Tried<'_>,
 ) -> Result<bool, SwarmError> {
     let k = state.progress.commits.len() as u32 + 1;
-    let (files, measured) = apply_and_measure(cx, ws, state, tried.change)?;
+    let (files, measured, apply_time, measure_time) =
+        apply_and_measure(cx, ws, state, tried.change)?;
+    let judging = Instant::now();
     rec.measurement(Agent::Judge, &measured, Some(k))?;
     let mut verdict = judge::compare(
         &state.progress.best,
@@ -322,40 +335,30 @@ fn judge_and_commit(
             verdict = judge::Verdict::Regressed;
         }
     }
+    // The Judge's time: the measurement, and the behaviour check.
+    let judge_time = measure_time + judging.elapsed();
     let message = commit_message(state, &tried, k, verdict, &measured.snapshot);
-    let commit = executor::settle(ws, tried.change, k, verdict, &message)?;
-    rec.commit(tried.file, k, &commit.0, &message, verdict)?;
-    let behaviour_note = check
+    let settled = executor::settle(ws, tried.change, k, verdict, &message)?;
+    let times = AttemptTimes {
+        review: tried.review_time,
+        apply: apply_time,
+        judge: judge_time,
+        commit: settled.committing,
+        worktree: settled.worktree,
+    };
+    let commit = settled.commit;
+    rec.commit(tried.file, k, &commit.0, &message, verdict, times)?;
+    let note = check
         .map(|check| format!("; {}", check.describe()))
         .unwrap_or_default();
-    cx.events.emit(Event::Judged {
-        attempt: k,
-        file: tried.file.to_string(),
+    let judged = Judged {
+        k,
         verdict,
-        tests: format!("{}{behaviour_note}", measured.snapshot.describe()),
-        pylint: measured.snapshot.pylint,
-        commit: commit.short().to_string(),
-    });
-    let broke = if verdict == judge::Verdict::Regressed {
-        prompt::broken_tests(&state.progress.best, &measured.snapshot)
-    } else {
-        Vec::new()
+        result: &measured.snapshot,
+        commit: &commit,
+        note: &note,
     };
-    remember(
-        state,
-        tried.file,
-        PastAttempt {
-            label: format!("attempt {k}"),
-            summary: tried.summary.clone(),
-            outcome: format!(
-                "the Judge found it {}: {}{behaviour_note}",
-                verdict.as_str(),
-                measured.snapshot.describe(),
-            ),
-            diff: Some(tried.change.diff.clone()),
-            broke,
-        },
-    );
+    tell_and_remember(cx, state, &tried, judged);
     state.progress.commits.push(commit.0.clone());
     if !verdict.is_accepted() {
         return Ok(false);
@@ -370,21 +373,80 @@ fn judge_and_commit(
     Ok(true)
 }
 
+/// What the Judge made of attempt `k`, and its commit.
+struct Judged<'a> {
+    k: u32,
+    verdict: judge::Verdict,
+    result: &'a judge::Snapshot,
+    commit: &'a CommitId,
+    /// The behaviour check's finding (`; …`), or empty.
+    note: &'a str,
+}
+
+/// Tells the user the verdict and adds the attempt to what the Fixer
+/// remembers of its file (with the tests it broke, when it regressed).
+fn tell_and_remember(
+    cx: &RunContext<'_>,
+    state: &mut RunState,
+    tried: &Tried<'_>,
+    judged: Judged<'_>,
+) {
+    let Judged {
+        k,
+        verdict,
+        result,
+        commit,
+        note,
+    } = judged;
+    cx.events.emit(Event::Judged {
+        attempt: k,
+        file: tried.file.to_string(),
+        verdict,
+        tests: format!("{}{note}", result.describe()),
+        pylint: result.pylint,
+        commit: commit.short().to_string(),
+    });
+    let broke = if verdict == judge::Verdict::Regressed {
+        prompt::broken_tests(&state.progress.best, result)
+    } else {
+        Vec::new()
+    };
+    remember(
+        state,
+        tried.file,
+        PastAttempt {
+            label: format!("attempt {k}"),
+            summary: tried.summary.clone(),
+            outcome: format!(
+                "the Judge found it {}: {}{note}",
+                verdict.as_str(),
+                result.describe(),
+            ),
+            diff: Some(tried.change.diff.clone()),
+            broke,
+        },
+    );
+}
+
 /// Writes the change into the worktree and has the Judge measure it; new
-/// Python files the change creates are measured (and kept) too.
+/// Python files the change creates are measured (and kept) too. With the
+/// files, the measurement, and how long writing and measuring took.
 fn apply_and_measure(
     cx: &RunContext<'_>,
     ws: &RunWorkspace,
     state: &RunState,
     change: &Change,
-) -> Result<(Vec<String>, judge::Measurement), SwarmError> {
+) -> Result<(Vec<String>, judge::Measurement, Duration, Duration), SwarmError> {
+    let started = Instant::now();
     executor::write_to_worktree(ws, change)?;
+    let apply_time = started.elapsed();
     let mut files = state.facts.files.clone();
     for f in &change.files {
         if f.ends_with(".py") && !files.contains(f) {
             files.push(f.clone());
         }
     }
+    let started = Instant::now();
     let measured = tokio::task::block_in_place(|| {
         judge::measure_attempt(
             cx.tools(),
@@ -396,7 +458,7 @@ fn apply_and_measure(
             &state.progress.best,
         )
     })?;
-    Ok((files, measured))
+    Ok((files, measured, apply_time, started.elapsed()))
 }
 
 /// The attempt's commit message: the Executor's, with the step of a split

@@ -18,6 +18,7 @@ mod record;
 mod round;
 mod setup;
 pub mod summary;
+mod timing;
 mod verify;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -40,6 +41,7 @@ use crate::stage::reviewer::{ShownVersions, SizeLimits};
 use crate::tools::{LintCache, PythonEnv, Sandbox, SandboxPolicy};
 use record::Recorder;
 pub use summary::{Delivery, Safety, Spend, StopReason, Summary, TestCount};
+use timing::{Stage, StageClock};
 pub use verify::FinalCheck;
 
 /// Everything a run needs besides the model.
@@ -210,6 +212,7 @@ pub async fn run(
     events: &dyn EventSink,
     cancel: &Cancel,
 ) -> Result<Summary, SwarmError> {
+    let clock = StageClock::start();
     let budget = Budget::new(&config.budget, model.model())
         .map_err(|e| SwarmError::invalid(e.to_string()))?;
     let model: Arc<dyn ChatModel> = match budget.window {
@@ -249,7 +252,7 @@ pub async fn run(
     };
     let scope = std::mem::take(&mut opened.scope);
     let run_id = scope.run_id.clone();
-    let mut rec = Recorder::new(&mut opened.log, model.model(), &run_id);
+    let mut rec = Recorder::new(&mut opened.log, model.model(), &run_id, clock);
     let opening = rec
         .system_start(config, &scope.files)
         .and_then(|()| rec.safety(&safety));
@@ -259,10 +262,12 @@ pub async fn run(
     };
     let check = match &result {
         Ok((state, stop)) if wants_final_check(state, *stop, &ws) => {
+            rec.enter(Stage::FinalCheck);
             Some(verify::final_check(&cx, &opened.repo, &ws, state, &mut rec))
         }
         _ => None,
     };
+    rec.enter(Stage::Delivery);
     let (branch, best) = (ws.best_branch(), ws.best().clone());
     let removal = ws.remove();
     let (state, stop) = result?;
@@ -301,10 +306,13 @@ async fn drive(
     rec: &mut Recorder<'_>,
     scope: setup::Scope,
 ) -> Result<(RunState, StopReason), SwarmError> {
+    rec.enter(Stage::Audit);
     let mut state = audit(cx, ws, rec, scope)?;
+    rec.enter(Stage::Plan);
     if let Some(stop) = plan::plan_batch(cx, rec, &mut state).await? {
         return Ok((state, stop));
     }
+    rec.enter(Stage::Rounds);
     let stop = rounds(cx, ws, rec, &mut state).await?;
     Ok((state, stop))
 }
@@ -437,7 +445,10 @@ async fn rounds(
             && iterations < config.max_iterations
             && state.work.coverage.wants_batch(iterations);
         if more && !over_budget(config, &state.spend) {
-            if let Some(stop) = plan::plan_batch(cx, rec, state).await? {
+            let back = rec.enter(Stage::Plan);
+            let planned = plan::plan_batch(cx, rec, state).await?;
+            rec.enter(back);
+            if let Some(stop) = planned {
                 return Ok(stop);
             }
         }

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
+use super::timing::{AttemptTimes, Stage, StageClock};
 use super::{RunConfig, Summary};
 use crate::analysis::FileMetrics;
 use crate::error::SwarmError;
@@ -28,11 +29,13 @@ pub(crate) struct ReviewNote {
     pub split_into: Option<usize>,
 }
 
-/// Writes the run's entries.
+/// Writes the run's entries, and keeps the clock of the run's stages that
+/// the run-end entry reports.
 pub(crate) struct Recorder<'a> {
     log: &'a mut ExperimentLog,
     model: String,
     run_id: String,
+    clock: StageClock,
 }
 
 fn log_err(e: crate::log::experiment::LogError) -> SwarmError {
@@ -40,12 +43,19 @@ fn log_err(e: crate::log::experiment::LogError) -> SwarmError {
 }
 
 impl<'a> Recorder<'a> {
-    pub fn new(log: &'a mut ExperimentLog, model: &str, run_id: &str) -> Self {
+    /// `clock` started with the run.
+    pub fn new(log: &'a mut ExperimentLog, model: &str, run_id: &str, clock: StageClock) -> Self {
         Self {
             log,
             model: model.to_string(),
             run_id: run_id.to_string(),
+            clock,
         }
+    }
+
+    /// The run moves to `stage`; returns the stage it was in.
+    pub fn enter(&mut self, stage: Stage) -> Stage {
+        self.clock.enter(stage)
     }
 
     fn write(&mut self, entry: Entry) -> Result<(), SwarmError> {
@@ -78,13 +88,18 @@ impl<'a> Recorder<'a> {
         self.write(e)
     }
 
+    /// The run's end: its summary, and its wall time so far in
+    /// `details.seconds`, by stage in `details.stage_seconds`.
     pub fn system_end(&mut self, summary: &Summary) -> Result<(), SwarmError> {
         let text = serde_json::to_string(summary).unwrap_or_default();
+        let (stages, seconds) = self.clock.report();
         let e = self
             .entry(Agent::System, Action::CodeAnalysis, "run summary", text)
             .status(Status::Info)
             .detail("kind", "run_end")
-            .detail("exit_code", summary.exit_code);
+            .detail("exit_code", summary.exit_code)
+            .detail("seconds", seconds)
+            .detail("stage_seconds", stages);
         self.write(e)
     }
 
@@ -130,6 +145,8 @@ impl<'a> Recorder<'a> {
                     json!(m.early_stop.as_ref().map(|s| s.describe())),
                 )
                 .detail("exit_code", json!(run.exit_code))
+                .detail("seconds", seconds(run.duration))
+                .detail("first_pass_seconds", json!(m.first_pass.map(seconds)))
                 .detail("timed_out", run.timed_out)
                 .detail("no_tests", run.no_tests)
                 .detail("passed", passed)
@@ -416,7 +433,8 @@ impl<'a> Recorder<'a> {
         self.write(e)
     }
 
-    /// The Executor's commit.
+    /// The Executor's commit, with where the attempt's time went in
+    /// `details.seconds`.
     pub fn commit(
         &mut self,
         file: &str,
@@ -424,6 +442,7 @@ impl<'a> Recorder<'a> {
         commit: &str,
         message: &str,
         verdict: Verdict,
+        times: AttemptTimes,
     ) -> Result<(), SwarmError> {
         let e = self
             .entry(
@@ -436,9 +455,15 @@ impl<'a> Recorder<'a> {
             .detail("file", file)
             .detail("attempt", attempt)
             .detail("commit", commit)
-            .detail("verdict", verdict.as_str());
+            .detail("verdict", verdict.as_str())
+            .detail("seconds", times.to_json());
         self.write(e)
     }
+}
+
+/// A tool's wall time in seconds, to the millisecond.
+fn seconds(d: std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 1000.0).round() / 1000.0
 }
 
 /// `3 Python files: a.py, b.py, c.py`, naming at most [`NAMED_FILES`].

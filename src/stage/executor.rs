@@ -2,6 +2,8 @@
 //! on its attempt branch with `Swarm-` trailers once the Judge has spoken,
 //! and moves the run branch only for an improvement.
 
+use std::time::{Duration, Instant};
+
 use super::judge::{Snapshot, Verdict};
 use super::reviewer::Change;
 use crate::git::{CommitId, GitError, RunWorkspace};
@@ -55,6 +57,17 @@ pub fn write_to_worktree(ws: &RunWorkspace, change: &Change) -> Result<(), GitEr
     ws.write_files(&change.writes)
 }
 
+/// A settled attempt: its commit, and how long committing and putting the
+/// worktree at the best state took.
+#[derive(Clone, Debug)]
+pub struct Settled {
+    pub commit: CommitId,
+    /// The commit, and the run branch moved when it was accepted.
+    pub committing: Duration,
+    /// The worktree reset to the best state.
+    pub worktree: Duration,
+}
+
 /// Commits the judged attempt with `message` (see [`commit_message`]); the
 /// run branch moves to it when the verdict accepts it, otherwise the
 /// worktree goes back to the best state.
@@ -64,16 +77,22 @@ pub fn settle(
     attempt: u32,
     verdict: Verdict,
     message: &str,
-) -> Result<CommitId, GitError> {
+) -> Result<Settled, GitError> {
+    let started = Instant::now();
     let commit = ws.commit_attempt(attempt, &change.writes, message)?;
-    if verdict.is_accepted() {
+    let best = if verdict.is_accepted() {
         ws.advance_best(&commit)?;
-        ws.reset_to(&commit)?;
+        commit.clone()
     } else {
-        let best = ws.best().clone();
-        ws.reset_to(&best)?;
-    }
-    Ok(commit)
+        ws.best().clone()
+    };
+    let committing = started.elapsed();
+    ws.reset_to(&best)?;
+    Ok(Settled {
+        commit,
+        committing,
+        worktree: started.elapsed() - committing,
+    })
 }
 
 #[cfg(test)]

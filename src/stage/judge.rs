@@ -239,6 +239,9 @@ pub struct Measurement {
     /// Set when the Judge stopped before the full suite (see [`early`]):
     /// `test_run` is then the run of the previously failing tests only.
     pub early_stop: Option<early::EarlyStop>,
+    /// The wall time of pytest's first pass over the previously failing
+    /// tests, when the full suite (`test_run`) ran after it (see [`early`]).
+    pub first_pass: Option<Duration>,
 }
 
 /// The Python tools a measurement runs, and the pylint results a run's
@@ -376,6 +379,7 @@ pub fn assemble(
             import_check: Some(check),
             cached: false,
             early_stop: None,
+            first_pass: None,
         };
     }
     Measurement {
@@ -389,6 +393,7 @@ pub fn assemble(
         import_check: None,
         cached: false,
         early_stop: None,
+        first_pass: None,
     }
 }
 

@@ -75,9 +75,25 @@ pub fn resolve_env_with(
     settings: &EnvSettings,
 ) -> Result<PythonEnv, ToolError> {
     let (python, source) = find_interpreter(target, settings)?;
-    let probe = probe_tools(&python)?;
+    // The layout first: the versions are then asked of the real executable
+    // behind a launcher such as pyenv's shim, which costs a few hundred
+    // milliseconds a start. An interpreter that cannot tell its layout is
+    // probed as found (and its layout's error reported when it has the tools).
+    let layout = probe_layout(&python);
+    let real = match &layout {
+        Ok((Some(executable), _)) => executable.clone(),
+        _ => python.clone(),
+    };
+    let probe = probe_tools(&real)?;
     if let (Some(pytest_version), Some(pylint_version)) = (&probe.pytest, &probe.pylint) {
-        return with_layout(&python, source, pytest_version, pylint_version);
+        let (executable, layout) = layout?;
+        return Ok(PythonEnv {
+            python: executable.unwrap_or(python),
+            source,
+            pytest_version: pytest_version.clone(),
+            pylint_version: pylint_version.clone(),
+            layout,
+        });
     }
     let missing = probe.missing().join(" and ");
     if !bootstrap {
@@ -183,11 +199,22 @@ impl ToolProbe {
     }
 }
 
-/// Runs `python -m pytest --version` and `python -m pylint --version`.
+/// Runs `python -m pytest --version` and `python -m pylint --version`,
+/// side by side (each takes most of a second to import its tool).
 fn probe_tools(python: &Path) -> Result<ToolProbe, ToolError> {
+    let (pytest, pylint) = std::thread::scope(|scope| {
+        let pytest = scope.spawn(|| module_version(python, "pytest"));
+        let pylint = module_version(python, "pylint");
+        let pytest = pytest.join().unwrap_or_else(|_| {
+            Err(ToolError::Missing(
+                "the pytest version probe panicked".to_string(),
+            ))
+        });
+        (pytest, pylint)
+    });
     Ok(ToolProbe {
-        pytest: module_version(python, "pytest")?,
-        pylint: module_version(python, "pylint")?,
+        pytest: pytest?,
+        pylint: pylint?,
     })
 }
 

@@ -6,6 +6,7 @@ mod hanging;
 mod imports;
 mod process;
 mod pylint;
+mod pylint_recombined;
 mod pylint_scale;
 mod pytest;
 mod python_env;

@@ -76,7 +76,12 @@ pub fn measure_attempt(
     match stop_reason(best, &rerun, &selected, lint.score) {
         Some(stop) => Ok(stopped(selected, lint, stop)),
         // The lint of this state is done: only pytest runs again.
-        None => measure_linted(tools, root, files, limits, cancel, baseline, Some(lint)),
+        None => {
+            let mut full =
+                measure_linted(tools, root, files, limits, cancel, baseline, Some(lint))?;
+            full.first_pass = Some(selected.run.duration);
+            Ok(full)
+        }
     }
 }
 
@@ -184,6 +189,7 @@ fn stopped(selected: SelectedRun, lint: LintReport, stop: EarlyStop) -> Measurem
         import_check: None,
         cached: false,
         early_stop: Some(stop),
+        first_pass: None,
     }
 }
 

@@ -288,3 +288,88 @@ fn a_thousand_file_repository_is_fixed_with_every_request_within_the_plan_allowa
         );
     }
 }
+
+/// The experiment log says where a run's time went: the run-end entry has
+/// the run's wall time and each stage's share of it, every pytest entry its
+/// own time (and, for an attempt that passed the first pass over the failing
+/// tests, that pass's time), and the Executor's commit the steps of the
+/// attempt. `benches/scale.rs` reads its figures from these.
+#[test]
+fn the_log_says_where_the_time_went() {
+    let (repo, project, _) = committed_project(40);
+    let server = good_model_server(&project);
+    let started = std::time::Instant::now();
+    let (out, cwd) = run_against(&repo, &server);
+    let process = started.elapsed().as_secs_f64();
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{}", head(&out.stderr));
+
+    let log = read_log(&cwd.join("logs/experiment_data.json"));
+    let of_kind = |kind: &str| -> Vec<&Value> {
+        log.iter()
+            .filter(|e| e["details"]["kind"] == kind)
+            .collect()
+    };
+    let number = |v: &Value| v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"));
+
+    let end = of_kind("run_end")[0]["details"].clone();
+    let run = number(&end["seconds"]);
+    assert!(
+        run > 0.0 && run <= process,
+        "run {run} s, process {process} s"
+    );
+    let stage = |name: &str| number(&end["stage_seconds"][name]);
+    let names = [
+        "setup",
+        "audit",
+        "plan",
+        "rounds",
+        "final_check",
+        "delivery",
+    ];
+    let sum: f64 = names.iter().map(|n| stage(n)).sum();
+    assert!(
+        (sum - run).abs() < 0.01,
+        "stages {sum} s, run {run} s: {end}"
+    );
+    for name in ["setup", "audit", "plan", "rounds", "final_check"] {
+        assert!(stage(name) > 0.0, "{name}: {end}");
+    }
+
+    // The tools' own times: the baseline, the attempt, the final check.
+    let tool = |tool: &str| -> Vec<&Value> {
+        log.iter()
+            .filter(|e| e["details"]["kind"] == "tool" && e["details"]["tool"] == tool)
+            .collect()
+    };
+    let pytest = tool("pytest");
+    assert_eq!(pytest.len(), 3, "{pytest:?}");
+    let (baseline, attempt, check) = (
+        &pytest[0]["details"],
+        &pytest[1]["details"],
+        &pytest[2]["details"],
+    );
+    assert_eq!(pytest[0]["agent"], "Auditor");
+    assert_eq!(attempt["attempt"], 1);
+    assert!(check["attempt"].is_null());
+    for details in [baseline, attempt, check] {
+        assert!(number(&details["seconds"]) > 0.0, "{details}");
+    }
+    assert!(stage("audit") >= number(&baseline["seconds"]), "{end}");
+    assert!(stage("final_check") >= number(&check["seconds"]), "{end}");
+    // The fix passes the failing tests: the full suite ran after them.
+    assert!(number(&attempt["first_pass_seconds"]) > 0.0, "{attempt}");
+    assert!(baseline["first_pass_seconds"].is_null(), "{baseline}");
+
+    // The attempt's steps.
+    let commits = of_kind("commit");
+    assert_eq!(commits.len(), 1);
+    let steps = &commits[0]["details"]["seconds"];
+    for step in ["review", "apply", "judge", "commit", "worktree"] {
+        assert!(number(&steps[step]) >= 0.0, "{step}: {steps}");
+    }
+    let judge = number(&steps["judge"]);
+    let tests = number(&attempt["seconds"]) + number(&attempt["first_pass_seconds"]);
+    assert!(judge >= tests, "judge {judge} s, its pytest runs {tests} s");
+    assert!(number(&steps["worktree"]) > 0.0, "{steps}");
+    assert!(stage("rounds") >= judge, "{end}");
+}

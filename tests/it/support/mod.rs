@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests.
 
+pub mod fake_pylint;
 pub mod fixture;
 pub mod llm_server;
 pub mod llm_stream;

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use swarm::cancel::Cancel;
 use swarm::tools::*;
 
+use crate::support::fake_pylint::fake_pylint_env;
 use crate::support::*;
 
 /// pylint with the default settings, nothing cached before.
@@ -143,7 +144,8 @@ fn a_configured_evaluation_gives_the_score_pylint_gives() {
 }
 
 /// One plain `python -m pylint --output-format=json2` run over `files`,
-/// outside swarm: what the batched lint must equal.
+/// outside swarm, with the options swarm gives its own runs (one process,
+/// no saved statistics, files as given): what the batched lint must equal.
 pub struct PlainRun {
     pub score: Option<f64>,
     /// (path, line, column, symbol), sorted.
@@ -152,7 +154,8 @@ pub struct PlainRun {
 
 pub fn plain_pylint(root: &Path, files: &[String]) -> PlainRun {
     let out = std::process::Command::new(real_python())
-        .args(["-m", "pylint", "--output-format=json2", "--persistent=n"])
+        .args(["-m", "pylint", "--output-format=json2"])
+        .args(["--jobs=1", "--persistent=n", "--recursive=n"])
         .args(files)
         .current_dir(root)
         .output()
@@ -256,49 +259,6 @@ fn option_like_file_names_are_linted_not_obeyed() {
     );
 }
 
-/// A fake interpreter standing for pylint run by swarm's driver: it
-/// reports at once one message and 4 statements per file, but takes 30 s
-/// over any file named `slow*.py`, and, with `SLOW_TOGETHER` in its name,
-/// over 3 or more files at once.
-const SLOW_PYLINT: &str = r#"#!/bin/sh
-count=0
-for a in "$@"; do
-  case "$a" in
-    *slow*.py) sleep 30 ;;
-    -*) ;;
-    *.py) count=$((count + 1)) ;;
-  esac
-done
-case "$0" in
-  *SLOW_TOGETHER*) [ "$count" -ge 3 ] && sleep 30 ;;
-esac
-printf 'some plugin output\n@@swarm-pylint-report@@\n{"messages": ['
-sep=''
-for a in "$@"; do
-  case "$a" in
-    -*) ;;
-    *.py) printf '%s{"type": "convention", "symbol": "missing-module-docstring", "message": "Missing module docstring", "messageId": "C0114", "line": 1, "column": 0, "path": "%s"}' "$sep" "$a"; sep=', ' ;;
-  esac
-done
-printf '], "statements": {'
-sep=''
-for a in "$@"; do
-  case "$a" in
-    -*) ;;
-    *.py) printf '%s"%s": 4' "$sep" "$a"; sep=', ' ;;
-  esac
-done
-printf '}, "evaluation": null}\n'
-exit 16
-"#;
-
-fn fake_env(dir: &std::path::Path, name: &str) -> PythonEnv {
-    PythonEnv {
-        python: script(dir, name, SLOW_PYLINT),
-        ..system_env()
-    }
-}
-
 fn names(files: &[&str]) -> Vec<String> {
     files.iter().map(|f| f.to_string()).collect()
 }
@@ -312,7 +272,7 @@ fn a_slow_file_is_found_skipped_with_a_note_and_remembered() {
         ("c.py", "C = 1\n"),
         ("d.py", "D = 1\n"),
     ]);
-    let env = fake_env(dir.path(), "python-slow");
+    let env = fake_pylint_env(dir.path(), "python-slow");
     let sandbox = sandbox_for(dir.path());
     let files = names(&["a.py", "b.py", "slow_generated.py", "c.py", "d.py"]);
     let lint = || {
@@ -379,7 +339,7 @@ fn files_slow_only_together_are_linted_in_smaller_sets() {
         ("c.py", "C = 1\n"),
         ("d.py", "D = 1\n"),
     ]);
-    let env = fake_env(dir.path(), "python-SLOW_TOGETHER");
+    let env = fake_pylint_env(dir.path(), "python-SLOW_TOGETHER");
     let report = lint(
         &env,
         dir.path(),
@@ -410,7 +370,7 @@ fn files_slow_only_together_are_linted_in_smaller_sets() {
 #[test]
 fn cancelling_the_search_for_slow_files_is_an_error() {
     let dir = project(&[("a.py", "A = 1\n"), ("slow.py", "S = 1\n")]);
-    let env = fake_env(dir.path(), "python-slow");
+    let env = fake_pylint_env(dir.path(), "python-slow");
     let cancel = Cancel::new();
     let flag = cancel.clone();
     let canceller = std::thread::spawn(move || {
@@ -439,7 +399,7 @@ fn a_huge_file_list_is_capped_in_the_command_line() {
     for file in &files[..3] {
         write(dir.path(), file, "M = 1\n");
     }
-    let env = fake_env(dir.path(), "python-fast");
+    let env = fake_pylint_env(dir.path(), "python-fast");
     let report = lint(&env, dir.path(), &files, Duration::from_secs(60)).expect("the fake lints");
     assert_eq!(report.messages.len(), 10_000);
     assert!(

@@ -9,6 +9,7 @@ use swarm::cancel::Cancel;
 use swarm::tools::*;
 
 use super::pylint::plain_pylint;
+use crate::support::fake_pylint::fake_pylint_env;
 use crate::support::*;
 
 /// A project of `modules` modules in packages of 25, with varied messages:
@@ -189,33 +190,6 @@ fn an_unchanged_tree_comes_from_the_cache_and_a_change_relints_the_file_and_its_
     assert_eq!(fifth.linted, files.len());
 }
 
-/// A fake pylint that never finishes a set holding a `slow*.py` file and
-/// reports the others at once (one message, 4 statements each).
-const HANGS_ON_SLOW: &str = r#"#!/bin/sh
-for a in "$@"; do
-  case "$a" in
-    *slow*.py) sleep 30 ;;
-  esac
-done
-printf '@@swarm-pylint-report@@\n{"messages": ['
-sep=''
-for a in "$@"; do
-  case "$a" in
-    -*) ;;
-    *.py) printf '%s{"type": "warning", "symbol": "unused-import", "message": "Unused import os", "messageId": "W0611", "line": 1, "column": 0, "path": "%s"}' "$sep" "$a"; sep=', ' ;;
-  esac
-done
-printf '], "statements": {'
-sep=''
-for a in "$@"; do
-  case "$a" in
-    -*) ;;
-    *.py) printf '%s"%s": 4' "$sep" "$a"; sep=', ' ;;
-  esac
-done
-printf '}, "evaluation": null}\n'
-"#;
-
 #[test]
 fn batches_that_time_out_cost_their_own_lint_not_the_run() {
     let dir = project(&[]);
@@ -229,10 +203,7 @@ fn batches_that_time_out_cost_their_own_lint_not_the_run() {
     for file in &files {
         write(dir.path(), file, "import os\n");
     }
-    let env = PythonEnv {
-        python: script(dir.path(), "python-hangs", HANGS_ON_SLOW),
-        ..system_env()
-    };
+    let env = fake_pylint_env(dir.path(), "python-hangs");
     let settings = LintSettings {
         batch_files: 4,
         processes: 2,

@@ -248,3 +248,55 @@ fn a_virtualenv_and_a_user_site_keep_working_in_the_sandbox() {
     assert_eq!(seen["userbase"], base.to_string_lossy().as_ref());
     assert_eq!(seen["value"], 42);
 }
+
+/// A launcher (like pyenv's shim) is started once, for the layout; the
+/// tool versions are asked of the real executable behind it, both at once:
+/// here each version probe waits for the other to have started, so probes
+/// one after the other would find neither tool.
+#[test]
+fn versions_are_probed_side_by_side_on_the_real_executable() {
+    let dir = project(&[]);
+    let marks = dir.path().join("marks");
+    std::fs::create_dir_all(&marks).expect("marks folder");
+    let real = dir.path().join("real-python");
+    // Answers the version probes itself, each only once the other started;
+    // anything else (the layout) goes to the machine's python, with this
+    // script named as the executable.
+    script(
+        dir.path(),
+        "real-python",
+        &format!(
+            r#"#!/bin/sh
+marks={marks:?}
+await() {{ i=0; while [ ! -e "$marks/$1" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; [ -e "$marks/$1" ]; }}
+case "$*" in
+  "-m pytest --version") touch "$marks/pytest"; await pylint && echo "pytest 9.2.0" ;;
+  "-m pylint --version") touch "$marks/pylint"; await pytest && echo "pylint 4.1.4" ;;
+  *) {python:?} "$@" | sed "s|\"executable\": \"[^\"]*\"|\"executable\": \"$0\"|" ;;
+esac
+"#,
+            python = real_python(),
+        ),
+    );
+    let calls = dir.path().join("shim-calls");
+    let shim = script(
+        dir.path(),
+        "python3",
+        &format!("#!/bin/sh\necho \"$1\" >> {calls:?}\nexec {real:?} \"$@\"\n"),
+    );
+    let settings = EnvSettings {
+        swarm_python: Some(shim),
+        ..path_only_settings()
+    };
+    let env = resolve_env_with(dir.path(), false, &|_| {}, &settings).expect("resolves");
+    assert_eq!(env.python, real);
+    assert_eq!(
+        (env.pytest_version.as_str(), env.pylint_version.as_str()),
+        ("9.2.0", "4.1.4")
+    );
+    let shim_calls = std::fs::read_to_string(&calls).expect("the shim ran");
+    assert_eq!(
+        shim_calls, "-c\n",
+        "only the layout probe goes through the shim"
+    );
+}
