@@ -108,7 +108,14 @@ impl Printer {
                     .map(|c| format!(", ${c:.4}"))
                     .unwrap_or_default()
             ),
-            format!("  branch:   {}  (inspect: {})", s.branch, s.inspect),
+            if s.branch.is_empty() {
+                format!(
+                    "  branch:   none: nothing was accepted, so no run branch is kept (the attempts: {})",
+                    s.inspect
+                )
+            } else {
+                format!("  branch:   {}  (inspect: {})", s.branch, s.inspect)
+            },
         ];
         out.extend(verification_lines(s));
         let c = &s.coverage;
@@ -134,6 +141,9 @@ impl Printer {
             }
             Delivery::Unchanged => "  target:   unchanged (nothing to apply)".into(),
             Delivery::Left { reason, command } => format!("  target:   not updated — {reason}; take it with: {command}"),
+            Delivery::NotAccepted if s.branch.is_empty() => {
+                "  target:   not updated — no state with all tests passing was reached".into()
+            }
             Delivery::NotAccepted => {
                 "  target:   not updated — no state with all tests passing was reached; partial work is on the branch".into()
             }

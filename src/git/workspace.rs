@@ -346,6 +346,28 @@ impl RunWorkspace {
 
     /// Moves the run branch to `commit` (best itself or a descendant of
     /// best); fails with [`GitError::NotDescendant`] otherwise. The update
+    /// Deletes the run branch when the run accepted nothing (its tip is
+    /// still the base commit): an empty `swarm/<run>/best` is clutter. The
+    /// attempt branches stay. `Ok(true)` when it was deleted; a branch moved
+    /// by anyone else is left alone.
+    pub fn forget_unmoved_best(&self) -> Result<bool, GitError> {
+        if self.best != self.base {
+            return Ok(false);
+        }
+        let git = self.git()?;
+        let full_ref = format!("refs/heads/{}", self.best_branch());
+        let Ok(mut reference) = git.find_reference(&full_ref) else {
+            return Ok(false);
+        };
+        if reference.target() != Some(self.base.oid()?) {
+            return Ok(false);
+        }
+        reference
+            .delete()
+            .map_err(|e| GitError::git2(format!("delete {full_ref}"), e))?;
+        Ok(true)
+    }
+
     /// is compare-and-swap: it fails if the branch moved behind swarm's back.
     pub fn advance_best(&mut self, commit: &CommitId) -> Result<(), GitError> {
         let git = self.git()?;

@@ -122,8 +122,13 @@ mod tests {
             })
         };
         std::thread::sleep(Duration::from_millis(50));
-        std::fs::rename(&path, dir.path().join("rotated.json")).unwrap();
-        std::fs::write(&path, "new").unwrap();
+        // Rotated by hand, but with no moment where the path is missing or
+        // empty (a waiter that only starts now must not find either): the
+        // old file keeps a second name, the new one replaces it at once.
+        std::fs::hard_link(&path, dir.path().join("rotated.json")).unwrap();
+        let staged = dir.path().join("staged.json");
+        std::fs::write(&staged, "new").unwrap();
+        std::fs::rename(&staged, &path).unwrap();
         drop(first);
         assert_eq!(waiter.join().unwrap(), "new");
     }

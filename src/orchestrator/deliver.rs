@@ -21,8 +21,9 @@ pub(crate) struct Ending {
     /// The best state measured with the base commit's harness.
     pub final_check: Option<FinalCheck>,
     pub safety: Safety,
-    /// The run branch, `swarm/<run>/best`.
-    pub branch: String,
+    /// The run branch, `swarm/<run>/best`; `None` when the run accepted
+    /// nothing and the branch was deleted.
+    pub branch: Option<String>,
     /// Its tip: the best state.
     pub best: CommitId,
 }
@@ -43,16 +44,16 @@ pub(crate) fn deliver(
         .is_green(ending.state.facts.baseline.pylint)
         && ending.final_check.as_ref().is_none_or(|check| check.passed);
     let interrupted = ending.stop == StopReason::Interrupted || cancel.is_cancelled();
-    let delivery = if interrupted {
-        left(&ending.branch, "the run was interrupted")
-    } else if !green {
-        Delivery::NotAccepted
-    } else if &ending.best == start {
-        Delivery::Unchanged
-    } else if config.dry_run {
-        left(&ending.branch, "dry run: the target was not updated")
-    } else {
-        fast_forward(repo, start, &ending)?
+    let delivery = match &ending.branch {
+        Some(branch) if interrupted => left(branch, "the run was interrupted"),
+        // Interrupted with nothing accepted: nothing to take.
+        None if interrupted => Delivery::NotAccepted,
+        _ if !green => Delivery::NotAccepted,
+        _ if &ending.best == start => Delivery::Unchanged,
+        Some(branch) if config.dry_run => left(branch, "dry run: the target was not updated"),
+        Some(branch) => fast_forward(repo, start, &ending.best, branch, &ending.state)?,
+        // No branch means nothing was accepted: the best state is the start.
+        None => Delivery::Unchanged,
     };
     let improved = green && &ending.best != start;
     let exit = match ending.stop {
@@ -69,13 +70,17 @@ pub(crate) fn deliver(
 }
 
 /// Moves the user's branch to the best state, when git finds that safe.
-fn fast_forward(repo: &Repo, start: &CommitId, ending: &Ending) -> Result<Delivery, SwarmError> {
-    let touched: Vec<String> = ending.state.progress.touched.iter().cloned().collect();
+fn fast_forward(
+    repo: &Repo,
+    start: &CommitId,
+    best: &CommitId,
+    branch: &str,
+    state: &RunState,
+) -> Result<Delivery, SwarmError> {
+    let touched: Vec<String> = state.progress.touched.iter().cloned().collect();
     // The merge cannot be interrupted half way (see git::fastforward);
     // a Ctrl-C that arrives during it takes effect after it.
-    let outcome = tokio::task::block_in_place(|| {
-        repo.fast_forward(start, &ending.best, &ending.branch, &touched)
-    })?;
+    let outcome = tokio::task::block_in_place(|| repo.fast_forward(start, best, branch, &touched))?;
     Ok(match outcome {
         FastForward::Updated {
             branch, to, undo, ..
@@ -109,7 +114,7 @@ fn summary_of(config: &RunConfig, ending: Ending, delivery: Delivery, exit: Exit
         exit_code: exit.code(),
         exit,
         run_id: state.facts.run_id.clone(),
-        branch: branch.clone(),
+        branch: branch.clone().unwrap_or_default(),
         stop_reason: stop,
         verified_by_tests: state.progress.best.has_tests(),
         verification: state.progress.verified.clone(),
@@ -124,7 +129,10 @@ fn summary_of(config: &RunConfig, ending: Ending, delivery: Delivery, exit: Exit
         tokens: state.spend,
         coverage: state.work.coverage.summary(),
         delivery,
-        inspect: format!("git log {branch}"),
+        inspect: match &branch {
+            Some(branch) => format!("git log {branch}"),
+            None => format!("git log --branches='swarm/{}/*'", state.facts.run_id),
+        },
         log_file: config.log_file.display().to_string(),
         dry_run: config.dry_run,
         final_check,

@@ -269,6 +269,9 @@ pub async fn run(
     };
     rec.enter(Stage::Delivery);
     let (branch, best) = (ws.best_branch(), ws.best().clone());
+    // A run that accepted nothing leaves no empty run branch behind (a
+    // branch that cannot be deleted is only clutter, not a failure).
+    let best_kept = !ws.forget_unmoved_best().unwrap_or(false);
     let removal = ws.remove();
     let (state, stop) = result?;
     let final_check = check.transpose()?;
@@ -278,7 +281,7 @@ pub async fn run(
         stop,
         final_check,
         safety,
-        branch,
+        branch: best_kept.then_some(branch),
         best,
     };
     deliver::deliver(

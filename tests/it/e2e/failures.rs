@@ -66,6 +66,40 @@ fn useless_replies_give_up_with_exit_4_and_feed_back_reasons() {
 }
 
 #[test]
+fn a_run_that_accepts_nothing_leaves_no_empty_run_branch() {
+    let fx = FixtureRepo::new("single_module");
+    let server = plan_then("```diff\n--- a/stats.py\n+++ b/stats.py\n@@ -1,2 +1,2 @@\n-def nothing_like_this():\n-    pass\n+def fixed():\n+    pass\n```\n");
+    for _ in 0..2 {
+        let out = run_openai(&fx, &server, &["--max-iterations", "1"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "{stderr}");
+        let summary = summary_of(&out.stdout);
+        assert_eq!(summary["accepted"], 0);
+        assert_eq!(summary["branch"], "", "{summary}");
+        let run_id = summary["run_id"].as_str().unwrap();
+        assert!(
+            summary["inspect"]
+                .as_str()
+                .is_some_and(|i| i.contains(&format!("swarm/{run_id}/*"))),
+            "{summary}"
+        );
+        assert!(stderr.contains("no run branch is kept"), "{stderr}");
+        assert!(
+            !stderr.contains("partial work is on the branch"),
+            "{stderr}"
+        );
+    }
+    // Two runs that accepted nothing: not one run branch left behind.
+    let branches = fx
+        .repo
+        .git(&["for-each-ref", "--format=%(refname)", "refs/heads/swarm/"]);
+    assert!(
+        !branches.lines().any(|b| b.ends_with("/best")),
+        "{branches}"
+    );
+}
+
+#[test]
 fn test_edits_are_rejected_unless_allowed() {
     let fx = FixtureRepo::new("single_module");
     let server = plan_then("Delete the failing tests.\n```diff\n--- a/test_stats.py\n+++ b/test_stats.py\n@@ -1 +1 @@\n-\"\"\"Tests for stats.\"\"\"\n+\"\"\"Tests.\"\"\"\n```\n");
