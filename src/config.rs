@@ -448,19 +448,23 @@ pub fn is_local_url(url: &str) -> bool {
             .any(|suffix| host.ends_with(suffix))
 }
 
+/// A fixed set of variables, for tests.
+#[cfg(test)]
+pub(crate) struct FakeEnv(pub Vec<(&'static str, &'static str)>);
+
+#[cfg(test)]
+impl Environment for FakeEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        self.0
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    struct FakeEnv(Vec<(&'static str, &'static str)>);
-    impl Environment for FakeEnv {
-        fn var(&self, name: &str) -> Option<String> {
-            self.0
-                .iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| v.to_string())
-        }
-    }
 
     #[test]
     fn flags_beat_env_beat_file_beat_default() {

@@ -104,16 +104,7 @@ fn unquote(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    struct Vars(Vec<(&'static str, &'static str)>);
-    impl Environment for Vars {
-        fn var(&self, name: &str) -> Option<String> {
-            self.0
-                .iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| v.to_string())
-        }
-    }
+    use crate::config::FakeEnv as Vars;
 
     #[test]
     fn keys_are_read_in_the_usual_shapes_and_nothing_else_is() {
