@@ -73,16 +73,7 @@ impl Printer {
         } else {
             "no tests: result NOT verified by tests (checked: every file compiles and imports, pylint not lower)".into()
         };
-        let check_failed = s.final_check.as_ref().is_some_and(|c| !c.passed);
-        let reason = match s.stop_reason {
-            _ if check_failed => "the final check with the base commit's tests failed",
-            StopReason::Green => "done",
-            StopReason::IterationLimit => "iteration limit reached",
-            StopReason::NoProgress => "no progress in three rounds",
-            StopReason::ModelFailure => "no usable answer from the model; see the notes above",
-            StopReason::Budget => "token or cost budget reached",
-            StopReason::Interrupted => "interrupted",
-        };
+        let reason = stop_reason(s);
         let mut out = vec![
             String::new(),
             format!(
@@ -108,14 +99,7 @@ impl Printer {
                     .map(|c| format!(", ${c:.4}"))
                     .unwrap_or_default()
             ),
-            if s.branch.is_empty() {
-                format!(
-                    "  branch:   none: nothing was accepted, so no run branch is kept (the attempts: {})",
-                    s.inspect
-                )
-            } else {
-                format!("  branch:   {}  (inspect: {})", s.branch, s.inspect)
-            },
+            branch_line(s),
         ];
         out.extend(verification_lines(s));
         let c = &s.coverage;
@@ -131,23 +115,7 @@ impl Printer {
                 check.tests
             ));
         }
-        out.push(match &s.delivery {
-            Delivery::Updated { branch, commit, undo } => format!(
-                "  target:   {branch} fast-forwarded to {}\n  undo:     {undo}",
-                &commit[..commit.len().min(10)]
-            ),
-            Delivery::Failed { reason, command } => {
-                format!("  target:   DELIVERY FAILED — {reason}; next: {command}")
-            }
-            Delivery::Unchanged => "  target:   unchanged (nothing to apply)".into(),
-            Delivery::Left { reason, command } => format!("  target:   not updated — {reason}; take it with: {command}"),
-            Delivery::NotAccepted if s.branch.is_empty() => {
-                "  target:   not updated — no state with all tests passing was reached".into()
-            }
-            Delivery::NotAccepted => {
-                "  target:   not updated — no state with all tests passing was reached; partial work is on the branch".into()
-            }
-        });
+        out.push(delivery_line(s));
         for line in &s.safety.shortfalls {
             out.push(format!("  safety:   {line}"));
         }
@@ -265,6 +233,53 @@ fn retry_text(call: u64, attempt: u32, reason: &str, wait_ms: u64) -> String {
         format!("in {:.1} s", wait_ms as f64 / 1000.0)
     };
     format!("  model call {call}: asking again {when} (request {attempt}) — {reason}")
+}
+
+/// Why the run stopped, as the summary's first line says it.
+fn stop_reason(s: &Summary) -> &'static str {
+    let check_failed = s.final_check.as_ref().is_some_and(|c| !c.passed);
+    match s.stop_reason {
+        _ if check_failed => "the final check with the base commit's tests failed",
+        StopReason::Green => "done",
+        StopReason::IterationLimit => "iteration limit reached",
+        StopReason::NoProgress => "no progress in three rounds",
+        StopReason::ModelFailure => "no usable answer from the model; see the notes above",
+        StopReason::Budget => "token or cost budget reached",
+        StopReason::Interrupted => "interrupted",
+    }
+}
+
+/// The run branch and how to inspect it, or why there is none.
+fn branch_line(s: &Summary) -> String {
+    if s.branch.is_empty() {
+        format!(
+            "  branch:   none: nothing was accepted, so no run branch is kept (the attempts: {})",
+            s.inspect
+        )
+    } else {
+        format!("  branch:   {}  (inspect: {})", s.branch, s.inspect)
+    }
+}
+
+/// What happened to the user's branch.
+fn delivery_line(s: &Summary) -> String {
+    match &s.delivery {
+        Delivery::Updated { branch, commit, undo } => format!(
+            "  target:   {branch} fast-forwarded to {}\n  undo:     {undo}",
+            &commit[..commit.len().min(10)]
+        ),
+        Delivery::Failed { reason, command } => {
+            format!("  target:   DELIVERY FAILED — {reason}; next: {command}")
+        }
+        Delivery::Unchanged => "  target:   unchanged (nothing to apply)".into(),
+        Delivery::Left { reason, command } => format!("  target:   not updated — {reason}; take it with: {command}"),
+        Delivery::NotAccepted if s.branch.is_empty() => {
+            "  target:   not updated — no state with all tests passing was reached".into()
+        }
+        Delivery::NotAccepted => {
+            "  target:   not updated — no state with all tests passing was reached; partial work is on the branch".into()
+        }
+}
 }
 
 #[cfg(test)]

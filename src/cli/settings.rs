@@ -15,7 +15,6 @@ use crate::config::{
 use crate::error::SwarmError;
 use crate::llm::{Price, PriceTable, ProviderConfig, ProviderKind, Secret};
 use crate::orchestrator::RunConfig;
-use crate::stage::judge::Limits;
 use crate::stage::reviewer::SizeLimits;
 
 /// Everything a run needs, and where each setting came from.
@@ -163,17 +162,6 @@ struct Endpoint {
     /// Served from this machine or the local network: slower defaults.
     local: bool,
     key: Option<(Secret, &'static str)>,
-}
-
-/// Counts and time limits, each checked to be at least 1 (0 turns the
-/// per-test limit off).
-struct Counts {
-    max_iterations: u32,
-    limits: Limits,
-    llm_timeout: u64,
-    llm_max_time: u64,
-    retries: u32,
-    jobs: usize,
 }
 
 /// What the run may spend.
@@ -357,91 +345,6 @@ impl<'a> Resolver<'a> {
             local: local.value,
             key,
         }
-    }
-
-    /// Iterations, time limits, retries and jobs.
-    fn counts(&mut self, local: bool) -> Result<Counts, SwarmError> {
-        let args = self.args;
-        let max_iterations = self.pick(
-            args.max_iterations,
-            "--max-iterations",
-            None,
-            self.in_file(|f| f.max_iterations),
-            10,
-        );
-        let test_timeout = self.number(args.test_timeout, "--test-timeout", |f| f.test_timeout, 60);
-        let test_case_timeout = self.number(
-            args.test_case_timeout,
-            "--test-case-timeout",
-            |f| f.test_case_timeout,
-            crate::tools::DEFAULT_TEST_CASE_TIMEOUT.as_secs(),
-        );
-        let lint_timeout = self.number(args.lint_timeout, "--lint-timeout", |f| f.lint_timeout, 30);
-        let (timeout_default, max_time_default) = if local { (600, 3_600) } else { (120, 900) };
-        let llm_timeout = local_default(
-            self.number(
-                args.llm_timeout,
-                "--llm-timeout",
-                |f| f.llm_timeout,
-                timeout_default,
-            ),
-            local,
-        );
-        let llm_max_time = local_default(
-            self.number(
-                args.llm_max_time,
-                "--llm-max-time",
-                |f| f.llm_max_time,
-                max_time_default,
-            ),
-            local,
-        );
-        let retries = self.pick(
-            args.retries,
-            "--retries",
-            None,
-            self.in_file(|f| f.retries),
-            4,
-        );
-        let jobs = self.pick(args.jobs, "--jobs", None, self.in_file(|f| f.jobs), 1);
-        for (name, value, source) in [
-            (
-                "max_iterations",
-                u64::from(max_iterations.value),
-                &max_iterations.source,
-            ),
-            ("test_timeout", test_timeout.value, &test_timeout.source),
-            ("lint_timeout", lint_timeout.value, &lint_timeout.source),
-            ("llm_timeout", llm_timeout.value, &llm_timeout.source),
-            ("llm_max_time", llm_max_time.value, &llm_max_time.source),
-            ("retries", u64::from(retries.value), &retries.source),
-            ("jobs", jobs.value as u64, &jobs.source),
-        ] {
-            if value == 0 {
-                return Err(SwarmError::invalid(format!(
-                    "{name} must be at least 1 (from {source})"
-                )));
-            }
-            self.row(name, value.to_string(), source);
-        }
-        let shown = match test_case_timeout.value {
-            0 => "0 (off)".to_string(),
-            secs => secs.to_string(),
-        };
-        self.row("test_case_timeout", shown, &test_case_timeout.source);
-        Ok(Counts {
-            max_iterations: max_iterations.value,
-            limits: Limits {
-                tests: Duration::from_secs(test_timeout.value),
-                test_case: (test_case_timeout.value > 0)
-                    .then(|| Duration::from_secs(test_case_timeout.value)),
-                lint: Duration::from_secs(lint_timeout.value),
-            },
-            llm_timeout: llm_timeout.value,
-            llm_max_time: llm_max_time.value,
-            retries: retries.value,
-            jobs: jobs.value,
-        })
     }
 
     /// The token and cost caps.

@@ -268,11 +268,7 @@ pub async fn run(
         _ => None,
     };
     rec.enter(Stage::Delivery);
-    let (branch, best) = (ws.best_branch(), ws.best().clone());
-    // A run that accepted nothing leaves no empty run branch behind (a
-    // branch that cannot be deleted is only clutter, not a failure).
-    let best_kept = !ws.forget_unmoved_best().unwrap_or(false);
-    let removal = ws.remove();
+    let (branch, best, removal) = close_workspace(ws);
     let (state, stop) = result?;
     let final_check = check.transpose()?;
     removal?;
@@ -281,7 +277,7 @@ pub async fn run(
         stop,
         final_check,
         safety,
-        branch: best_kept.then_some(branch),
+        branch,
         best,
     };
     deliver::deliver(
@@ -292,6 +288,22 @@ pub async fn run(
         cancel,
         &mut rec,
     )
+}
+
+/// Removes the run's worktree. With the run branch (`None` when the run
+/// accepted nothing: an empty run branch is not left behind, and one that
+/// cannot be deleted is only clutter, not a failure), its tip, and how the
+/// removal went.
+fn close_workspace(
+    ws: RunWorkspace,
+) -> (
+    Option<String>,
+    crate::git::CommitId,
+    Result<(), crate::git::GitError>,
+) {
+    let (branch, best) = (ws.best_branch(), ws.best().clone());
+    let kept = !ws.forget_unmoved_best().unwrap_or(false);
+    (kept.then_some(branch), best, ws.remove())
 }
 
 /// A state that would be delivered (or offered) is checked once more with

@@ -1,13 +1,16 @@
-//! The settings that bound what the code under test and the prompts may
-//! take: the sandbox policy and the prompt budget, each with the line
-//! `swarm config` shows for it.
+//! The settings that bound what a run may take: counts and time limits,
+//! the sandbox policy and the prompt budget, each with the line `swarm
+//! config` shows for it.
 
 use std::path::Path;
 
-use super::RunArgs;
+use std::time::Duration;
+
+use super::{local_default, Resolver, RunArgs};
 use crate::config::{self, ConfigFiles, Source, Sourced};
 use crate::error::SwarmError;
 use crate::stage::budget::{Budget, BudgetSettings};
+use crate::stage::judge::Limits;
 use crate::tools::{ResourceLimits, SandboxPolicy};
 
 /// The sandbox policy: `--no-sandbox` over `[sandbox]` over the defaults.
@@ -148,4 +151,102 @@ pub(super) fn describe_budget(settings: &BudgetSettings) -> String {
         "{window}; prompts: plan {}, fix {}, tests {} tokens{replies}",
         settings.plan_tokens, settings.fix_tokens, settings.test_tokens
     )
+}
+
+/// Counts and time limits, each checked to be at least 1 (0 turns the
+/// per-test limit off).
+pub(super) struct Counts {
+    pub max_iterations: u32,
+    pub limits: Limits,
+    pub llm_timeout: u64,
+    pub llm_max_time: u64,
+    pub retries: u32,
+    pub jobs: usize,
+}
+
+impl Resolver<'_> {
+    /// Iterations, time limits, retries and jobs.
+    pub(super) fn counts(&mut self, local: bool) -> Result<Counts, SwarmError> {
+        let args = self.args;
+        let max_iterations = self.pick(
+            args.max_iterations,
+            "--max-iterations",
+            None,
+            self.in_file(|f| f.max_iterations),
+            10,
+        );
+        let test_timeout = self.number(args.test_timeout, "--test-timeout", |f| f.test_timeout, 60);
+        let test_case_timeout = self.number(
+            args.test_case_timeout,
+            "--test-case-timeout",
+            |f| f.test_case_timeout,
+            crate::tools::DEFAULT_TEST_CASE_TIMEOUT.as_secs(),
+        );
+        let lint_timeout = self.number(args.lint_timeout, "--lint-timeout", |f| f.lint_timeout, 30);
+        let (timeout_default, max_time_default) = if local { (600, 3_600) } else { (120, 900) };
+        let llm_timeout = local_default(
+            self.number(
+                args.llm_timeout,
+                "--llm-timeout",
+                |f| f.llm_timeout,
+                timeout_default,
+            ),
+            local,
+        );
+        let llm_max_time = local_default(
+            self.number(
+                args.llm_max_time,
+                "--llm-max-time",
+                |f| f.llm_max_time,
+                max_time_default,
+            ),
+            local,
+        );
+        let retries = self.pick(
+            args.retries,
+            "--retries",
+            None,
+            self.in_file(|f| f.retries),
+            4,
+        );
+        let jobs = self.pick(args.jobs, "--jobs", None, self.in_file(|f| f.jobs), 1);
+        for (name, value, source) in [
+            (
+                "max_iterations",
+                u64::from(max_iterations.value),
+                &max_iterations.source,
+            ),
+            ("test_timeout", test_timeout.value, &test_timeout.source),
+            ("lint_timeout", lint_timeout.value, &lint_timeout.source),
+            ("llm_timeout", llm_timeout.value, &llm_timeout.source),
+            ("llm_max_time", llm_max_time.value, &llm_max_time.source),
+            ("retries", u64::from(retries.value), &retries.source),
+            ("jobs", jobs.value as u64, &jobs.source),
+        ] {
+            if value == 0 {
+                return Err(SwarmError::invalid(format!(
+                    "{name} must be at least 1 (from {source})"
+                )));
+            }
+            self.row(name, value.to_string(), source);
+        }
+        let shown = match test_case_timeout.value {
+            0 => "0 (off)".to_string(),
+            secs => secs.to_string(),
+        };
+        self.row("test_case_timeout", shown, &test_case_timeout.source);
+        Ok(Counts {
+            max_iterations: max_iterations.value,
+            limits: Limits {
+                tests: Duration::from_secs(test_timeout.value),
+                test_case: (test_case_timeout.value > 0)
+                    .then(|| Duration::from_secs(test_case_timeout.value)),
+                lint: Duration::from_secs(lint_timeout.value),
+            },
+            llm_timeout: llm_timeout.value,
+            llm_max_time: llm_max_time.value,
+            retries: retries.value,
+            jobs: jobs.value,
+        })
+    }
 }
