@@ -92,10 +92,15 @@ fn a_fix_that_destroys_what_an_untested_function_returned_is_never_delivered() {
         .read("stats.py")
         .contains("return total / len(values)"));
 
-    // Every attempt was committed as a regression, none became the best state.
+    // Every attempt was committed as a regression, none became the best
+    // state: with nothing accepted, no run branch is kept.
     let run_id = summary["run_id"].as_str().expect("run id");
-    let best = fx.repo.git(&["rev-parse", &format!("swarm/{run_id}/best")]);
-    assert_eq!(best, start, "the run branch moved");
+    assert_eq!(summary["accepted"], 0);
+    let best = format!("swarm/{run_id}/best");
+    assert!(
+        !fx.repo.git_ok(&["rev-parse", "--verify", "-q", &best]),
+        "an empty run branch was left behind"
+    );
     let attempt = fx.repo.git(&[
         "log",
         "-1",
