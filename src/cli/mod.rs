@@ -3,6 +3,7 @@
 
 mod config_cmd;
 mod demo;
+mod hook;
 mod printer;
 mod run;
 mod settings;
@@ -39,6 +40,9 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Print the effective settings and where each came from (keys masked).
     Config(RunArgs),
+    /// Run from a git hook: a dry run (result left on swarm/<run>/best), 3 rounds, no lock wait,
+    /// log under the git directory; exits 0 unless SWARM_HOOK_BLOCK=1.
+    Hook(RunArgs),
     /// Print a shell completion script (e.g. `swarm completions bash > ~/.local/share/bash-completion/completions/swarm`).
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -188,6 +192,7 @@ pub fn main() -> ExitCode {
             Some(Command::Run(args)) => run::execute(args, &printer).await,
             Some(Command::Demo(args)) => demo::execute(args, &printer).await,
             Some(Command::Config(args)) => config_cmd::execute(&args),
+            Some(Command::Hook(args)) => hook::execute(args, &printer).await,
             Some(Command::Completions { shell }) => {
                 use clap::CommandFactory;
                 clap_complete::generate(
@@ -250,9 +255,10 @@ fn parse() -> Result<Cli, clap::Error> {
     let matches = Cli::command().try_get_matches()?;
     let mut cli = Cli::from_arg_matches(&matches)?;
     match (&mut cli.command, matches.subcommand()) {
-        (Some(Command::Run(args) | Command::Config(args)), Some((_, sub))) => {
-            note_env_sources(args, sub)
-        }
+        (
+            Some(Command::Run(args) | Command::Config(args) | Command::Hook(args)),
+            Some((_, sub)),
+        ) => note_env_sources(args, sub),
         (None, _) => note_env_sources(&mut cli.run, &matches),
         _ => {}
     }

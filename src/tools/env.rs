@@ -59,12 +59,51 @@ impl EnvSettings {
             cache_dir: crate::config::cache_dir(&crate::config::ProcessEnv),
             path: std::env::var_os("PATH"),
         }
+        .without_own_env(own_env().as_deref())
+    }
+
+    /// Leaves out the virtualenv swarm itself is installed in (by pip, uvx
+    /// or pre-commit, which activates it for its hooks): it holds swarm, not
+    /// the project's dependencies, so neither as the active virtualenv nor
+    /// as the `python3` first on `PATH` is it the project's interpreter.
+    pub fn without_own_env(mut self, own_env: Option<&Path>) -> Self {
+        let Some(own) = own_env else {
+            return self;
+        };
+        if self
+            .virtual_env
+            .as_deref()
+            .is_some_and(|dir| same_dir(dir, own))
+        {
+            self.virtual_env = None;
+        }
+        if let Some(path) = &self.path {
+            let own_bin = own.join("bin");
+            let kept: Vec<PathBuf> = std::env::split_paths(path)
+                .filter(|dir| !same_dir(dir, &own_bin))
+                .collect();
+            self.path = std::env::join_paths(kept).ok().or(self.path);
+        }
+        self
     }
 
     /// The folder holding tool environments, `<cache>/tools`.
     pub fn tools_dir(&self) -> Option<PathBuf> {
         self.cache_dir.as_ref().map(|dir| dir.join("tools"))
     }
+}
+
+/// `a` and `b` name the same folder.
+fn same_dir(a: &Path, b: &Path) -> bool {
+    a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b)
+}
+
+/// The virtualenv this swarm binary was installed into: `<env>/bin/swarm`
+/// with `<env>/pyvenv.cfg` beside it.
+fn own_env() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?.canonicalize().ok()?;
+    let env = exe.parent()?.parent()?;
+    env.join("pyvenv.cfg").is_file().then(|| env.to_path_buf())
 }
 
 /// [`resolve_env`] with explicit settings instead of the process environment.
@@ -550,5 +589,32 @@ mod tests {
             ..system
         };
         assert!(tool_env_name(&venv).starts_with("py3.11-pytest9.2.0-pylint4.1.4-"));
+    }
+
+    #[test]
+    fn swarm_s_own_virtualenv_is_not_the_project_s() {
+        let dir = tempfile::tempdir().unwrap();
+        let own = dir.path().join("hook-env");
+        std::fs::create_dir_all(own.join("bin")).unwrap();
+        let user = dir.path().join("user/bin");
+        let path = std::env::join_paths([own.join("bin"), user.clone()]).unwrap();
+        let settings = EnvSettings {
+            virtual_env: Some(own.clone()),
+            path: Some(path.clone()),
+            ..EnvSettings::default()
+        };
+        let kept = settings.clone().without_own_env(Some(&own));
+        assert_eq!(kept.virtual_env, None);
+        assert_eq!(
+            std::env::split_paths(kept.path.as_ref().unwrap()).collect::<Vec<_>>(),
+            vec![user]
+        );
+        // Another virtualenv, or swarm not in one, stays as it is.
+        let other = settings
+            .clone()
+            .without_own_env(Some(&dir.path().join("x")));
+        assert_eq!(other.virtual_env, Some(own));
+        assert_eq!(other.path, Some(path.clone()));
+        assert_eq!(settings.without_own_env(None).path, Some(path));
     }
 }

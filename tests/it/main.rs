@@ -5,6 +5,7 @@ mod cli;
 mod demo;
 mod e2e;
 mod git;
+mod install;
 mod llm;
 mod log;
 mod patch_corpus;

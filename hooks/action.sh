@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The GitHub Action's run step (action.yml): run swarm with --json, write the
+# summary to $GITHUB_STEP_SUMMARY, the outputs to $GITHUB_OUTPUT, and push the
+# run branch. Usable in any CI that sets those two files (or none: then the
+# summary is printed only). Exit code is swarm's.
+#
+# Environment: SWARM_ACTION_TARGET (default .), SWARM_ACTION_ARGS (more flags,
+# split on spaces), SWARM_ACTION_PUSH (true: push the run branch to origin),
+# SWARM_BIN (default swarm), plus the provider variables.
+set -u
+target="${SWARM_ACTION_TARGET:-.}"
+read -r -a extra <<< "${SWARM_ACTION_ARGS:-}"
+# A CI checkout's branch is the one under test: swarm leaves its result on the
+# run branch (--dry-run) for a pull request instead of moving it.
+"${SWARM_BIN:-swarm}" --target_dir "$target" --dry-run --json "${extra[@]}" > swarm-stdout.txt
+code=$?
+tail -n 1 swarm-stdout.txt > swarm-summary.json
+rm -f swarm-stdout.txt
+python3 - "$code" <<'PY'
+import json, os, sys
+
+code = sys.argv[1]
+try:
+    summary = json.load(open("swarm-summary.json"))
+except (OSError, ValueError):
+    summary = {"status": "error", "error": "swarm printed no summary (see the step's log)"}
+status = summary.get("status", "error")
+branch = summary.get("branch", "") or ""
+log = summary.get("log_file", "") or ""
+report = os.path.join(os.path.dirname(log), "report.html") if log else ""
+if report and not os.path.exists(report):
+    report = ""
+before, after = summary.get("tests_before") or {}, summary.get("tests_after") or {}
+lines = [f"## swarm: {status.replace('_', ' ')} (exit {code})", ""]
+if "error" in summary:
+    lines += [f"**Error:** {summary['error']}", ""]
+    lines += [f"- hint: {h}" for h in summary.get("hints", [])]
+else:
+    score = lambda v: "n/a" if v is None else f"{v:.2f}"
+    lines += [
+        "| | before | after |",
+        "|---|---|---|",
+        f"| tests passing | {before.get('passed', 0)}/{before.get('total', 0)} | {after.get('passed', 0)}/{after.get('total', 0)} |",
+        f"| pylint | {score(summary.get('pylint_before'))} | {score(summary.get('pylint_after'))} |",
+        "",
+        f"Attempts: {summary.get('attempts', 0)} committed, {summary.get('accepted', 0)} accepted, "
+        f"{summary.get('iterations', 0)} round(s). Run `{summary.get('run_id', '')}`.",
+    ]
+    if branch:
+        lines.append(f"Result on branch `{branch}`: `git merge --ff-only {branch}`.")
+text = "\n".join(lines) + "\n"
+print(text)
+if os.environ.get("GITHUB_STEP_SUMMARY"):
+    with open(os.environ["GITHUB_STEP_SUMMARY"], "a") as f:
+        f.write(text)
+if os.environ.get("GITHUB_OUTPUT"):
+    with open(os.environ["GITHUB_OUTPUT"], "a") as f:
+        for key, value in [("status", status), ("exit-code", code), ("branch", branch),
+                           ("log", log), ("report", report)]:
+            f.write(f"{key}={value}\n")
+PY
+branch=$(python3 -c 'import json; print(json.load(open("swarm-summary.json")).get("branch") or "")' 2>/dev/null)
+if [ "${SWARM_ACTION_PUSH:-true}" = "true" ] && [ -n "$branch" ]; then
+    git push --quiet origin "refs/heads/$branch:refs/heads/$branch" || {
+        echo "swarm action: could not push $branch (does the job have contents: write?)" >&2
+        [ "$code" = 0 ] && code=1
+    }
+fi
+exit "$code"
