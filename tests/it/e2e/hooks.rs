@@ -64,3 +64,26 @@ fn the_pre_commit_hook_runs_swarm_without_disturbing_the_commit() {
         crate::support::fixture::read_log(&fx.repo.root.join(".git/swarm/experiment_data.json"));
     assert!(log.iter().any(|e| e["agent"] == "Judge"));
 }
+
+#[test]
+fn swarm_hook_reports_a_problem_without_blocking_unless_asked_to() {
+    use crate::support::fixture::swarm_in;
+    let fx = FixtureRepo::new("single_module");
+    // No provider key: the run cannot start.
+    let out = swarm_in(&fx.repo.root, &fx.repo.home, &["hook"], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("API_KEY"), "the error is shown: {stderr}");
+    assert!(stderr.contains("exit 1; not blocking"), "{stderr}");
+    let out = swarm_in(
+        &fx.repo.root,
+        &fx.repo.home,
+        &["hook"],
+        &[("SWARM_HOOK_BLOCK", "1")],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("refused (SWARM_HOOK_BLOCK=1)"), "{stderr}");
+    // Nothing was written into the working tree.
+    assert_eq!(fx.repo.git(&["status", "--porcelain"]), "");
+}
