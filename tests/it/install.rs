@@ -92,7 +92,7 @@ fn last_json(out: &Output) -> Value {
 }
 
 #[test]
-fn the_wheel_installs_with_pip_into_a_fresh_virtualenv_and_runs_the_demo() {
+fn the_wheel_installs_with_pip_and_runs_with_uvx_and_both_run_the_demo() {
     require_module("maturin", "maturin");
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
@@ -164,6 +164,28 @@ fn the_wheel_installs_with_pip_into_a_fresh_virtualenv_and_runs_the_demo() {
     );
     let log = read_log(&work.join("logs/experiment_data.json"));
     assert!(log.iter().any(|e| e["agent"] == "Judge"));
+
+    // `uvx --from swarm-refactor swarm ...`, from the same wheel (offline:
+    // nothing else is needed).
+    require_module("uv", "uv");
+    let uv_work = tmp.path().join("uv-work");
+    fs::create_dir_all(&uv_work).unwrap();
+    let out = hermetic("python3", &home)
+        .args(["-m", "uv", "tool", "run", "--offline", "--from"])
+        .arg(&wheel[0])
+        .args(["swarm", "demo", "--json"])
+        .current_dir(&uv_work)
+        .env("UV_CACHE_DIR", tmp.path().join("uv-cache"))
+        .env("UV_TOOL_DIR", tmp.path().join("uv-tools"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(last_json(&out)["status"], "success");
+    assert!(
+        !stderr.contains("preparing a tool environment"),
+        "uvx's environment is not the project's: {stderr}"
+    );
 }
 
 #[test]
