@@ -5,7 +5,9 @@ mod config_cmd;
 mod demo;
 mod printer;
 mod run;
+mod runs;
 mod settings;
+mod undo;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -46,6 +48,14 @@ enum Command {
     },
     /// Print the man page (roff), generated from these definitions (`swarm man > swarm.1`).
     Man,
+    /// List past runs, newest first: status, tests and pylint before and after, attempts.
+    Log(runs::RepoArgs),
+    /// Show a run's attempts: verdict, tests, pylint, files changed, commit.
+    Show(runs::ShowArgs),
+    /// Take back a run's fast-forward of your branch (default: the newest delivered run).
+    Undo(undo::UndoArgs),
+    /// Remove a run's branches, refs and leftover worktree (or every run's with --all).
+    Clean(undo::CleanArgs),
 }
 
 /// Flags of a run. Every flag can also be set by its `SWARM_*` variable
@@ -199,6 +209,10 @@ pub fn main() -> ExitCode {
                 Ok(ExitKind::Success)
             }
             Some(Command::Man) => man_page(),
+            Some(Command::Log(args)) => runs::log(&args),
+            Some(Command::Show(args)) => runs::show(&args),
+            Some(Command::Undo(args)) => undo::undo(&args),
+            Some(Command::Clean(args)) => undo::clean(&args),
             None => run::execute(cli.run, &printer).await,
         }
     });
