@@ -292,6 +292,9 @@ fn note_env_sources(args: &mut RunArgs, matches: &clap::ArgMatches) {
 
 fn fail(err: &SwarmError) -> ExitCode {
     eprintln!("swarm: error: {err}");
+    if let Some(detail) = &err.detail {
+        eprintln!("{}", detail.trim_end());
+    }
     for (depth, cause) in err.chain().iter().enumerate().skip(1) {
         tracing::debug!(depth, "caused by: {cause}");
     }
