@@ -202,13 +202,8 @@ pub fn project_file(dir: &Path) -> Result<Option<(PathBuf, FileConfig)>, SwarmEr
         let text = std::fs::read_to_string(&py).map_err(|e| {
             SwarmError::invalid(format!("cannot read {}", py.display())).caused_by(e)
         })?;
-        let doc: toml::Table = toml::from_str(&text).map_err(|e| {
-            SwarmError::invalid(format!(
-                "{} is not valid TOML: {}",
-                py.display(),
-                one_line(&e.to_string())
-            ))
-        })?;
+        let doc: toml::Table = toml::from_str(&text)
+            .map_err(|e| toml_error(format!("{} is not valid TOML", py.display()), &text, &e))?;
         let Some(section) = doc.get("tool").and_then(|t| t.get("swarm")) else {
             return Ok(None);
         };
@@ -229,12 +224,53 @@ fn parse_swarm_toml(path: &Path) -> Result<FileConfig, SwarmError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| SwarmError::invalid(format!("cannot read {}", path.display())).caused_by(e))?;
     toml::from_str(&text).map_err(|e| {
-        SwarmError::invalid(format!(
-            "{} is not a valid swarm config: {}",
-            path.display(),
-            one_line(&e.to_string())
-        ))
+        toml_error(
+            format!("{} is not a valid swarm config", path.display()),
+            &text,
+            &e,
+        )
     })
+}
+
+/// A TOML error of a file whose content is `text`: one line (`what`, the
+/// line and column, toml's message) and, below it, toml's excerpt of the
+/// file with a caret under the column.
+fn toml_error(what: String, text: &str, error: &toml::de::Error) -> SwarmError {
+    let message = error
+        .message()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let Some(span) = error.span() else {
+        return SwarmError::invalid(format!("{what}: {message}"));
+    };
+    let before = &text[..span.start.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before
+        .rsplit('\n')
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .count()
+        + 1;
+    // toml's display: a heading, then the excerpt (`2 | key = `, the
+    // caret line `  |     ^`), then the message again.
+    let display = error.to_string();
+    let excerpt: Vec<&str> = display
+        .lines()
+        .filter(|l| {
+            l.split_once('|')
+                .is_some_and(|(gutter, _)| gutter.chars().all(|c| c.is_ascii_digit() || c == ' '))
+        })
+        .collect();
+    let err = SwarmError::invalid(format!("{what}: line {line}, column {column}: {message}"));
+    if excerpt.is_empty() {
+        err
+    } else {
+        err.with_detail(excerpt.join("\n"))
+    }
 }
 
 /// A multi-line message (a TOML parse error) joined into one line.

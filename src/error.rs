@@ -49,6 +49,9 @@ pub struct SwarmError {
     pub message: String,
     /// What to do about it, each one line.
     pub hints: Vec<String>,
+    /// Lines shown below the message, as they are (a TOML error's excerpt
+    /// with a caret under the column); never part of the one-line text.
+    pub detail: Option<String>,
     source: Option<Cause>,
 }
 
@@ -76,6 +79,7 @@ impl SwarmError {
             kind,
             message: message.into(),
             hints: Vec::new(),
+            detail: None,
             source: None,
         }
     }
@@ -111,6 +115,12 @@ impl SwarmError {
     /// Adds what to do about it.
     pub fn hint(mut self, hint: impl Into<String>) -> Self {
         self.hints.push(hint.into());
+        self
+    }
+
+    /// Adds lines to show below the one-line message (see `detail`).
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = Some(detail.into());
         self
     }
 

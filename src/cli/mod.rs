@@ -6,7 +6,9 @@ mod demo;
 mod hook;
 mod printer;
 mod run;
+mod runs;
 mod settings;
+mod undo;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -50,6 +52,14 @@ enum Command {
     },
     /// Print the man page (roff), generated from these definitions (`swarm man > swarm.1`).
     Man,
+    /// List past runs, newest first: status, tests and pylint before and after, attempts.
+    Log(runs::RepoArgs),
+    /// Show a run's attempts: verdict, tests, pylint, files changed, commit.
+    Show(runs::ShowArgs),
+    /// Take back a run's fast-forward of your branch (default: the newest delivered run).
+    Undo(undo::UndoArgs),
+    /// Remove a run's branches, refs and leftover worktree (or every run's with --all).
+    Clean(undo::CleanArgs),
 }
 
 /// Flags of a run. Every flag can also be set by its `SWARM_*` variable
@@ -204,6 +214,10 @@ pub fn main() -> ExitCode {
                 Ok(ExitKind::Success)
             }
             Some(Command::Man) => man_page(),
+            Some(Command::Log(args)) => runs::log(&args),
+            Some(Command::Show(args)) => runs::show(&args),
+            Some(Command::Undo(args)) => undo::undo(&args),
+            Some(Command::Clean(args)) => undo::clean(&args),
             None => run::execute(cli.run, &printer).await,
         }
     });
@@ -284,6 +298,9 @@ fn note_env_sources(args: &mut RunArgs, matches: &clap::ArgMatches) {
 
 fn fail(err: &SwarmError) -> ExitCode {
     eprintln!("swarm: error: {err}");
+    if let Some(detail) = &err.detail {
+        eprintln!("{}", detail.trim_end());
+    }
     for (depth, cause) in err.chain().iter().enumerate().skip(1) {
         tracing::debug!(depth, "caused by: {cause}");
     }

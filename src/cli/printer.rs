@@ -73,12 +73,15 @@ impl Printer {
         } else {
             "no tests: result NOT verified by tests (checked: every file compiles and imports, pylint not lower)".into()
         };
-        let reason = stop_reason(s);
         let mut out = vec![
             String::new(),
             format!(
-                "swarm {} ({reason}) — run {}",
-                s.status.replace('_', " "),
+                "{} — run {}",
+                headline(
+                    s.status,
+                    s.stop_reason,
+                    s.final_check.as_ref().is_some_and(|c| !c.passed)
+                ),
                 s.run_id
             ),
             format!("  tests:    {tests}"),
@@ -235,10 +238,26 @@ fn retry_text(call: u64, attempt: u32, reason: &str, wait_ms: u64) -> String {
     format!("  model call {call}: asking again {when} (request {attempt}) — {reason}")
 }
 
+/// The summary's first line: the status, and why the run stopped unless
+/// the status says it already (`swarm interrupted`, not `swarm
+/// interrupted (interrupted)`).
+fn headline(status: &str, stop: StopReason, check_failed: bool) -> String {
+    let said = status.replace('_', " ");
+    match (status, stop) {
+        _ if check_failed => format!("swarm {said} ({})", stop_reason(stop, check_failed)),
+        ("success", StopReason::Green) | ("interrupted", StopReason::Interrupted) => {
+            format!("swarm {said}")
+        }
+        ("model_failure", StopReason::ModelFailure) => {
+            "swarm stopped: the model gave no usable answer (see the notes above)".to_string()
+        }
+        _ => format!("swarm {said} ({})", stop_reason(stop, check_failed)),
+    }
+}
+
 /// Why the run stopped, as the summary's first line says it.
-fn stop_reason(s: &Summary) -> &'static str {
-    let check_failed = s.final_check.as_ref().is_some_and(|c| !c.passed);
-    match s.stop_reason {
+fn stop_reason(stop: StopReason, check_failed: bool) -> &'static str {
+    match stop {
         _ if check_failed => "the final check with the base commit's tests failed",
         StopReason::Green => "done",
         StopReason::IterationLimit => "iteration limit reached",
@@ -285,6 +304,30 @@ fn delivery_line(s: &Summary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_headline_never_says_the_same_thing_twice() {
+        assert_eq!(
+            headline("model_failure", StopReason::ModelFailure, false),
+            "swarm stopped: the model gave no usable answer (see the notes above)"
+        );
+        assert_eq!(
+            headline("interrupted", StopReason::Interrupted, false),
+            "swarm interrupted"
+        );
+        assert_eq!(
+            headline("success", StopReason::Green, false),
+            "swarm success"
+        );
+        assert_eq!(
+            headline("gave_up", StopReason::IterationLimit, false),
+            "swarm gave up (iteration limit reached)"
+        );
+        assert_eq!(
+            headline("gave_up", StopReason::Green, true),
+            "swarm gave up (the final check with the base commit's tests failed)"
+        );
+    }
 
     #[test]
     fn progress_and_retries_read_plainly() {

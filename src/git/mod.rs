@@ -7,23 +7,30 @@
 //! files), the locks that keep runs apart and tell live runs from dead ones,
 //! the run branch `swarm/<run>/best`, attempt branches
 //! `swarm/<run>/attempt-<k>`, and the final fast-forward of the user's
-//! branch. It never prints.
+//! branch, and the past runs those refs record (listing, undoing a
+//! delivery, cleaning a run up). It never prints.
 
 use std::path::PathBuf;
 
+mod clean;
 mod command;
 mod fastforward;
 mod lock;
 mod prune;
 mod repo;
+mod runs;
 mod submodule;
+mod undo;
 mod workspace;
 
+pub use clean::{CleanRefusal, Cleaned};
 pub use command::SCRUBBED_ENV;
 pub use fastforward::{pre_ff_ref, run_id_of_branch, take_command, undo_command};
 pub use lock::{RepoLock, REPO_LOCK};
 pub use prune::LEGACY_RUNS_DIR;
 pub use repo::{BASELINE_EXCLUDES, FALLBACK_EMAIL, FALLBACK_NAME};
+pub use runs::{trailers, undone_ref, PastAttempt, PastRun};
+pub use undo::{redo_command, Undo};
 pub use workspace::WORKTREES_DIR;
 
 /// A commit id as 40 hex digits; the rest of swarm never sees `git2::Oid`.

@@ -208,7 +208,7 @@ fn process_start(pid: u32) -> Option<std::time::SystemTime> {
 }
 
 /// Every `<common>/worktrees/<name>` with the worktree folder it points at.
-fn admin_entries(common_dir: &Path) -> Vec<(PathBuf, PathBuf)> {
+pub(crate) fn admin_entries(common_dir: &Path) -> Vec<(PathBuf, PathBuf)> {
     let Ok(entries) = fs::read_dir(common_dir.join("worktrees")) else {
         return Vec::new();
     };

@@ -180,7 +180,81 @@ fn a_bad_config_file_is_refused() {
         &["--target_dir", repo.root.to_str().unwrap()],
         &[KEY],
     );
-    assert_one_line_error(&out, 1, ".swarm.toml");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    // One line that says it all, then toml's excerpt with the caret.
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(lines[0].starts_with("swarm: error: "), "{stderr}");
+    assert!(
+        lines[0]
+            .contains(".swarm.toml is not a valid swarm config: line 1, column 18: invalid type"),
+        "{stderr}"
+    );
+    assert_eq!(
+        &lines[1..],
+        [
+            "  |",
+            "1 | max-iterations = 'many'",
+            "  |                  ^^^^^^"
+        ],
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_toml_syntax_error_shows_the_line_and_a_caret_under_the_column() {
+    let repo = TestRepo::with_files(&[
+        ("a.py", "x = 1\n"),
+        (
+            "pyproject.toml",
+            "[project]\nname = 'x'\n[tool.swarm\nmodel = 'm'\n",
+        ),
+    ]);
+    let out = swarm(
+        &repo,
+        &["config", "--target-dir", repo.root.to_str().unwrap()],
+        &[KEY],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(
+        lines[0]
+            .contains("pyproject.toml is not valid TOML: line 3, column 12: invalid table header"),
+        "{stderr}"
+    );
+    assert_eq!(lines.len(), 4, "{stderr}");
+    assert_eq!(lines[2], "3 | [tool.swarm");
+    assert_eq!(
+        lines[3].find('^'),
+        lines[2].find("[tool").map(|at| at + "[tool.swarm".len()),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_mistyped_subcommand_gets_did_you_mean_and_flags_still_run() {
+    let repo = TestRepo::with_files(&[("a.py", "x = 1\n")]);
+    for (typo, meant) in [("demoo", "demo"), ("confg", "config"), ("undoo", "undo")] {
+        let out = swarm(&repo, &[typo], &[KEY]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(&format!("error: unrecognized subcommand '{typo}'")),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains(&format!("tip: a similar subcommand exists: '{meant}'")),
+            "{stderr}"
+        );
+    }
+    // The default command still takes its flags without a subcommand.
+    let out = swarm(
+        &repo,
+        &["--target_dir", repo.root.join("nope").to_str().unwrap()],
+        &[KEY],
+    );
+    assert_one_line_error(&out, 1, "no such folder");
 }
 
 #[test]

@@ -237,6 +237,7 @@ mod preflight;
 mod providers;
 mod repos;
 mod review_rules;
+mod runs;
 mod sandbox;
 mod scale;
 mod streaming;

@@ -12,6 +12,7 @@ mod fast_forward;
 mod hook_env;
 mod location;
 mod locks;
+mod runs;
 mod shapes;
 
 pub(crate) fn open(path: &Path) -> Repo {
