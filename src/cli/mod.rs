@@ -4,6 +4,7 @@
 mod config_cmd;
 mod demo;
 mod printer;
+mod report;
 mod run;
 mod settings;
 
@@ -46,6 +47,8 @@ enum Command {
     },
     /// Print the man page (roff), generated from these definitions (`swarm man > swarm.1`).
     Man,
+    /// Write a run's HTML report again from the experiment log and print its path (`--open` opens it).
+    Report(report::ReportArgs),
 }
 
 /// Flags of a run. Every flag can also be set by its `SWARM_*` variable
@@ -199,6 +202,7 @@ pub fn main() -> ExitCode {
                 Ok(ExitKind::Success)
             }
             Some(Command::Man) => man_page(),
+            Some(Command::Report(args)) => report::execute(&args),
             None => run::execute(cli.run, &printer).await,
         }
     });
