@@ -35,7 +35,9 @@ pub fn execute(args: &ReportArgs) -> Result<ExitKind, SwarmError> {
     let written = report::write(&log_file, which, &PriceTable::new()).map_err(error_of)?;
     println!("{}", written.path.display());
     if args.open {
-        crate::tools::opener::open_in_browser(&written.path)
+        // The browser may start elsewhere: it gets the full path.
+        let path = std::fs::canonicalize(&written.path).unwrap_or(written.path);
+        crate::tools::opener::open_in_browser(&path)
             .map_err(|e| SwarmError::invalid(e.to_string()))?;
     }
     Ok(ExitKind::Success)

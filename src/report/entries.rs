@@ -89,7 +89,8 @@ impl<'de> Visitor<'de> for Collect<'_> {
             let Some(run_id) = probe.details.run_id else {
                 continue;
             };
-            if probe.details.kind.as_deref() == Some("run_start") && !self.out.runs.contains(&run_id)
+            if probe.details.kind.as_deref() == Some("run_start")
+                && !self.out.runs.contains(&run_id)
             {
                 self.out.runs.push(run_id.clone());
             }
@@ -241,10 +242,7 @@ mod tests {
             "20261122-111500-0b1c".to_string(),
             "20261123-090000-aaaa".to_string(),
         ];
-        assert_eq!(
-            pick_run(path, &runs, None).unwrap(),
-            "20261123-090000-aaaa"
-        );
+        assert_eq!(pick_run(path, &runs, None).unwrap(), "20261123-090000-aaaa");
         assert_eq!(
             pick_run(path, &runs, Some("20261122-10")).unwrap(),
             "20261122-101500-7f3a"

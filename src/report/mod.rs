@@ -76,7 +76,11 @@ pub struct Written {
 
 /// Reads the run's entries from `log_file`, renders its page and writes it
 /// (atomically: a reader sees the old page or the new one).
-pub fn write(log_file: &Path, which: Which<'_>, prices: &PriceTable) -> Result<Written, ReportError> {
+pub fn write(
+    log_file: &Path,
+    which: Which<'_>,
+    prices: &PriceTable,
+) -> Result<Written, ReportError> {
     let wanted = match which {
         Which::Named(run) => Some(run),
         _ => None,
@@ -188,10 +192,16 @@ mod tests {
 
     fn start(log: &mut ExperimentLog, run: &str) {
         log.record(
-            Entry::new(Agent::System, "m", Action::CodeAnalysis, "swarm run on /t", "")
-                .status(Status::Info)
-                .detail("kind", "run_start")
-                .detail("run_id", run),
+            Entry::new(
+                Agent::System,
+                "m",
+                Action::CodeAnalysis,
+                "swarm run on /t",
+                "",
+            )
+            .status(Status::Info)
+            .detail("kind", "run_start")
+            .detail("run_id", run),
         )
         .unwrap();
     }
@@ -204,7 +214,12 @@ mod tests {
         start(&mut log, "run-a");
         start(&mut log, "run-b");
         let notices = Notices::default();
-        drop(OnRunEnd::new(&log_file, "run-a", &PriceTable::new(), &notices));
+        drop(OnRunEnd::new(
+            &log_file,
+            "run-a",
+            &PriceTable::new(),
+            &notices,
+        ));
         let page = dir.path().join("logs/report-run-a.html");
         let latest = dir.path().join("logs/report.html");
         assert!(std::fs::read_to_string(&page).unwrap().contains("run-a"));
@@ -236,7 +251,12 @@ mod tests {
         // A folder where the page should go.
         std::fs::create_dir(dir.path().join("report-run-a.html")).unwrap();
         let notices = Notices::default();
-        drop(OnRunEnd::new(&log_file, "run-a", &PriceTable::new(), &notices));
+        drop(OnRunEnd::new(
+            &log_file,
+            "run-a",
+            &PriceTable::new(),
+            &notices,
+        ));
         let said = notices.0.lock().unwrap();
         assert_eq!(said.len(), 1);
         assert!(said[0].starts_with("warning: no report for this run: cannot write the report"));

@@ -126,7 +126,10 @@ fn count(v: &Value) -> Option<Count> {
 /// its `rejected: ` prefix.
 fn rejection_reason(output: &str) -> String {
     let first = output.lines().next().unwrap_or_default();
-    first.strip_prefix("rejected: ").unwrap_or(first).to_string()
+    first
+        .strip_prefix("rejected: ")
+        .unwrap_or(first)
+        .to_string()
 }
 
 /// Builds the report of run `run_id` from its entries.
@@ -144,7 +147,10 @@ pub fn gather(run_id: &str, entries: &[Value], prices: &PriceTable) -> RunReport
         match text(details, "kind") {
             "run_start" => {
                 let prompt = text(details, "input_prompt");
-                report.target = prompt.strip_prefix("swarm run on ").unwrap_or(prompt).into();
+                report.target = prompt
+                    .strip_prefix("swarm run on ")
+                    .unwrap_or(prompt)
+                    .into();
                 report.model = text(entry, "model").to_string();
                 report.started = text(entry, "timestamp").to_string();
             }
@@ -302,7 +308,11 @@ fn series(report: &mut RunReport) {
         tests: report.tests_before,
         pylint: report.pylint_before,
     }];
-    let mut judged: Vec<&Attempt> = report.attempts.iter().filter(|a| a.number.is_some()).collect();
+    let mut judged: Vec<&Attempt> = report
+        .attempts
+        .iter()
+        .filter(|a| a.number.is_some())
+        .collect();
     judged.sort_by_key(|a| a.number);
     for a in judged {
         points.push(Point {
@@ -334,18 +344,66 @@ mod tests {
             "pylint_before": 5.5, "pylint_after": 9.1, "delivery": {"state": "updated"},
             "tokens": {"input": 300, "output": 90, "total": 390, "cost_usd": 0.01, "calls": 4}});
         vec![
-            e("System", "INFO", json!({"kind": "run_start", "input_prompt": "swarm run on /r"})),
-            e("Auditor", "SUCCESS", json!({"kind": "tool", "tool": "pytest", "attempt": null, "passed": 4, "total": 8})),
-            e("Auditor", "SUCCESS", json!({"kind": "tool", "tool": "pylint", "attempt": null, "score": 5.5})),
-            e("Auditor", "SUCCESS", json!({"kind": "llm_call", "output_response": "# Plan\n1. fix", "input_tokens": 100, "output_tokens": 30})),
-            e("Fixer", "SUCCESS", json!({"kind": "llm_call", "file": "a.py", "iteration": 1, "output_response": "edit the tests", "input_tokens": 50, "output_tokens": 20})),
-            e("Reviewer", "SUCCESS", json!({"kind": "review", "file": "a.py", "iteration": 1, "verdict": "rejected", "rule": "test_file", "output_response": "rejected: test_a.py is a test file\nsplit into 2 steps"})),
-            e("Fixer", "SUCCESS", json!({"kind": "llm_call", "file": "a.py", "iteration": 2, "output_response": "diff", "input_tokens": 50, "output_tokens": 20})),
-            e("Reviewer", "SUCCESS", json!({"kind": "review", "file": "a.py", "iteration": 2, "verdict": "accepted", "rule": null, "output_response": "accepted"})),
-            e("Judge", "SUCCESS", json!({"kind": "tool", "tool": "pytest", "attempt": 1, "passed": 8, "total": 8})),
-            e("Judge", "SUCCESS", json!({"kind": "tool", "tool": "pylint", "attempt": 1, "score": 9.1})),
-            e("Executor", "SUCCESS", json!({"kind": "commit", "file": "a.py", "attempt": 1, "commit": "abc", "verdict": "improved", "diff": "--- a/a.py\n+++ b/a.py\n"})),
-            e("System", "INFO", json!({"kind": "run_end", "exit_code": 0, "seconds": 12.5, "output_response": summary.to_string()})),
+            e(
+                "System",
+                "INFO",
+                json!({"kind": "run_start", "input_prompt": "swarm run on /r"}),
+            ),
+            e(
+                "Auditor",
+                "SUCCESS",
+                json!({"kind": "tool", "tool": "pytest", "attempt": null, "passed": 4, "total": 8}),
+            ),
+            e(
+                "Auditor",
+                "SUCCESS",
+                json!({"kind": "tool", "tool": "pylint", "attempt": null, "score": 5.5}),
+            ),
+            e(
+                "Auditor",
+                "SUCCESS",
+                json!({"kind": "llm_call", "output_response": "# Plan\n1. fix", "input_tokens": 100, "output_tokens": 30}),
+            ),
+            e(
+                "Fixer",
+                "SUCCESS",
+                json!({"kind": "llm_call", "file": "a.py", "iteration": 1, "output_response": "edit the tests", "input_tokens": 50, "output_tokens": 20}),
+            ),
+            e(
+                "Reviewer",
+                "SUCCESS",
+                json!({"kind": "review", "file": "a.py", "iteration": 1, "verdict": "rejected", "rule": "test_file", "output_response": "rejected: test_a.py is a test file\nsplit into 2 steps"}),
+            ),
+            e(
+                "Fixer",
+                "SUCCESS",
+                json!({"kind": "llm_call", "file": "a.py", "iteration": 2, "output_response": "diff", "input_tokens": 50, "output_tokens": 20}),
+            ),
+            e(
+                "Reviewer",
+                "SUCCESS",
+                json!({"kind": "review", "file": "a.py", "iteration": 2, "verdict": "accepted", "rule": null, "output_response": "accepted"}),
+            ),
+            e(
+                "Judge",
+                "SUCCESS",
+                json!({"kind": "tool", "tool": "pytest", "attempt": 1, "passed": 8, "total": 8}),
+            ),
+            e(
+                "Judge",
+                "SUCCESS",
+                json!({"kind": "tool", "tool": "pylint", "attempt": 1, "score": 9.1}),
+            ),
+            e(
+                "Executor",
+                "SUCCESS",
+                json!({"kind": "commit", "file": "a.py", "attempt": 1, "commit": "abc", "verdict": "improved", "diff": "--- a/a.py\n+++ b/a.py\n"}),
+            ),
+            e(
+                "System",
+                "INFO",
+                json!({"kind": "run_end", "exit_code": 0, "seconds": 12.5, "output_response": summary.to_string()}),
+            ),
         ]
     }
 
@@ -358,7 +416,13 @@ mod tests {
         let ending = report.ending.as_ref().unwrap();
         assert_eq!((ending.status.as_str(), ending.exit_code), ("success", 0));
         assert_eq!(ending.delivery, "updated");
-        assert_eq!(report.tests_after, Some(Count { passed: 8, total: 8 }));
+        assert_eq!(
+            report.tests_after,
+            Some(Count {
+                passed: 8,
+                total: 8
+            })
+        );
         assert_eq!(report.seconds, Some(12.5));
         assert_eq!(report.spend.cost_usd, Some(0.01));
         let [rejected, accepted] = report.attempts.as_slice() else {
@@ -374,7 +438,10 @@ mod tests {
         assert_eq!(report.series.len(), 2);
         assert_eq!(report.series[1].label, "attempt 1 (round 2)");
         assert_eq!(report.calls.len(), 3);
-        assert!(report.calls[0].cost_usd.is_some(), "gpt-4o-mini has a price");
+        assert!(
+            report.calls[0].cost_usd.is_some(),
+            "gpt-4o-mini has a price"
+        );
     }
 
     #[test]
@@ -385,7 +452,13 @@ mod tests {
         assert!(report.ending.is_none());
         assert_eq!(report.spend.input_tokens, 200);
         assert_eq!(report.spend.calls, 3);
-        assert_eq!(report.tests_before, Some(Count { passed: 4, total: 8 }));
+        assert_eq!(
+            report.tests_before,
+            Some(Count {
+                passed: 4,
+                total: 8
+            })
+        );
         assert_eq!(report.seconds, Some(0.0));
     }
 }

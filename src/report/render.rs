@@ -41,7 +41,8 @@ pub fn script_json<T: serde::Serialize>(value: &T) -> String {
 /// Fills the template's `{{name}}` slots in one pass (a value holding
 /// `{{…}}` is never filled again).
 fn fill(template: &str, slots: &[(&str, &str)]) -> String {
-    let mut out = String::with_capacity(template.len() + slots.iter().map(|s| s.1.len()).sum::<usize>());
+    let mut out =
+        String::with_capacity(template.len() + slots.iter().map(|s| s.1.len()).sum::<usize>());
     let mut rest = template;
     while let Some(start) = rest.find("{{") {
         out.push_str(&rest[..start]);
@@ -107,7 +108,13 @@ fn cost_text(cost: Option<f64>) -> String {
 fn class_of(word: &str) -> String {
     let word: String = word
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect();
     format!("v-{word}")
 }
@@ -151,18 +158,30 @@ fn header(out: &mut String, r: &RunReport) {
     card(out, "status", &status);
     card(out, "model", &escape(&r.model));
     if let Some(e) = &r.ending {
-        card(out, "stop reason", &escape(&e.stop_reason.replace('_', " ")));
+        card(
+            out,
+            "stop reason",
+            &escape(&e.stop_reason.replace('_', " ")),
+        );
         card(out, "delivery", &escape(&e.delivery.replace('_', " ")));
     }
     card(
         out,
         "tests passing",
-        &format!("{} → {}", tests_text(r.tests_before), tests_text(r.tests_after)),
+        &format!(
+            "{} → {}",
+            tests_text(r.tests_before),
+            tests_text(r.tests_after)
+        ),
     );
     card(
         out,
         "pylint score",
-        &format!("{} → {}", pylint_text(r.pylint_before), pylint_text(r.pylint_after)),
+        &format!(
+            "{} → {}",
+            pylint_text(r.pylint_before),
+            pylint_text(r.pylint_after)
+        ),
     );
     card(
         out,
@@ -202,10 +221,8 @@ fn charts(out: &mut String, series: &[Point]) {
         .iter()
         .map(|p| (p.label.clone(), p.tests.map(|t| t.passed as f64)))
         .collect();
-    let pylint: Vec<(String, Option<f64>)> = series
-        .iter()
-        .map(|p| (p.label.clone(), p.pylint))
-        .collect();
+    let pylint: Vec<(String, Option<f64>)> =
+        series.iter().map(|p| (p.label.clone(), p.pylint)).collect();
     out.push_str(&chart("tests passing", &tests, total.max(1) as f64, 0));
     out.push_str(&chart("pylint score", &pylint, 10.0, 2));
     out.push_str("</div>");
@@ -245,12 +262,25 @@ fn chart(title: &str, points: &[(String, Option<f64>)], max: f64, decimals: usiz
         .map(|(x, y)| format!("{x:.1},{y:.1}"))
         .collect();
     if line.len() > 1 {
-        let _ = write!(svg, "<polyline class=\"line\" points=\"{}\"/>", line.join(" "));
+        let _ = write!(
+            svg,
+            "<polyline class=\"line\" points=\"{}\"/>",
+            line.join(" ")
+        );
     }
     for (i, (label, value)) in points.iter().enumerate() {
         let (x, _) = xy(i, 0.0);
-        let tick = if i == 0 { "B".to_string() } else { i.to_string() };
-        let _ = write!(svg, "<text x=\"{:.1}\" y=\"{:.1}\">{tick}</text>", x - 3.0, H - 8.0);
+        let tick = if i == 0 {
+            "B".to_string()
+        } else {
+            i.to_string()
+        };
+        let _ = write!(
+            svg,
+            "<text x=\"{:.1}\" y=\"{:.1}\">{tick}</text>",
+            x - 3.0,
+            H - 8.0
+        );
         if let Some(v) = value {
             let (x, y) = xy(i, *v);
             let _ = write!(
@@ -279,7 +309,10 @@ fn attempts(out: &mut String, attempts: &[Attempt]) {
         let _ = write!(
             out,
             "<a href=\"#proposal-{n}\" title=\"{}\"><span class=\"tick {}\">{n}</span></a>",
-            escape(&format!("round {}: {} — {}", a.iteration, a.file, a.verdict)),
+            escape(&format!(
+                "round {}: {} — {}",
+                a.iteration, a.file, a.verdict
+            )),
             class_of(&a.verdict),
             n = i + 1
         );
@@ -333,7 +366,11 @@ fn attempt(out: &mut String, n: usize, a: &Attempt) {
         let _ = write!(out, "<p class=\"reason\">{}{rule}</p>", escape(reason));
     }
     if let Some(diff) = &a.diff {
-        let _ = write!(out, "<details><summary>diff</summary>{}</details>", diff_block(diff));
+        let _ = write!(
+            out,
+            "<details><summary>diff</summary>{}</details>",
+            diff_block(diff)
+        );
     } else if let Some(proposal) = &a.proposal {
         let _ = write!(
             out,
