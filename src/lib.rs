@@ -16,5 +16,6 @@ mod lockfile;
 pub mod log;
 pub mod orchestrator;
 pub mod patch;
+pub mod report;
 pub mod stage;
 pub mod tools;

@@ -5,6 +5,7 @@ mod config_cmd;
 mod demo;
 mod hook;
 mod printer;
+mod report;
 mod run;
 mod runs;
 mod settings;
@@ -60,6 +61,8 @@ enum Command {
     Undo(undo::UndoArgs),
     /// Remove a run's branches, refs and leftover worktree (or every run's with --all).
     Clean(undo::CleanArgs),
+    /// Write a run's HTML report again from the experiment log and print its path (`--open` opens it).
+    Report(report::ReportArgs),
 }
 
 /// Flags of a run. Every flag can also be set by its `SWARM_*` variable
@@ -218,6 +221,7 @@ pub fn main() -> ExitCode {
             Some(Command::Show(args)) => runs::show(&args),
             Some(Command::Undo(args)) => undo::undo(&args),
             Some(Command::Clean(args)) => undo::clean(&args),
+            Some(Command::Report(args)) => report::execute(&args),
             None => run::execute(cli.run, &printer).await,
         }
     });

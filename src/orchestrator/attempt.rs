@@ -347,7 +347,15 @@ fn judge_and_commit(
         worktree: settled.worktree,
     };
     let commit = settled.commit;
-    rec.commit(tried.file, k, &commit.0, &message, verdict, times)?;
+    rec.commit(
+        tried.file,
+        k,
+        &commit.0,
+        &message,
+        &tried.change.diff,
+        verdict,
+        times,
+    )?;
     let note = check
         .map(|check| format!("; {}", check.describe()))
         .unwrap_or_default();

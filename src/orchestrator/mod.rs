@@ -252,6 +252,7 @@ pub async fn run(
     };
     let scope = std::mem::take(&mut opened.scope);
     let run_id = scope.run_id.clone();
+    let _report = crate::report::OnRunEnd::new(&config.log_file, &run_id, &config.prices, events);
     let mut rec = Recorder::new(&mut opened.log, model.model(), &run_id, clock);
     let opening = rec
         .system_start(config, &scope.files)

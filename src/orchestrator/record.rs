@@ -433,14 +433,16 @@ impl<'a> Recorder<'a> {
         self.write(e)
     }
 
-    /// The Executor's commit, with where the attempt's time went in
-    /// `details.seconds`.
+    /// The Executor's commit, with the change as a unified diff in
+    /// `details.diff` and where the attempt's time went in `details.seconds`.
+    #[allow(clippy::too_many_arguments)]
     pub fn commit(
         &mut self,
         file: &str,
         attempt: u32,
         commit: &str,
         message: &str,
+        diff: &str,
         verdict: Verdict,
         times: AttemptTimes,
     ) -> Result<(), SwarmError> {
@@ -456,6 +458,7 @@ impl<'a> Recorder<'a> {
             .detail("attempt", attempt)
             .detail("commit", commit)
             .detail("verdict", verdict.as_str())
+            .detail("diff", clip(diff, OUTPUT_CAP * 4).to_string())
             .detail("seconds", times.to_json());
         self.write(e)
     }

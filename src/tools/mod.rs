@@ -18,6 +18,7 @@ mod capture;
 pub mod env;
 pub mod imports;
 pub mod junit;
+pub mod opener;
 pub mod process;
 pub mod pylint;
 mod pytest;

@@ -57,10 +57,20 @@ fn old_pretty_log(count: usize) -> (String, Vec<Value>) {
 /// Files next to the log other than the log itself.
 fn siblings(log: &Path) -> Vec<PathBuf> {
     let dir = log.parent().expect("the log has a folder");
+    let name = log
+        .file_name()
+        .expect("the log has a name")
+        .to_string_lossy();
+    // The log's own files (`<name>.cutoff-…`, `<name>.corrupt-…`), not the
+    // runs' reports beside it.
     let mut found: Vec<PathBuf> = fs::read_dir(dir)
         .expect("read the log's folder")
         .map(|e| e.expect("folder entry").path())
         .filter(|p| p != log)
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|f| f.to_string_lossy().starts_with(&*name))
+        })
         .collect();
     found.sort();
     found

@@ -11,6 +11,7 @@ mod log;
 mod patch_corpus;
 mod patch_props;
 mod patch_support;
+mod report;
 mod settings;
 mod support;
 mod tools;

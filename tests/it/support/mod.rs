@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests.
 
+pub mod chromium;
 pub mod fake_pylint;
 pub mod fixture;
 pub mod llm_server;
