@@ -4,6 +4,7 @@
 mod config_cmd;
 mod demo;
 mod printer;
+mod progress;
 mod run;
 mod settings;
 
@@ -170,7 +171,8 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    init_tracing(cli.verbose, cli.quiet);
+    let printer = printer::Printer::new(cli.quiet, cli.verbose);
+    init_tracing(cli.verbose, cli.quiet, printer.display());
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -182,7 +184,6 @@ pub fn main() -> ExitCode {
             )))
         }
     };
-    let printer = printer::Printer::new(cli.quiet, cli.verbose);
     let result = runtime.block_on(async {
         match cli.command {
             Some(Command::Run(args)) => run::execute(args, &printer).await,
@@ -284,7 +285,10 @@ fn fail(err: &SwarmError) -> ExitCode {
     ExitCode::from(err.kind.code())
 }
 
-fn init_tracing(verbose: u8, quiet: bool) {
+/// Diagnostics go to stderr above the progress display, coloured only
+/// where the display is.
+fn init_tracing(verbose: u8, quiet: bool, display: std::sync::Arc<progress::Display>) {
+    let colour = display.mode().colour;
     let level = match (quiet, verbose) {
         (true, _) => "error",
         (false, 0) => "warn",
@@ -295,7 +299,8 @@ fn init_tracing(verbose: u8, quiet: bool) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("swarm={level}")));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(progress::TraceWriter(display))
+        .with_ansi(colour)
         .with_target(false)
         .try_init();
 }

@@ -30,7 +30,7 @@ use crate::cancel::Cancel;
 use crate::error::SwarmError;
 use crate::git::RunWorkspace;
 use crate::llm::{ChatModel, PriceTable, ProviderConfig, Secret, Usage, Windowed};
-use crate::log::{Event, EventSink};
+use crate::log::{Event, EventSink, Step};
 use crate::stage::auditor;
 use crate::stage::baseline_cache::{BaselineCache, BaselineKey, KeyInputs};
 use crate::stage::budget::{Budget, BudgetSettings};
@@ -100,12 +100,15 @@ pub(crate) struct RunContext<'a> {
 }
 
 impl RunContext<'_> {
-    /// What the Judge measures with.
-    pub(crate) fn tools(&self) -> judge::Tools<'_> {
+    /// What the Judge measures with, telling each tool run as a step of
+    /// `stage` ("audit", "judging attempt 3 (stats.py)").
+    pub(crate) fn tools<'b>(&'b self, stage: &'b str) -> judge::Tools<'b> {
         judge::Tools {
             env: self.env,
             sandbox: self.sandbox,
             lint_cache: self.lint_cache,
+            events: self.events,
+            stage,
         }
     }
 }
@@ -268,6 +271,7 @@ pub async fn run(
         _ => None,
     };
     rec.enter(Stage::Delivery);
+    let _delivering = Step::start(events, "delivery");
     let (branch, best, removal) = close_workspace(ws);
     let (state, stop) = result?;
     let final_check = check.transpose()?;
@@ -359,7 +363,7 @@ fn audit(
         });
     let audit = tokio::task::block_in_place(|| {
         auditor::audit(
-            cx.tools(),
+            cx.tools("audit"),
             cx.root,
             files,
             cx.config.limits,

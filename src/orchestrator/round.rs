@@ -19,7 +19,7 @@ use crate::cancel::Cancel;
 use crate::error::SwarmError;
 use crate::git::RunWorkspace;
 use crate::llm::LlmError;
-use crate::log::{Action, Event};
+use crate::log::{Action, Event, Step};
 use crate::patch::ReplyContext;
 use crate::stage::budget::Allowance;
 use crate::stage::fixer::{self, Proposal};
@@ -296,6 +296,8 @@ async fn ask_all(
 ) -> Result<Vec<ProposalResult>, SwarmError> {
     let permits = Arc::new(Semaphore::new(cx.config.jobs.max(1)));
     let mut set: JoinSet<ProposalResult> = JoinSet::new();
+    // Each request is a step from the moment it goes out until it is back.
+    let mut asking: Vec<Option<Step<'_>>> = Vec::new();
     for (index, file) in files.iter().enumerate() {
         state.work.coverage.in_depth.insert(file.clone());
         let job = job_for(cx, state, file);
@@ -314,6 +316,15 @@ async fn ask_all(
         let permit = cancellable(cx.cancel, Arc::clone(&permits).acquire_owned())
             .await?
             .map_err(|e| SwarmError::internal("the Fixer's job queue closed").caused_by(e))?;
+        asking.push(Some(Step::start(
+            cx.events,
+            format!(
+                "asking {} for a fix to {file} (file {} of {})",
+                model.model(),
+                index + 1,
+                files.len()
+            ),
+        )));
         set.spawn(async move {
             let (calls, result) = fixer::propose(model.as_ref(), &job.input(), &ctx).await;
             drop(permit);
@@ -322,7 +333,10 @@ async fn ask_all(
     }
     let mut results: Vec<ProposalResult> = Vec::new();
     while let Some(joined) = cancellable(cx.cancel, set.join_next()).await? {
-        results.push(joined.map_err(|e| SwarmError::internal("a Fixer task failed").caused_by(e))?);
+        let joined =
+            joined.map_err(|e| SwarmError::internal("a Fixer task failed").caused_by(e))?;
+        asking.get_mut(joined.0).and_then(Option::take);
+        results.push(joined);
     }
     results.sort_by_key(|(index, _, _)| *index);
     Ok(results)

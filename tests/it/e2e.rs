@@ -234,6 +234,7 @@ mod large_files;
 mod lint;
 mod localise;
 mod preflight;
+mod progress;
 mod providers;
 mod repos;
 mod review_rules;
