@@ -123,6 +123,10 @@ pub struct RunArgs {
     /// Print the final summary as one JSON object on the last line of stdout.
     #[arg(long, env = "SWARM_JSON", value_parser = clap::builder::FalseyValueParser::new())]
     pub json: bool,
+    /// No model at all: ruff's own safe fixes are the proposals (needs
+    /// ruff: `pip install ruff`); no key, no network.
+    #[arg(long, env = "SWARM_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
+    pub offline: bool,
     /// Do everything except the final fast-forward.
     #[arg(long, env = "SWARM_DRY_RUN", value_parser = clap::builder::FalseyValueParser::new())]
     pub dry_run: bool,

@@ -38,6 +38,7 @@ use crate::stage::judge::{self, Limits, Snapshot};
 use crate::stage::planner::Plan;
 use crate::stage::prompt::PastAttempt;
 use crate::stage::reviewer::{ShownVersions, SizeLimits};
+pub use crate::stage::ruff_fixer::ProposalSource;
 use crate::tools::{LintCache, PythonEnv, Sandbox, SandboxPolicy};
 use record::Recorder;
 pub use summary::{Delivery, Safety, Spend, StopReason, Summary, TestCount};
@@ -78,6 +79,8 @@ pub struct RunConfig {
     /// before the tool environment or the audit (`None`: `--no-preflight`,
     /// recorded replies, the demo).
     pub preflight: Option<ProviderConfig>,
+    /// Where proposals come from: the model, or ruff (`--offline`).
+    pub proposals: ProposalSource,
 }
 
 /// What every stage call of a run shares: settings, the model, where to
@@ -328,7 +331,9 @@ async fn drive(
     rec.enter(Stage::Audit);
     let mut state = audit(cx, ws, rec, scope)?;
     rec.enter(Stage::Plan);
-    if let Some(stop) = plan::plan_batch(cx, rec, &mut state).await? {
+    if let ProposalSource::Ruff(_) = cx.config.proposals {
+        plan::ruff_plan(cx, &mut state);
+    } else if let Some(stop) = plan::plan_batch(cx, rec, &mut state).await? {
         return Ok((state, stop));
     }
     rec.enter(Stage::Rounds);

@@ -126,6 +126,28 @@ pub(crate) async fn plan_batch(
     Ok(None)
 }
 
+/// The plan of an offline run: ruff's safe fixes to every source file, no
+/// model asked.
+pub(crate) fn ruff_plan(cx: &RunContext<'_>, state: &mut RunState) {
+    let sources = source_files(state);
+    state.work.coverage.sources = sources.len();
+    let items = sources
+        .iter()
+        .map(|f| {
+            (
+                f.clone(),
+                format!("- apply ruff's safe fixes ({})", crate::tools::ruff::RULES),
+            )
+        })
+        .collect();
+    let markdown = format!(
+        "# Plan: ruff fixes\n\nruff's safe fixes ({}) to each source file; no model is asked (--offline).",
+        crate::tools::ruff::RULES
+    );
+    let new = adopt(state, Plan { markdown, items });
+    cx.events.emit(Event::Planned { files: new });
+}
+
 /// The target's source files (tests left out).
 fn source_files(state: &RunState) -> Vec<String> {
     state

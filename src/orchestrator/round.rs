@@ -24,6 +24,7 @@ use crate::patch::ReplyContext;
 use crate::stage::budget::Allowance;
 use crate::stage::fixer::{self, Proposal};
 use crate::stage::prompt::{FixInput, PastAttempt};
+use crate::stage::ruff_fixer::{self, ProposalSource};
 use crate::stage::{auditor, is_test_path, reach, ModelCall};
 use crate::tools::{LintMessage, TestCase};
 
@@ -294,6 +295,9 @@ async fn ask_all(
     state: &mut RunState,
     files: &[String],
 ) -> Result<Vec<ProposalResult>, SwarmError> {
+    if let ProposalSource::Ruff(ruff) = &cx.config.proposals {
+        return ask_ruff(cx, ruff, state, files);
+    }
     let permits = Arc::new(Semaphore::new(cx.config.jobs.max(1)));
     let mut set: JoinSet<ProposalResult> = JoinSet::new();
     // Each request is a step from the moment it goes out until it is back.
@@ -339,6 +343,38 @@ async fn ask_all(
         results.push(joined);
     }
     results.sort_by_key(|(index, _, _)| *index);
+    Ok(results)
+}
+
+/// Takes ruff's safe fixes to every file as the round's proposals (see
+/// [`crate::stage::ruff_fixer`]), in file order.
+fn ask_ruff(
+    cx: &RunContext<'_>,
+    ruff: &crate::tools::ruff::Ruff,
+    state: &mut RunState,
+    files: &[String],
+) -> Result<Vec<ProposalResult>, SwarmError> {
+    let mut results = Vec::new();
+    for (index, file) in files.iter().enumerate() {
+        state.work.coverage.in_depth.insert(file.clone());
+        let text = crate::stage::read_source_text(cx.root, file).unwrap_or_default();
+        state
+            .progress
+            .shown
+            .remember(file, state.progress.iterations, &text);
+        let ctx = ReplyContext {
+            target_prefix: state.facts.target_rel.clone(),
+            requested: vec![file.clone()],
+        };
+        let _asking = Step::start(
+            cx.events,
+            format!("asking {} for fixes to {file}", ruff.version),
+        );
+        let (call, proposal) = tokio::task::block_in_place(|| {
+            ruff_fixer::propose(ruff, cx.root, file, &ctx, cx.cancel)
+        })?;
+        results.push((index, vec![call], Ok(proposal)));
+    }
     Ok(results)
 }
 

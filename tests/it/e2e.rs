@@ -233,6 +233,7 @@ mod kill;
 mod large_files;
 mod lint;
 mod localise;
+mod offline;
 mod preflight;
 mod progress;
 mod providers;
