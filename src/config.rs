@@ -68,6 +68,8 @@ pub struct FileConfig {
     pub max_tokens_total: Option<u64>,
     pub max_cost: Option<f64>,
     pub allow_test_edits: Option<bool>,
+    /// `true` is `--offline`: ruff's fixes, no model.
+    pub offline: Option<bool>,
     pub size_limits: Option<SizeLimitsConfig>,
     /// Model id → USD per million input/output tokens.
     pub prices: Option<BTreeMap<String, PriceConfig>>,
@@ -428,7 +430,7 @@ pub fn no_provider_hint() -> String {
     }
     let last = parts.pop().unwrap_or_default();
     format!(
-        "set {} or {last}, or pass --provider replay --cassette FILE",
+        "set {} or {last}, or pass --provider replay --cassette FILE; or try --offline (ruff's fixes, no model, no key)",
         parts.join(", ")
     )
 }

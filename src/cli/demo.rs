@@ -106,7 +106,11 @@ pub async fn execute(args: DemoArgs, printer: &Printer) -> Result<ExitKind, Swar
         ..RunArgs::default()
     };
     let resolved = settings::resolve(&run_args, &ProcessEnv)?;
-    let model = llm::build(&resolved.provider)?;
+    let provider = resolved
+        .provider
+        .as_ref()
+        .ok_or_else(|| SwarmError::internal("the demo's settings name no provider"))?;
+    let model = llm::build(provider)?;
     let summary = run::run_to_summary(&resolved.run, model, printer).await?;
     let graph = repo.log_graph()?;
     println!("$ git log --all --graph --oneline\n{graph}");

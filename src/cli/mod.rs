@@ -5,6 +5,7 @@ mod config_cmd;
 mod demo;
 mod hook;
 mod printer;
+mod progress;
 mod report;
 mod run;
 mod runs;
@@ -139,6 +140,10 @@ pub struct RunArgs {
     /// Print the final summary as one JSON object on the last line of stdout.
     #[arg(long, env = "SWARM_JSON", value_parser = clap::builder::FalseyValueParser::new())]
     pub json: bool,
+    /// No model at all: ruff's own safe fixes are the proposals (needs
+    /// ruff: `pip install ruff`); no key, no network.
+    #[arg(long, env = "SWARM_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
+    pub offline: bool,
     /// Do everything except the final fast-forward.
     #[arg(long, env = "SWARM_DRY_RUN", value_parser = clap::builder::FalseyValueParser::new())]
     pub dry_run: bool,
@@ -187,7 +192,8 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    init_tracing(cli.verbose, cli.quiet);
+    let printer = printer::Printer::new(cli.quiet, cli.verbose);
+    init_tracing(cli.verbose, cli.quiet, printer.display());
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -199,7 +205,6 @@ pub fn main() -> ExitCode {
             )))
         }
     };
-    let printer = printer::Printer::new(cli.quiet, cli.verbose);
     let result = runtime.block_on(async {
         match cli.command {
             Some(Command::Run(args)) => run::execute(args, &printer).await,
@@ -311,7 +316,10 @@ fn fail(err: &SwarmError) -> ExitCode {
     ExitCode::from(err.kind.code())
 }
 
-fn init_tracing(verbose: u8, quiet: bool) {
+/// Diagnostics go to stderr above the progress display, coloured only
+/// where the display is.
+fn init_tracing(verbose: u8, quiet: bool, display: std::sync::Arc<progress::Display>) {
+    let colour = display.mode().colour;
     let level = match (quiet, verbose) {
         (true, _) => "error",
         (false, 0) => "warn",
@@ -322,7 +330,8 @@ fn init_tracing(verbose: u8, quiet: bool) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("swarm={level}")));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(progress::TraceWriter(display))
+        .with_ansi(colour)
         .with_target(false)
         .try_init();
 }

@@ -1,62 +1,44 @@
-//! Renders events and the summary for people, on stderr.
+//! Renders events and the summary for people, on stderr, through the
+//! progress display (see `progress`): steps and streaming replies as
+//! spinners on a terminal, plain lines elsewhere, nothing but the summary
+//! and errors with `-q`.
 
-use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use super::progress::{self, Display, Key, Mode};
 use crate::log::{Event, EventSink};
 use crate::orchestrator::{Delivery, StopReason, Summary};
 
-/// Erases the terminal line the cursor is on.
-const CLEAR_LINE: &str = "\r\x1b[2K";
-
-/// Writes progress to stderr unless quiet. Clones share the terminal line a
-/// streaming reply's progress is drawn on.
+/// Writes progress to stderr unless quiet. Clones share the display.
 #[derive(Clone)]
 pub struct Printer {
     quiet: bool,
     verbose: u8,
-    /// stderr is a terminal: only then is streaming progress drawn.
-    terminal: bool,
-    /// A progress line is on screen (no newline after it yet).
-    progress_shown: Arc<AtomicBool>,
+    display: Arc<Display>,
 }
 
 impl Printer {
+    /// A printer for this process's stderr.
     pub fn new(quiet: bool, verbose: u8) -> Self {
+        Self::with_mode(quiet, verbose, Mode::of_stderr())
+    }
+
+    /// A printer in the given display mode.
+    pub fn with_mode(quiet: bool, verbose: u8, mode: Mode) -> Self {
         Self {
             quiet,
             verbose,
-            terminal: std::io::stderr().is_terminal(),
-            progress_shown: Arc::new(AtomicBool::new(false)),
+            display: Display::new(mode),
         }
+    }
+
+    /// The display, for the tracing writer.
+    pub fn display(&self) -> Arc<Display> {
+        Arc::clone(&self.display)
     }
 
     fn line(&self, text: &str) {
-        let mut err = std::io::stderr().lock();
-        if self.progress_shown.swap(false, Ordering::SeqCst) {
-            let _ = write!(err, "{CLEAR_LINE}");
-        }
-        let _ = writeln!(err, "{text}");
-    }
-
-    /// Draws (or, when `text` is `None`, erases) the progress line.
-    fn progress(&self, text: Option<&str>) {
-        if !self.terminal {
-            return;
-        }
-        let mut err = std::io::stderr().lock();
-        let _ = match text {
-            Some(text) => {
-                self.progress_shown.store(true, Ordering::SeqCst);
-                write!(err, "{CLEAR_LINE}{text}")
-            }
-            None if self.progress_shown.swap(false, Ordering::SeqCst) => {
-                write!(err, "{CLEAR_LINE}")
-            }
-            None => Ok(()),
-        };
-        let _ = err.flush();
+        self.display.line(text);
     }
 
     /// The final summary (always shown, even with -q).
@@ -205,17 +187,42 @@ impl EventSink for Printer {
                 tokens_per_second,
                 done,
             } => {
-                let text = progress_text(call, &model, tokens, tokens_per_second);
-                self.progress((!done).then_some(text.as_str()));
+                if done {
+                    self.display.clear(Key::Stream(call));
+                } else {
+                    let text = progress_text(call, &model, tokens, tokens_per_second);
+                    self.display.show(Key::Stream(call), &text);
+                }
                 return;
             }
             Event::ModelRetry {
                 call,
                 attempt,
+                of,
                 reason,
                 wait_ms,
                 ..
-            } => retry_text(call, attempt, &reason, wait_ms),
+            } => retry_text(call, attempt, of, &reason, wait_ms),
+            Event::StepStarted { step, what } => {
+                if self.display.mode().live {
+                    self.display.show(Key::Step(step), &what);
+                    return;
+                }
+                format!("{what} ...")
+            }
+            Event::StepDone {
+                step,
+                what,
+                elapsed_ms,
+            } => {
+                if self.display.mode().live {
+                    self.display.clear(Key::Step(step));
+                    if self.verbose == 0 {
+                        return;
+                    }
+                }
+                format!("{what}: done in {}", progress::seconds(elapsed_ms))
+            }
         };
         self.line(&text);
     }
@@ -228,14 +235,19 @@ fn progress_text(call: u64, model: &str, tokens: u64, tokens_per_second: f64) ->
     )
 }
 
-/// The line saying a model request goes out again, and why.
-fn retry_text(call: u64, attempt: u32, reason: &str, wait_ms: u64) -> String {
+/// The line saying a model request goes out again, when, and why:
+/// `attempt` is the request about to go out, of `of` in all.
+fn retry_text(call: u64, attempt: u32, of: u32, reason: &str, wait_ms: u64) -> String {
     let when = if wait_ms == 0 {
         "now".to_string()
     } else {
-        format!("in {:.1} s", wait_ms as f64 / 1000.0)
+        format!("in {}", progress::seconds(wait_ms))
     };
-    format!("  model call {call}: asking again {when} (request {attempt}) — {reason}")
+    let retries = of.saturating_sub(1).max(attempt.saturating_sub(1));
+    format!(
+        "  model call {call}: retry {}/{retries} {when}: {reason}",
+        attempt.saturating_sub(1)
+    )
 }
 
 /// The summary's first line: the status, and why the run stopped unless
@@ -336,9 +348,13 @@ mod tests {
             "  model call 3 (qwen2.5-coder): 812 tokens so far, 26.1 tokens/s"
         );
         assert_eq!(
-            retry_text(3, 2, "no data for 120 s (--llm-timeout)", 1250),
-            "  model call 3: asking again in 1.2 s (request 2) — no data for 120 s (--llm-timeout)"
+            retry_text(3, 2, 4, "no data for 120 s (--llm-timeout)", 1250),
+            "  model call 3: retry 1/3 in 1.2 s: no data for 120 s (--llm-timeout)"
         );
-        assert!(retry_text(1, 2, "refused", 0).contains("asking again now"));
+        assert_eq!(
+            retry_text(1, 3, 5, "HTTP 503: busy", 4000),
+            "  model call 1: retry 2/4 in 4.0 s: HTTP 503: busy"
+        );
+        assert!(retry_text(1, 2, 4, "refused", 0).contains("retry 1/3 now"));
     }
 }

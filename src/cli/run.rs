@@ -9,16 +9,21 @@ use crate::config::ProcessEnv;
 use crate::error::{ExitKind, SwarmError};
 use crate::llm::{self, ChatModel};
 use crate::orchestrator::summary::Summary;
-use crate::orchestrator::{self, RunConfig};
+use crate::orchestrator::{self, ProposalSource, RunConfig};
+use crate::stage::ruff_fixer::OfflineModel;
+use crate::tools::ruff::Ruff;
 
 /// Runs the pipeline with the resolved settings.
 pub async fn execute(args: RunArgs, printer: &Printer) -> Result<ExitKind, SwarmError> {
     let json = args.json;
     let result = async {
-        let resolved = settings::resolve(&args, &ProcessEnv)?;
+        let mut resolved = settings::resolve(&args, &ProcessEnv)?;
+        let Some(provider) = &resolved.provider else {
+            let model = go_offline(&mut resolved.run)?;
+            return run_with(&resolved.run, model, printer, json).await;
+        };
         let progress = Arc::new(printer.clone());
-        let model =
-            llm::build_reporting(&resolved.provider, llm::RetryPolicy::default(), progress)?;
+        let model = llm::build_reporting(provider, llm::RetryPolicy::default(), progress)?;
         let model = match &resolved.record {
             Some(path) => llm::record_to(model, path)?,
             None => model,
@@ -38,6 +43,15 @@ pub async fn execute(args: RunArgs, printer: &Printer) -> Result<ExitKind, Swarm
         );
     }
     result
+}
+
+/// Makes `config` an offline run: ruff found (or the error saying to
+/// install it), its fixes the proposals, and the model that stands for it.
+fn go_offline(config: &mut RunConfig) -> Result<Arc<dyn ChatModel>, SwarmError> {
+    let ruff = Ruff::find(&Cancel::new())?;
+    let model: Arc<dyn ChatModel> = Arc::new(OfflineModel::new(&ruff));
+    config.proposals = ProposalSource::Ruff(ruff);
+    Ok(model)
 }
 
 /// Runs with a built model, printing the summary (and with `json` the

@@ -14,13 +14,14 @@ use crate::config::{
 };
 use crate::error::SwarmError;
 use crate::llm::{Price, PriceTable, ProviderConfig, ProviderKind, Secret};
-use crate::orchestrator::RunConfig;
+use crate::orchestrator::{ProposalSource, RunConfig};
 use crate::stage::reviewer::SizeLimits;
 
 /// Everything a run needs, and where each setting came from.
 pub struct Resolved {
     pub run: RunConfig,
-    pub provider: ProviderConfig,
+    /// The model's provider; `None` with `--offline` (ruff's fixes, no model).
+    pub provider: Option<ProviderConfig>,
     pub record: Option<PathBuf>,
     /// (setting, shown value, source) for `swarm config`.
     pub rows: Vec<Row>,
@@ -58,6 +59,10 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
     let dotenv = DotEnv::load(config::repository_root(&target).unwrap_or(&target));
     let layered = dotenv.over(env);
     let mut r = Resolver::new(args, &layered, env, &dotenv, &files);
+    let offline = r.offline();
+    if offline {
+        return resolve_offline(r, args, &files, target);
+    }
     let Some(kind) = r.provider()? else {
         return Err(
             SwarmError::invalid("no model provider configured").hint(config::no_provider_hint())
@@ -106,10 +111,56 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
         budget: budget.value,
         preflight: (!args.no_preflight && kind != ProviderKind::Replay)
             .then(|| provider_config.clone()),
+        proposals: ProposalSource::Model,
     };
     Ok(Resolved {
         run,
-        provider: provider_config,
+        provider: Some(provider_config),
+        record: args.record.clone(),
+        rows: r.rows,
+    })
+}
+
+/// The settings of an offline run: no provider, no key, no preflight; the
+/// proposals are ruff's (the CLI finds ruff and sets them).
+fn resolve_offline(
+    mut r: Resolver<'_>,
+    args: &RunArgs,
+    files: &ConfigFiles,
+    target: PathBuf,
+) -> Result<Resolved, SwarmError> {
+    let counts = r.counts(false)?;
+    let spending = r.spending();
+    let review = r.review();
+    let sandbox = sandbox_policy(args, files, &target);
+    r.row("sandbox", describe_sandbox(&sandbox.value), &sandbox.source);
+    let budget = budget_settings(args, files, "ruff", false)?;
+    let places = r.places();
+    let prices = r.prices();
+    let run = RunConfig {
+        target,
+        max_iterations: counts.max_iterations,
+        limits: counts.limits,
+        log_file: places.log_file,
+        dry_run: args.dry_run,
+        allow_test_edits: review.allow_test_edits,
+        size_limits: review.size_limits,
+        bootstrap: !args.no_bootstrap,
+        jobs: counts.jobs,
+        max_tokens_total: spending.max_tokens_total,
+        max_cost: spending.max_cost,
+        secrets: Vec::new(),
+        prices,
+        cache_dir: places.cache_dir,
+        lock_timeout: places.lock_timeout,
+        sandbox: sandbox.value,
+        budget: budget.value,
+        preflight: None,
+        proposals: ProposalSource::Model,
+    };
+    Ok(Resolved {
+        run,
+        provider: None,
         record: args.record.clone(),
         rows: r.rows,
     })
@@ -127,6 +178,7 @@ pub fn show(args: &RunArgs, env: &dyn Environment) -> Result<(PathBuf, Vec<Row>)
     if r.provider()?.is_some() {
         return resolve(args, env).map(|resolved| (resolved.run.target, resolved.rows));
     }
+    r.offline();
     for name in ["model", "api_key"] {
         r.row(name, "(not set)".into(), &Source::Default);
     }
@@ -376,6 +428,19 @@ impl<'a> Resolver<'a> {
     }
 
     /// Whether tests may be edited, and the size limits per severity.
+    /// `--offline`, `SWARM_OFFLINE` or `offline = true`.
+    fn offline(&mut self) -> bool {
+        let offline = self.pick(
+            self.args.offline.then_some(true),
+            "--offline",
+            None,
+            self.in_file(|f| f.offline),
+            false,
+        );
+        self.row("offline", offline.value.to_string(), &offline.source);
+        offline.value
+    }
+
     fn review(&mut self) -> Review {
         let allow_tests = self.pick(
             self.args.allow_test_edits.then_some(true),

@@ -71,11 +71,18 @@ impl GitCommand {
     /// Runs git and returns its output whatever its exit status; `Err` only
     /// when it could not be started.
     pub fn output(&self) -> Result<GitOutput, GitError> {
+        let started = std::time::Instant::now();
         let output = self
             .command()
             .stdin(Stdio::null())
             .output()
             .map_err(|source| self.not_started(source))?;
+        // Shown with -v, as every tool command is.
+        tracing::info!(
+            "ran {} in {:.1} s",
+            self.display(),
+            started.elapsed().as_secs_f64()
+        );
         Ok(GitOutput {
             success: output.status.success(),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),

@@ -344,6 +344,7 @@ impl Transport {
                 call,
                 model: self.model.clone(),
                 attempt,
+                of: self.max_attempts,
                 reason,
                 wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
             });

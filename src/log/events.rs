@@ -1,7 +1,12 @@
 //! What a run reports while it works. Stages never print; the orchestrator
-//! emits these and the CLI's printer renders them to stderr.
+//! emits these and the CLI's printer renders them to stderr. A long step
+//! (a tool run, a model request, the delivery) is a [`Step`]: it says when
+//! it starts and, when dropped, when it ended and how long it took, so the
+//! user is never left without a word while something runs.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use crate::stage::judge::Verdict;
 
@@ -67,8 +72,19 @@ pub enum Event {
         call: u64,
         model: String,
         attempt: u32,
+        /// The HTTP requests the call may make in all (`--retries`).
+        of: u32,
         reason: String,
         wait_ms: u64,
+    },
+    /// A long step began: `what` says it for people ("judging attempt 3
+    /// (stats.py): pytest"); `step` numbers it for its [`Event::StepDone`].
+    StepStarted { step: u64, what: String },
+    /// The step `step` ended after `elapsed_ms`.
+    StepDone {
+        step: u64,
+        what: String,
+        elapsed_ms: u64,
     },
 }
 
@@ -82,4 +98,91 @@ pub struct Silent;
 
 impl EventSink for Silent {
     fn emit(&self, _event: Event) {}
+}
+
+/// Numbers the steps of the process, from 1.
+static NEXT_STEP: AtomicU64 = AtomicU64::new(1);
+
+/// A long step under way: emits [`Event::StepStarted`] when made and
+/// [`Event::StepDone`] with its time when dropped (also when the step ends
+/// early by an error or an interrupt).
+pub struct Step<'a> {
+    events: &'a dyn EventSink,
+    id: u64,
+    what: String,
+    started: Instant,
+}
+
+impl<'a> Step<'a> {
+    /// Starts the step `what` (said for people).
+    pub fn start(events: &'a dyn EventSink, what: impl Into<String>) -> Self {
+        let id = NEXT_STEP.fetch_add(1, Ordering::Relaxed);
+        let what = what.into();
+        events.emit(Event::StepStarted {
+            step: id,
+            what: what.clone(),
+        });
+        Self {
+            events,
+            id,
+            what,
+            started: Instant::now(),
+        }
+    }
+}
+
+impl Drop for Step<'_> {
+    fn drop(&mut self) {
+        self.events.emit(Event::StepDone {
+            step: self.id,
+            what: std::mem::take(&mut self.what),
+            elapsed_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[derive(Default)]
+    struct Collect(Mutex<Vec<Event>>);
+
+    impl EventSink for Collect {
+        fn emit(&self, event: Event) {
+            self.0.lock().expect("not poisoned").push(event);
+        }
+    }
+
+    #[test]
+    fn a_step_says_when_it_starts_and_when_it_ends_even_on_an_early_return() {
+        let sink = Collect::default();
+        let run = |fail: bool| -> Result<(), ()> {
+            let _step = Step::start(&sink, "audit: pytest");
+            if fail {
+                return Err(());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            Ok(())
+        };
+        assert!(run(false).is_ok());
+        assert!(run(true).is_err());
+        let events = sink.0.into_inner().expect("not poisoned");
+        assert_eq!(events.len(), 4, "{events:?}");
+        let (
+            Event::StepStarted { step: a, what },
+            Event::StepDone {
+                step: b,
+                elapsed_ms,
+                ..
+            },
+        ) = (&events[0], &events[1])
+        else {
+            panic!("{events:?}");
+        };
+        assert_eq!((a, what.as_str()), (b, "audit: pytest"));
+        assert!(*elapsed_ms >= 20, "{elapsed_ms}");
+        assert!(matches!(&events[3], Event::StepDone { what, .. } if what == "audit: pytest"));
+    }
 }

@@ -13,6 +13,6 @@ mod scan;
 mod store;
 mod tail;
 
-pub use events::{Event, EventSink};
+pub use events::{Event, EventSink, Step};
 pub use experiment::{Action, Agent, Entry, ExperimentLog, LogError, Status};
 pub use repair::Repair;

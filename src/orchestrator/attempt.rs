@@ -306,8 +306,9 @@ fn judge_and_commit(
     tried: Tried<'_>,
 ) -> Result<bool, SwarmError> {
     let k = state.progress.commits.len() as u32 + 1;
+    let stage = format!("judging attempt {k} ({})", tried.file);
     let (files, measured, apply_time, measure_time) =
-        apply_and_measure(cx, ws, state, tried.change)?;
+        apply_and_measure(cx, ws, state, tried.change, &stage)?;
     let judging = Instant::now();
     rec.measurement(Agent::Judge, &measured, Some(k))?;
     let mut verdict = judge::compare(
@@ -322,8 +323,8 @@ fn judge_and_commit(
             ws,
             state,
             tried.change,
-            &measured.snapshot,
-            &files,
+            (&measured.snapshot, &files),
+            &stage,
         )?)
     } else {
         None
@@ -444,6 +445,7 @@ fn apply_and_measure(
     ws: &RunWorkspace,
     state: &RunState,
     change: &Change,
+    stage: &str,
 ) -> Result<(Vec<String>, judge::Measurement, Duration, Duration), SwarmError> {
     let started = Instant::now();
     executor::write_to_worktree(ws, change)?;
@@ -457,7 +459,7 @@ fn apply_and_measure(
     let started = Instant::now();
     let measured = tokio::task::block_in_place(|| {
         judge::measure_attempt(
-            cx.tools(),
+            cx.tools(stage),
             cx.root,
             &files,
             cx.config.limits,
@@ -531,8 +533,8 @@ fn check_behaviour(
     ws: &RunWorkspace,
     state: &RunState,
     change: &Change,
-    snapshot: &judge::Snapshot,
-    files: &[String],
+    (snapshot, files): (&judge::Snapshot, &[String]),
+    stage: &str,
 ) -> Result<BehaviourRun, SwarmError> {
     let read = |p: &str| crate::stage::read_source_text(cx.root, p);
     let untested = behaviour::untested_modules(&change.files, files, snapshot.has_tests(), &read);
@@ -550,7 +552,7 @@ fn check_behaviour(
     } else {
         Some(tokio::task::block_in_place(|| {
             behaviour::check(
-                cx.tools(),
+                cx.tools(stage),
                 cx.root,
                 &modules,
                 files,

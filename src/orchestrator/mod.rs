@@ -30,7 +30,7 @@ use crate::cancel::Cancel;
 use crate::error::SwarmError;
 use crate::git::RunWorkspace;
 use crate::llm::{ChatModel, PriceTable, ProviderConfig, Secret, Usage, Windowed};
-use crate::log::{Event, EventSink};
+use crate::log::{Event, EventSink, Step};
 use crate::stage::auditor;
 use crate::stage::baseline_cache::{BaselineCache, BaselineKey, KeyInputs};
 use crate::stage::budget::{Budget, BudgetSettings};
@@ -38,6 +38,7 @@ use crate::stage::judge::{self, Limits, Snapshot};
 use crate::stage::planner::Plan;
 use crate::stage::prompt::PastAttempt;
 use crate::stage::reviewer::{ShownVersions, SizeLimits};
+pub use crate::stage::ruff_fixer::ProposalSource;
 use crate::tools::{LintCache, PythonEnv, Sandbox, SandboxPolicy};
 use record::Recorder;
 pub use summary::{Delivery, Safety, Spend, StopReason, Summary, TestCount};
@@ -78,6 +79,8 @@ pub struct RunConfig {
     /// before the tool environment or the audit (`None`: `--no-preflight`,
     /// recorded replies, the demo).
     pub preflight: Option<ProviderConfig>,
+    /// Where proposals come from: the model, or ruff (`--offline`).
+    pub proposals: ProposalSource,
 }
 
 /// What every stage call of a run shares: settings, the model, where to
@@ -100,12 +103,15 @@ pub(crate) struct RunContext<'a> {
 }
 
 impl RunContext<'_> {
-    /// What the Judge measures with.
-    pub(crate) fn tools(&self) -> judge::Tools<'_> {
+    /// What the Judge measures with, telling each tool run as a step of
+    /// `stage` ("audit", "judging attempt 3 (stats.py)").
+    pub(crate) fn tools<'b>(&'b self, stage: &'b str) -> judge::Tools<'b> {
         judge::Tools {
             env: self.env,
             sandbox: self.sandbox,
             lint_cache: self.lint_cache,
+            events: self.events,
+            stage,
         }
     }
 }
@@ -269,6 +275,7 @@ pub async fn run(
         _ => None,
     };
     rec.enter(Stage::Delivery);
+    let _delivering = Step::start(events, "delivery");
     let (branch, best, removal) = close_workspace(ws);
     let (state, stop) = result?;
     let final_check = check.transpose()?;
@@ -325,7 +332,9 @@ async fn drive(
     rec.enter(Stage::Audit);
     let mut state = audit(cx, ws, rec, scope)?;
     rec.enter(Stage::Plan);
-    if let Some(stop) = plan::plan_batch(cx, rec, &mut state).await? {
+    if let ProposalSource::Ruff(_) = cx.config.proposals {
+        plan::ruff_plan(cx, &mut state);
+    } else if let Some(stop) = plan::plan_batch(cx, rec, &mut state).await? {
         return Ok((state, stop));
     }
     rec.enter(Stage::Rounds);
@@ -360,7 +369,7 @@ fn audit(
         });
     let audit = tokio::task::block_in_place(|| {
         auditor::audit(
-            cx.tools(),
+            cx.tools("audit"),
             cx.root,
             files,
             cx.config.limits,

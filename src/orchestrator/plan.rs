@@ -10,7 +10,7 @@ use super::record::Recorder;
 use super::round::cancellable;
 use super::{RunContext, RunState, StopReason};
 use crate::error::SwarmError;
-use crate::log::{Action, Agent, Event};
+use crate::log::{Action, Agent, Event, Step};
 use crate::stage::planner::{self, Facts, Plan, PlanInput, Ranked, Selection};
 
 /// What the run's plans and Fixer prompts have looked at.
@@ -96,11 +96,20 @@ pub(crate) async fn plan_batch(
         &selection,
         state.progress.iterations,
     );
+    let asking = Step::start(
+        cx.events,
+        format!(
+            "asking {} for the refactoring plan (batch {})",
+            cx.model.model(),
+            state.work.coverage.batches
+        ),
+    );
     let (call, reply) = cancellable(
         cx.cancel,
         planner::ask(cx.model.as_ref(), request, &sources),
     )
     .await?;
+    drop(asking);
     rec.model_call(Agent::Auditor, Action::CodeAnalysis, &call, None, None)?;
     let (plan, reply) = match reply {
         Ok(planned) => planned,
@@ -115,6 +124,28 @@ pub(crate) async fn plan_batch(
     let new = adopt(state, plan);
     cx.events.emit(Event::Planned { files: new });
     Ok(None)
+}
+
+/// The plan of an offline run: ruff's safe fixes to every source file, no
+/// model asked.
+pub(crate) fn ruff_plan(cx: &RunContext<'_>, state: &mut RunState) {
+    let sources = source_files(state);
+    state.work.coverage.sources = sources.len();
+    let items = sources
+        .iter()
+        .map(|f| {
+            (
+                f.clone(),
+                format!("- apply ruff's safe fixes ({})", crate::tools::ruff::RULES),
+            )
+        })
+        .collect();
+    let markdown = format!(
+        "# Plan: ruff fixes\n\nruff's safe fixes ({}) to each source file; no model is asked (--offline).",
+        crate::tools::ruff::RULES
+    );
+    let new = adopt(state, Plan { markdown, items });
+    cx.events.emit(Event::Planned { files: new });
 }
 
 /// The target's source files (tests left out).

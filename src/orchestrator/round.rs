@@ -19,11 +19,12 @@ use crate::cancel::Cancel;
 use crate::error::SwarmError;
 use crate::git::RunWorkspace;
 use crate::llm::LlmError;
-use crate::log::{Action, Event};
+use crate::log::{Action, Event, Step};
 use crate::patch::ReplyContext;
 use crate::stage::budget::Allowance;
 use crate::stage::fixer::{self, Proposal};
 use crate::stage::prompt::{FixInput, PastAttempt};
+use crate::stage::ruff_fixer::{self, ProposalSource};
 use crate::stage::{auditor, is_test_path, reach, ModelCall};
 use crate::tools::{LintMessage, TestCase};
 
@@ -294,8 +295,13 @@ async fn ask_all(
     state: &mut RunState,
     files: &[String],
 ) -> Result<Vec<ProposalResult>, SwarmError> {
+    if let ProposalSource::Ruff(ruff) = &cx.config.proposals {
+        return ask_ruff(cx, ruff, state, files);
+    }
     let permits = Arc::new(Semaphore::new(cx.config.jobs.max(1)));
     let mut set: JoinSet<ProposalResult> = JoinSet::new();
+    // Each request is a step from the moment it goes out until it is back.
+    let mut asking: Vec<Option<Step<'_>>> = Vec::new();
     for (index, file) in files.iter().enumerate() {
         state.work.coverage.in_depth.insert(file.clone());
         let job = job_for(cx, state, file);
@@ -314,6 +320,15 @@ async fn ask_all(
         let permit = cancellable(cx.cancel, Arc::clone(&permits).acquire_owned())
             .await?
             .map_err(|e| SwarmError::internal("the Fixer's job queue closed").caused_by(e))?;
+        asking.push(Some(Step::start(
+            cx.events,
+            format!(
+                "asking {} for a fix to {file} (file {} of {})",
+                model.model(),
+                index + 1,
+                files.len()
+            ),
+        )));
         set.spawn(async move {
             let (calls, result) = fixer::propose(model.as_ref(), &job.input(), &ctx).await;
             drop(permit);
@@ -322,9 +337,44 @@ async fn ask_all(
     }
     let mut results: Vec<ProposalResult> = Vec::new();
     while let Some(joined) = cancellable(cx.cancel, set.join_next()).await? {
-        results.push(joined.map_err(|e| SwarmError::internal("a Fixer task failed").caused_by(e))?);
+        let joined =
+            joined.map_err(|e| SwarmError::internal("a Fixer task failed").caused_by(e))?;
+        asking.get_mut(joined.0).and_then(Option::take);
+        results.push(joined);
     }
     results.sort_by_key(|(index, _, _)| *index);
+    Ok(results)
+}
+
+/// Takes ruff's safe fixes to every file as the round's proposals (see
+/// [`crate::stage::ruff_fixer`]), in file order.
+fn ask_ruff(
+    cx: &RunContext<'_>,
+    ruff: &crate::tools::ruff::Ruff,
+    state: &mut RunState,
+    files: &[String],
+) -> Result<Vec<ProposalResult>, SwarmError> {
+    let mut results = Vec::new();
+    for (index, file) in files.iter().enumerate() {
+        state.work.coverage.in_depth.insert(file.clone());
+        let text = crate::stage::read_source_text(cx.root, file).unwrap_or_default();
+        state
+            .progress
+            .shown
+            .remember(file, state.progress.iterations, &text);
+        let ctx = ReplyContext {
+            target_prefix: state.facts.target_rel.clone(),
+            requested: vec![file.clone()],
+        };
+        let _asking = Step::start(
+            cx.events,
+            format!("asking {} for fixes to {file}", ruff.version),
+        );
+        let (call, proposal) = tokio::task::block_in_place(|| {
+            ruff_fixer::propose(ruff, cx.root, file, &ctx, cx.cancel)
+        })?;
+        results.push((index, vec![call], Ok(proposal)));
+    }
     Ok(results)
 }
 

@@ -41,7 +41,7 @@ pub(crate) fn final_check(
     ws.write_files(&overlay)?;
     let measured = tokio::task::block_in_place(|| {
         judge::measure(
-            cx.tools(),
+            cx.tools("final check with the base commit's tests"),
             cx.root,
             &state.facts.files,
             cx.config.limits,

@@ -49,7 +49,9 @@ pub fn audit(
     cancel: &Cancel,
     reuse: Option<&BaselineReuse<'_>>,
 ) -> Result<Audit, ToolError> {
+    let step = tools.step("metrics");
     let metrics = measure_files(root, &files);
+    drop(step);
     let found = reuse.and_then(|r| r.cache.load(&r.key, r.worktree, root, &files));
     let (baseline, reused_from) = match found {
         Some(hit) => (hit.measurement, Some((hit.run_id, hit.measured_at))),

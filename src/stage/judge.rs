@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::cancel::Cancel;
+use crate::log::{EventSink, Step};
 use crate::tools::{
     self, ImportCheck, LintCache, LintReport, LintSettings, PythonEnv, Sandbox, TestCase,
     TestOutcome, TestRun,
@@ -244,13 +245,33 @@ pub struct Measurement {
     pub first_pass: Option<Duration>,
 }
 
-/// The Python tools a measurement runs, and the pylint results a run's
-/// measurements share (so each measures only what changed).
-#[derive(Clone, Copy, Debug)]
+/// The Python tools a measurement runs, the pylint results a run's
+/// measurements share (so each measures only what changed), and where each
+/// tool run is told as a [`Step`] of `stage` ("audit", "judging attempt 3
+/// (stats.py)").
+#[derive(Clone, Copy)]
 pub struct Tools<'a> {
     pub env: &'a PythonEnv,
     pub sandbox: &'a Sandbox,
     pub lint_cache: &'a LintCache,
+    pub events: &'a dyn EventSink,
+    pub stage: &'a str,
+}
+
+impl std::fmt::Debug for Tools<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tools")
+            .field("env", &self.env)
+            .field("stage", &self.stage)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Tools<'a> {
+    /// Tells that `tool` runs for this stage, until the step is dropped.
+    pub fn step(&self, tool: &str) -> Step<'a> {
+        Step::start(self.events, format!("{}: {tool}", self.stage))
+    }
 }
 
 /// Measures the code in `root` (the target folder inside the worktree).
@@ -283,27 +304,33 @@ fn measure_linted(
         env,
         sandbox,
         lint_cache,
+        ..
     } = tools;
     let lint_settings = LintSettings::new(limits.lint);
     // pytest and pylint are independent: run them side by side.
     let (run, lint) = std::thread::scope(|scope| {
         let lint = scope.spawn(|| match linted {
             Some(report) => Ok(report),
-            None => tools::run_pylint(
-                env,
-                sandbox,
-                root,
-                files,
-                &lint_settings,
-                lint_cache,
-                cancel,
-            ),
+            None => {
+                let _step = tools.step("pylint");
+                tools::run_pylint(
+                    env,
+                    sandbox,
+                    root,
+                    files,
+                    &lint_settings,
+                    lint_cache,
+                    cancel,
+                )
+            }
         });
         let test_limits = tools::TestLimits {
             run: limits.tests,
             case: limits.test_case,
         };
+        let step = tools.step("pytest");
         let run = tools::run_pytest_with(env, sandbox, root, test_limits, cancel);
+        drop(step);
         let lint = lint.join().unwrap_or_else(|_| {
             Err(tools::ToolError::Failed {
                 command: "pylint".into(),
@@ -315,6 +342,7 @@ fn measure_linted(
     let (run, lint) = (run?, lint?);
     let check = if run.no_tests {
         let sources = sources_of(files);
+        let _step = tools.step("import checks (no tests)");
         Some(tools::check_imports(
             env,
             sandbox,

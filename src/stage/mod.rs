@@ -27,6 +27,7 @@ pub mod planner;
 pub mod prompt;
 pub mod reach;
 pub mod reviewer;
+pub mod ruff_fixer;
 
 /// Joins the target folder (repo-relative) and a target-relative path.
 pub fn repo_path(target_rel: &str, rel: &str) -> String {

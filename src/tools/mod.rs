@@ -22,6 +22,7 @@ pub mod opener;
 pub mod process;
 pub mod pylint;
 mod pytest;
+pub mod ruff;
 pub mod sandbox;
 
 pub use env::{resolve_env_with, EnvSettings, PYLINT_PIN, PYTEST_PIN};

@@ -120,6 +120,17 @@ pub enum Ending {
     Cancelled,
 }
 
+impl fmt::Display for Ending {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ending::Exited(code) => write!(f, "exit {code}"),
+            Ending::Signalled(signal) => write!(f, "killed by signal {signal}"),
+            Ending::TimedOut => f.write_str("timed out"),
+            Ending::Cancelled => f.write_str("cancelled"),
+        }
+    }
+}
+
 /// What a finished process left behind.
 #[derive(Clone, Debug)]
 pub struct ProcessOutput {
@@ -354,6 +365,12 @@ impl ProcessBuilder {
             }
         };
         let duration = started.elapsed();
+        // Shown with -v: each tool command and its time.
+        tracing::info!(
+            "ran {command} in {:.1} s ({})",
+            duration.as_secs_f64(),
+            ending
+        );
 
         let mut streams = [String::new(), String::new()];
         let deadline = Instant::now() + READER_GRACE;

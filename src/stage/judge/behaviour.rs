@@ -311,6 +311,7 @@ pub fn check(
         let result = if pairs.is_empty() {
             None
         } else {
+            let _step = tools.step(&format!("behaviour check of {}", module.file));
             behaviour::probe(tools.env, tools.sandbox, root, &request, cancel)?
         };
         let (file, found) = read_result(&module.file, pairs.len(), result);

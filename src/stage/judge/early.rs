@@ -111,6 +111,7 @@ fn first_pass(
     };
     let (selected, lint) = std::thread::scope(|scope| {
         let lint = scope.spawn(|| {
+            let _step = tools.step("pylint");
             tools::run_pylint(
                 tools.env,
                 tools.sandbox,
@@ -121,8 +122,10 @@ fn first_pass(
                 cancel,
             )
         });
+        let step = tools.step("pytest (the failing tests first)");
         let selected =
             tools::run_pytest_only(tools.env, tools.sandbox, root, test_limits, rerun, cancel);
+        drop(step);
         let lint = lint.join().unwrap_or_else(|_| {
             Err(ToolError::Failed {
                 command: "pylint".into(),

@@ -132,7 +132,7 @@ fn a_stalled_stream_is_cut_after_the_idle_limit_and_asked_again_once() {
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("model call 1: asking again")
+        stderr.contains("model call 1: retry 1/")
             && stderr.contains("no data for 2 s (--llm-timeout)"),
         "the retry and its reason are shown at default verbosity:\n{stderr}"
     );
