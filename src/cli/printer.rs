@@ -296,8 +296,9 @@ fn branch_line(s: &Summary) -> String {
 fn delivery_line(s: &Summary) -> String {
     match &s.delivery {
         Delivery::Updated { branch, commit, undo } => format!(
-            "  target:   {branch} fast-forwarded to {}\n  undo:     {undo}",
-            &commit[..commit.len().min(10)]
+            "  target:   {branch} fast-forwarded to {}\n  undo:     swarm undo {}  (or: {undo})",
+            &commit[..commit.len().min(10)],
+            s.run_id
         ),
         Delivery::Failed { reason, command } => {
             format!("  target:   DELIVERY FAILED — {reason}; next: {command}")

@@ -98,7 +98,11 @@ fn the_summary_prints_the_undo_command_and_it_works() {
     let undo = undo_of(&summary);
     assert_eq!(summary["delivery"]["state"], "updated");
     assert_eq!(summary["delivery"]["undo"], undo.as_str());
-    assert!(stderr.contains(&format!("undo:     {undo}")), "{stderr}");
+    let run_id = summary["run_id"].as_str().unwrap();
+    assert!(
+        stderr.contains(&format!("undo:     swarm undo {run_id}  (or: {undo})")),
+        "{stderr}"
+    );
     let args: Vec<&str> = undo.split(' ').skip(1).collect();
     fx.repo.git(&args);
     assert_eq!(fx.repo.head(), start);
