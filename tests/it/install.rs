@@ -3,8 +3,10 @@
 //! framework's `try-repo` on `.pre-commit-hooks.yaml`, and the GitHub
 //! Action's run step (`hooks/action.sh`).
 //!
-//! Builds use the dev profile and this build's target folder, so a wheel
-//! costs a link, not a release build.
+//! Builds use the dev profile without debug info, in a target folder of
+//! their own (`target/wheel-test`, shared by these tests): a build into the
+//! test build's folder would replace `target/debug/swarm` while other tests
+//! run it.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -19,11 +21,19 @@ fn project_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The folder cargo builds into (where the test binary lives).
-fn target_dir() -> PathBuf {
+/// Where the wheels are built: beside the test build, never in it.
+fn wheel_target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| project_root().join("target"))
+        .join("wheel-test")
+}
+
+/// A wheel build's environment: its own target folder, no debug info.
+fn wheel_build(command: &mut Command) -> &mut Command {
+    command
+        .env("CARGO_TARGET_DIR", wheel_target_dir())
+        .env("CARGO_PROFILE_DEV_DEBUG", "0")
 }
 
 /// A command with no `SWARM_*` or provider variables from the developer's
@@ -99,11 +109,12 @@ fn the_wheel_installs_with_pip_and_runs_with_uvx_and_both_run_the_demo() {
     fs::create_dir_all(&home).unwrap();
     let wheels = tmp.path().join("wheels");
     run(
-        hermetic("python3", &home)
-            .args(["-m", "maturin", "build", "--profile", "dev", "--out"])
-            .arg(&wheels)
-            .current_dir(project_root())
-            .env("CARGO_TARGET_DIR", target_dir()),
+        wheel_build(
+            hermetic("python3", &home)
+                .args(["-m", "maturin", "build", "--profile", "dev", "--out"])
+                .arg(&wheels)
+                .current_dir(project_root()),
+        ),
         "maturin build",
     );
     let wheel: Vec<PathBuf> = fs::read_dir(&wheels)
@@ -199,15 +210,14 @@ fn pre_commit_try_repo_runs_swarm_as_a_manual_hook_without_touching_the_tree() {
     let before = repo.snapshot();
     let cassette = fixture_dir("single_module").join("replay.json");
 
-    let out = hermetic("python3", &home)
+    let out = wheel_build(&mut hermetic("python3", &home))
         .args(["-m", "pre_commit", "try-repo"])
         .arg(project_root())
         .args(["swarm", "--hook-stage", "manual", "--all-files"])
         .current_dir(&repo.root)
         .env("PRE_COMMIT_HOME", home.join("pre-commit"))
-        // pre-commit builds the wheel with pip and maturin: reuse this
-        // build's dependencies instead of a release build from scratch.
-        .env("CARGO_TARGET_DIR", target_dir())
+        // pre-commit builds the wheel with pip and maturin: a dev build
+        // sharing the wheel test's dependencies, not a release build.
         .env("MATURIN_PEP517_ARGS", "--profile dev")
         .env("SWARM_PROVIDER", "replay")
         .env("SWARM_CASSETTE", &cassette)
