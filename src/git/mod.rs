@@ -12,6 +12,7 @@
 use std::path::PathBuf;
 
 mod command;
+mod content;
 mod fastforward;
 mod lock;
 mod prune;
@@ -20,6 +21,7 @@ mod submodule;
 mod workspace;
 
 pub use command::SCRUBBED_ENV;
+pub use content::blob_id;
 pub use fastforward::{pre_ff_ref, run_id_of_branch, take_command, undo_command};
 pub use lock::{RepoLock, REPO_LOCK};
 pub use prune::LEGACY_RUNS_DIR;
@@ -189,6 +191,8 @@ pub struct RunWorkspace {
     best: CommitId,
     /// Set once the worktree has been removed.
     removed: bool,
+    /// What swarm put on disk in the worktree (see `content`).
+    disk: std::sync::Mutex<content::DiskState>,
 }
 
 /// What the final step did.

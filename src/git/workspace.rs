@@ -27,6 +27,7 @@ use git2::{FileMode, Repository};
 use sha2::{Digest, Sha256};
 
 use super::command::GitCommand;
+use super::content::DiskState;
 use super::lock::{LockFile, TryLock};
 use super::prune::remove_run;
 use super::repo::{
@@ -179,6 +180,7 @@ impl RunWorkspace {
             base: base.clone(),
             best: base.clone(),
             removed: false,
+            disk: std::sync::Mutex::new(DiskState::at(base.clone())),
         })
     }
 
@@ -251,6 +253,10 @@ impl RunWorkspace {
         for file in files {
             check_rel_path(&file.path)?;
             self.check_no_symlinked_parent(&file.path)?;
+            self.disk
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .wrote([file.path.as_str()]);
             let full = self.path.join(&file.path);
             match &file.content {
                 Some(content) => {
@@ -387,27 +393,6 @@ impl RunWorkspace {
         git.reference_matching(&full_ref, new, true, old, &format!("swarm: best is {new}"))
             .map_err(|e| GitError::git2(op(), e))?;
         self.best = commit.clone();
-        Ok(())
-    }
-
-    /// Makes the worktree's files exactly those of `commit`, removing
-    /// untracked and ignored files such as `__pycache__` and
-    /// `.pytest_cache`; the worktree's HEAD is left detached at `commit`.
-    pub fn reset_to(&self, commit: &CommitId) -> Result<(), GitError> {
-        GitCommand::new(&self.path)
-            .arg("-c")
-            .arg("submodule.recurse=false")
-            .arg("checkout")
-            .arg("--quiet")
-            .arg("--force")
-            .arg("--detach")
-            .arg(commit.to_string())
-            .run()?;
-        GitCommand::new(&self.path)
-            .arg("clean")
-            .arg("--quiet")
-            .arg("-ffdx")
-            .run()?;
         Ok(())
     }
 

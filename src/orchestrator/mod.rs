@@ -31,13 +31,13 @@ use crate::error::SwarmError;
 use crate::git::RunWorkspace;
 use crate::llm::{ChatModel, PriceTable, ProviderConfig, Secret, Usage, Windowed};
 use crate::log::{Event, EventSink};
-use crate::stage::auditor;
 use crate::stage::baseline_cache::{BaselineCache, BaselineKey, KeyInputs};
 use crate::stage::budget::{Budget, BudgetSettings};
 use crate::stage::judge::{self, Limits, Snapshot};
 use crate::stage::planner::Plan;
 use crate::stage::prompt::PastAttempt;
 use crate::stage::reviewer::{ShownVersions, SizeLimits};
+use crate::stage::{auditor, executor};
 use crate::tools::{LintCache, PythonEnv, Sandbox, SandboxPolicy};
 use record::Recorder;
 pub use summary::{Delivery, Safety, Spend, StopReason, Summary, TestCount};
@@ -106,6 +106,19 @@ impl RunContext<'_> {
             env: self.env,
             sandbox: self.sandbox,
             lint_cache: self.lint_cache,
+            known: None,
+        }
+    }
+
+    /// [`Self::tools`], with the worktree's files known by their blob ids
+    /// (see [`executor::worktree_content`]).
+    pub(crate) fn tools_knowing<'k>(
+        &'k self,
+        known: &'k crate::tools::KnownContent,
+    ) -> judge::Tools<'k> {
+        judge::Tools {
+            known: Some(known),
+            ..self.tools()
         }
     }
 }
@@ -357,9 +370,10 @@ fn audit(
             run_id: &run_id,
             worktree: ws.path(),
         });
+    let known = executor::worktree_content(ws, &target_rel)?;
     let audit = tokio::task::block_in_place(|| {
         auditor::audit(
-            cx.tools(),
+            cx.tools_knowing(&known),
             cx.root,
             files,
             cx.config.limits,

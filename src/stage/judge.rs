@@ -251,6 +251,9 @@ pub struct Tools<'a> {
     pub env: &'a PythonEnv,
     pub sandbox: &'a Sandbox,
     pub lint_cache: &'a LintCache,
+    /// The blob ids of the files whose content on disk is committed: pylint's
+    /// cache keys then need not read them (see [`tools::KnownContent`]).
+    pub known: Option<&'a tools::KnownContent>,
 }
 
 /// Measures the code in `root` (the target folder inside the worktree).
@@ -283,17 +286,17 @@ fn measure_linted(
         env,
         sandbox,
         lint_cache,
+        known,
     } = tools;
     let lint_settings = LintSettings::new(limits.lint);
     // pytest and pylint are independent: run them side by side.
     let (run, lint) = std::thread::scope(|scope| {
         let lint = scope.spawn(|| match linted {
             Some(report) => Ok(report),
-            None => tools::run_pylint(
+            None => tools::run_pylint_on(
                 env,
                 sandbox,
-                root,
-                files,
+                tools::LintTarget { root, files, known },
                 &lint_settings,
                 lint_cache,
                 cancel,
