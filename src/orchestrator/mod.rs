@@ -379,6 +379,7 @@ fn audit(
             cx.config.limits,
             cx.cancel,
             reuse.as_ref(),
+            &auditor::MetricsCache::new(cx.config.cache_dir.as_deref()),
         )
     })?;
     rec.metrics(&audit.metrics)?;
