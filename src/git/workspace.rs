@@ -350,8 +350,6 @@ impl RunWorkspace {
         Ok(CommitId::from_oid(commit))
     }
 
-    /// Moves the run branch to `commit` (best itself or a descendant of
-    /// best); fails with [`GitError::NotDescendant`] otherwise. The update
     /// Deletes the run branch when the run accepted nothing (its tip is
     /// still the base commit): an empty `swarm/<run>/best` is clutter. The
     /// attempt branches stay. `Ok(true)` when it was deleted; a branch moved
@@ -374,6 +372,8 @@ impl RunWorkspace {
         Ok(true)
     }
 
+    /// Moves the run branch to `commit` (best itself or a descendant of
+    /// best); fails with [`GitError::NotDescendant`] otherwise. The update
     /// is compare-and-swap: it fails if the branch moved behind swarm's back.
     pub fn advance_best(&mut self, commit: &CommitId) -> Result<(), GitError> {
         let git = self.git()?;
@@ -396,8 +396,6 @@ impl RunWorkspace {
         Ok(())
     }
 
-    /// Removes the worktree folder, its administrative entry and its lock
-    /// file, then releases the lock; branches stay.
     /// The run's scratch folder, `<run>.scratch` beside the worktree (not
     /// created here): removed with the worktree, also by the pruning of a
     /// killed run.
@@ -405,6 +403,8 @@ impl RunWorkspace {
         super::prune::scratch_of(&self.path)
     }
 
+    /// Removes the worktree folder, its administrative entry and its lock
+    /// file, then releases the lock; branches stay.
     pub fn remove(mut self) -> Result<(), GitError> {
         self.remove_all()
     }
