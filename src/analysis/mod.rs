@@ -37,7 +37,9 @@ pub const MEDIUM_COMPLEXITY: u32 = 8;
 pub const MEDIUM_LOC: usize = 150;
 
 /// How much a file needs work; bounds the size of a change to it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Low,
@@ -57,7 +59,7 @@ impl Severity {
 }
 
 /// One function or method.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct FunctionMetrics {
     /// `name` or `Class.name`.
     pub name: String,
@@ -72,7 +74,7 @@ pub struct FunctionMetrics {
 }
 
 /// Metrics of one file.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct FileMetrics {
     /// The path given to [`analyze`].
     pub path: String,

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 
 mod clean;
 mod command;
+mod content;
 mod fastforward;
 mod lock;
 mod prune;
@@ -25,6 +26,7 @@ mod workspace;
 
 pub use clean::{CleanRefusal, Cleaned};
 pub use command::SCRUBBED_ENV;
+pub use content::blob_id;
 pub use fastforward::{pre_ff_ref, run_id_of_branch, take_command, undo_command};
 pub use lock::{RepoLock, REPO_LOCK};
 pub use prune::LEGACY_RUNS_DIR;
@@ -196,6 +198,8 @@ pub struct RunWorkspace {
     best: CommitId,
     /// Set once the worktree has been removed.
     removed: bool,
+    /// What swarm put on disk in the worktree (see `content`).
+    disk: std::sync::Mutex<content::DiskState>,
 }
 
 /// What the final step did.

@@ -27,6 +27,7 @@ use git2::{FileMode, Repository};
 use sha2::{Digest, Sha256};
 
 use super::command::GitCommand;
+use super::content::DiskState;
 use super::lock::{LockFile, TryLock};
 use super::prune::remove_run;
 use super::repo::{
@@ -179,6 +180,7 @@ impl RunWorkspace {
             base: base.clone(),
             best: base.clone(),
             removed: false,
+            disk: std::sync::Mutex::new(DiskState::at(base.clone())),
         })
     }
 
@@ -251,6 +253,10 @@ impl RunWorkspace {
         for file in files {
             check_rel_path(&file.path)?;
             self.check_no_symlinked_parent(&file.path)?;
+            self.disk
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .wrote([file.path.as_str()]);
             let full = self.path.join(&file.path);
             match &file.content {
                 Some(content) => {
@@ -344,8 +350,6 @@ impl RunWorkspace {
         Ok(CommitId::from_oid(commit))
     }
 
-    /// Moves the run branch to `commit` (best itself or a descendant of
-    /// best); fails with [`GitError::NotDescendant`] otherwise. The update
     /// Deletes the run branch when the run accepted nothing (its tip is
     /// still the base commit): an empty `swarm/<run>/best` is clutter. The
     /// attempt branches stay. `Ok(true)` when it was deleted; a branch moved
@@ -368,6 +372,8 @@ impl RunWorkspace {
         Ok(true)
     }
 
+    /// Moves the run branch to `commit` (best itself or a descendant of
+    /// best); fails with [`GitError::NotDescendant`] otherwise. The update
     /// is compare-and-swap: it fails if the branch moved behind swarm's back.
     pub fn advance_best(&mut self, commit: &CommitId) -> Result<(), GitError> {
         let git = self.git()?;
@@ -390,29 +396,6 @@ impl RunWorkspace {
         Ok(())
     }
 
-    /// Makes the worktree's files exactly those of `commit`, removing
-    /// untracked and ignored files such as `__pycache__` and
-    /// `.pytest_cache`; the worktree's HEAD is left detached at `commit`.
-    pub fn reset_to(&self, commit: &CommitId) -> Result<(), GitError> {
-        GitCommand::new(&self.path)
-            .arg("-c")
-            .arg("submodule.recurse=false")
-            .arg("checkout")
-            .arg("--quiet")
-            .arg("--force")
-            .arg("--detach")
-            .arg(commit.to_string())
-            .run()?;
-        GitCommand::new(&self.path)
-            .arg("clean")
-            .arg("--quiet")
-            .arg("-ffdx")
-            .run()?;
-        Ok(())
-    }
-
-    /// Removes the worktree folder, its administrative entry and its lock
-    /// file, then releases the lock; branches stay.
     /// The run's scratch folder, `<run>.scratch` beside the worktree (not
     /// created here): removed with the worktree, also by the pruning of a
     /// killed run.
@@ -420,6 +403,8 @@ impl RunWorkspace {
         super::prune::scratch_of(&self.path)
     }
 
+    /// Removes the worktree folder, its administrative entry and its lock
+    /// file, then releases the lock; branches stay.
     pub fn remove(mut self) -> Result<(), GitError> {
         self.remove_all()
     }

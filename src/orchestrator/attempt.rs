@@ -457,9 +457,10 @@ fn apply_and_measure(
         }
     }
     let started = Instant::now();
+    let known = executor::worktree_content(ws, &state.facts.target_rel)?;
     let measured = tokio::task::block_in_place(|| {
         judge::measure_attempt(
-            cx.tools(stage),
+            cx.tools_knowing(stage, &known),
             cx.root,
             &files,
             cx.config.limits,

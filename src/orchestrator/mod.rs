@@ -31,7 +31,6 @@ use crate::error::SwarmError;
 use crate::git::RunWorkspace;
 use crate::llm::{ChatModel, PriceTable, ProviderConfig, Secret, Usage, Windowed};
 use crate::log::{Event, EventSink, Step};
-use crate::stage::auditor;
 use crate::stage::baseline_cache::{BaselineCache, BaselineKey, KeyInputs};
 use crate::stage::budget::{Budget, BudgetSettings};
 use crate::stage::judge::{self, Limits, Snapshot};
@@ -39,6 +38,7 @@ use crate::stage::planner::Plan;
 use crate::stage::prompt::PastAttempt;
 use crate::stage::reviewer::{ShownVersions, SizeLimits};
 pub use crate::stage::ruff_fixer::ProposalSource;
+use crate::stage::{auditor, executor};
 use crate::tools::{LintCache, PythonEnv, Sandbox, SandboxPolicy};
 use record::Recorder;
 pub use summary::{Delivery, Safety, Spend, StopReason, Summary, TestCount};
@@ -112,6 +112,20 @@ impl RunContext<'_> {
             lint_cache: self.lint_cache,
             events: self.events,
             stage,
+            known: None,
+        }
+    }
+
+    /// [`Self::tools`], with the worktree's files known by their blob ids
+    /// (see [`executor::worktree_content`]).
+    pub(crate) fn tools_knowing<'k>(
+        &'k self,
+        stage: &'k str,
+        known: &'k crate::tools::KnownContent,
+    ) -> judge::Tools<'k> {
+        judge::Tools {
+            known: Some(known),
+            ..self.tools(stage)
         }
     }
 }
@@ -367,14 +381,16 @@ fn audit(
             run_id: &run_id,
             worktree: ws.path(),
         });
+    let known = executor::worktree_content(ws, &target_rel)?;
     let audit = tokio::task::block_in_place(|| {
         auditor::audit(
-            cx.tools("audit"),
+            cx.tools_knowing("audit", &known),
             cx.root,
             files,
             cx.config.limits,
             cx.cancel,
             reuse.as_ref(),
+            &auditor::MetricsCache::new(cx.config.cache_dir.as_deref()),
         )
     })?;
     rec.metrics(&audit.metrics)?;

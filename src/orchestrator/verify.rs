@@ -39,9 +39,10 @@ pub(crate) fn final_check(
 ) -> Result<FinalCheck, SwarmError> {
     let overlay = base_harness(repo, ws, state, cx.config.allow_test_edits)?;
     ws.write_files(&overlay)?;
+    let known = crate::stage::executor::worktree_content(ws, &state.facts.target_rel)?;
     let measured = tokio::task::block_in_place(|| {
         judge::measure(
-            cx.tools("final check with the base commit's tests"),
+            cx.tools_knowing("final check with the base commit's tests", &known),
             cx.root,
             &state.facts.files,
             cx.config.limits,

@@ -8,9 +8,12 @@ use std::path::Path;
 
 use super::baseline_cache::{BaselineCache, BaselineKey};
 use super::judge::{self, Limits, Measurement};
-use crate::analysis::{self, FileMetrics, Severity};
+use crate::analysis::{FileMetrics, Severity};
 use crate::cancel::Cancel;
 use crate::tools::{LintMessage, ToolError};
+
+mod metrics_cache;
+pub use metrics_cache::MetricsCache;
 
 /// What the audit found.
 pub struct Audit {
@@ -39,7 +42,8 @@ pub struct BaselineReuse<'a> {
     pub worktree: &'a Path,
 }
 
-/// Audits `files` (target-relative) in `root`: metrics, then the baseline,
+/// Audits `files` (target-relative) in `root`: metrics (from `metrics` for
+/// the files `tools.known` names unchanged), then the baseline,
 /// from `reuse`'s cache when it holds one (and kept there otherwise).
 pub fn audit(
     tools: judge::Tools<'_>,
@@ -48,9 +52,10 @@ pub fn audit(
     limits: Limits,
     cancel: &Cancel,
     reuse: Option<&BaselineReuse<'_>>,
+    metrics: &MetricsCache,
 ) -> Result<Audit, ToolError> {
     let step = tools.step("metrics");
-    let metrics = measure_files(root, &files);
+    let metrics = metrics.measure(root, &files, tools.known);
     drop(step);
     let found = reuse.and_then(|r| r.cache.load(&r.key, r.worktree, root, &files));
     let (baseline, reused_from) = match found {
@@ -113,18 +118,6 @@ pub fn python_files(tracked: &[String], target_rel: &str) -> Vec<String> {
         .collect();
     files.sort();
     files
-}
-
-/// Metrics of every file under `root`; a file that cannot be read is skipped.
-pub fn measure_files(root: &Path, files: &[String]) -> BTreeMap<String, FileMetrics> {
-    files
-        .iter()
-        .filter_map(|f| {
-            let bytes = super::read_source(root, f)?;
-            let text = String::from_utf8_lossy(&bytes);
-            Some((f.clone(), analysis::analyze(f, &text)))
-        })
-        .collect()
 }
 
 /// The file's severity: its metrics', raised to at least medium when pylint

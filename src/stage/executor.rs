@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use super::judge::{Snapshot, Verdict};
 use super::reviewer::Change;
 use crate::git::{CommitId, GitError, RunWorkspace};
+use crate::tools::KnownContent;
 
 /// Everything the commit message says.
 pub struct AttemptRecord<'a> {
@@ -55,6 +56,17 @@ pub fn commit_message(r: &AttemptRecord<'_>) -> String {
 /// Writes the change into the worktree so the Judge can run it.
 pub fn write_to_worktree(ws: &RunWorkspace, change: &Change) -> Result<(), GitError> {
     ws.write_files(&change.writes)
+}
+
+/// What the Judge may know of the worktree's files without reading them:
+/// the blob ids of those under the target folder `target_rel` that hold
+/// the committed content (see [`RunWorkspace::committed_blob_ids`]), and
+/// git's way to make such an id for the others.
+pub fn worktree_content(ws: &RunWorkspace, target_rel: &str) -> Result<KnownContent, GitError> {
+    Ok(KnownContent {
+        ids: ws.committed_blob_ids(target_rel)?,
+        id_of: Some(crate::git::blob_id),
+    })
 }
 
 /// A settled attempt: its commit, and how long committing and putting the

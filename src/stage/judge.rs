@@ -256,6 +256,9 @@ pub struct Tools<'a> {
     pub lint_cache: &'a LintCache,
     pub events: &'a dyn EventSink,
     pub stage: &'a str,
+    /// The blob ids of the files whose content on disk is committed: pylint's
+    /// cache keys then need not read them (see [`tools::KnownContent`]).
+    pub known: Option<&'a tools::KnownContent>,
 }
 
 impl std::fmt::Debug for Tools<'_> {
@@ -271,8 +274,7 @@ impl<'a> Tools<'a> {
     /// Tells that `tool` runs for this stage, until the step is dropped.
     pub fn step(&self, tool: &str) -> Step<'a> {
         Step::start(self.events, format!("{}: {tool}", self.stage))
-    }
-}
+    }}
 
 /// Measures the code in `root` (the target folder inside the worktree).
 /// `files` are the Python files, relative to `root`. `baseline` is the
@@ -304,6 +306,7 @@ fn measure_linted(
         env,
         sandbox,
         lint_cache,
+        known,
         ..
     } = tools;
     let lint_settings = LintSettings::new(limits.lint);
@@ -313,11 +316,10 @@ fn measure_linted(
             Some(report) => Ok(report),
             None => {
                 let _step = tools.step("pylint");
-                tools::run_pylint(
+                tools::run_pylint_on(
                     env,
                     sandbox,
-                    root,
-                    files,
+                    tools::LintTarget { root, files, known },
                     &lint_settings,
                     lint_cache,
                     cancel,

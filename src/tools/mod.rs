@@ -27,7 +27,7 @@ pub mod sandbox;
 
 pub use env::{resolve_env_with, EnvSettings, PYLINT_PIN, PYTEST_PIN};
 pub use process::{Ending, ProcessBuilder, ProcessError, ProcessOutput};
-pub use pylint::LintCache;
+pub use pylint::{KnownContent, LintCache, LintTarget};
 pub use sandbox::{LayerState, ResourceLimits, Sandbox, SandboxPolicy, SandboxReport};
 
 /// Errors that stop a tool from giving any result at all.
@@ -309,7 +309,25 @@ pub fn run_pylint(
     cache: &LintCache,
     cancel: &Cancel,
 ) -> Result<LintReport, ToolError> {
-    pylint::run(env, sandbox, root, files, settings, cache, cancel)
+    let target = pylint::LintTarget {
+        root,
+        files,
+        known: None,
+    };
+    pylint::run(env, sandbox, target, settings, cache, cancel)
+}
+
+/// [`run_pylint`] over `target`, whose files known by their blob id are
+/// not read (see [`pylint::KnownContent`]).
+pub fn run_pylint_on(
+    env: &PythonEnv,
+    sandbox: &Sandbox,
+    target: pylint::LintTarget<'_>,
+    settings: &LintSettings,
+    cache: &LintCache,
+    cancel: &Cancel,
+) -> Result<LintReport, ToolError> {
+    pylint::run(env, sandbox, target, settings, cache, cancel)
 }
 
 /// The outcome of one test.

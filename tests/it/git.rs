@@ -8,6 +8,7 @@ use swarm::git::{CommitId, FastForward, FileWrite, GitError, Repo, RunWorkspace}
 
 use crate::support::repo::{git_in, git_ok, TestRepo};
 
+mod content;
 mod fast_forward;
 mod hook_env;
 mod location;

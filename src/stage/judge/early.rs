@@ -112,11 +112,14 @@ fn first_pass(
     let (selected, lint) = std::thread::scope(|scope| {
         let lint = scope.spawn(|| {
             let _step = tools.step("pylint");
-            tools::run_pylint(
+            tools::run_pylint_on(
                 tools.env,
                 tools.sandbox,
-                root,
-                files,
+                tools::LintTarget {
+                    root,
+                    files,
+                    known: tools.known,
+                },
                 &lint_settings,
                 tools.lint_cache,
                 cancel,

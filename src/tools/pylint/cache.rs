@@ -65,6 +65,8 @@ pub(super) struct Entry {
 pub struct LintCache {
     dir: Option<PathBuf>,
     memory: Mutex<HashMap<String, Arc<Entry>>>,
+    /// The files' imports, so that a known file is not read for them again.
+    imports: Mutex<ImportMemo>,
 }
 
 impl LintCache {
@@ -73,6 +75,7 @@ impl LintCache {
         Self {
             dir: None,
             memory: Mutex::new(HashMap::new()),
+            imports: Mutex::new(ImportMemo::default()),
         }
     }
 
@@ -88,6 +91,15 @@ impl LintCache {
     /// The folder entries are written to, if any.
     pub fn folder(&self) -> Option<&Path> {
         self.dir.as_deref()
+    }
+
+    /// The files' imports remembered so far (see [`Keys::files`]).
+    pub(super) fn imports(&self) -> std::sync::MutexGuard<'_, ImportMemo> {
+        // A panic while the memo was held leaves at worst a stale entry
+        // keyed by content, which stays right.
+        self.imports
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The entry under `key`, from memory or disk.
@@ -164,11 +176,67 @@ impl LintCache {
 }
 
 /// What the batches need to know of one file: its cache key (`None` when it
-/// cannot be read) and its size.
+/// cannot be read) and its size when it was read (a file known by its id is
+/// not read; see [`FileFacts::size`]).
 #[derive(Clone, Debug)]
 pub(super) struct FileFacts {
     pub key: Option<String>,
-    pub bytes: u64,
+    pub bytes: Option<u64>,
+}
+
+impl FileFacts {
+    /// The file's size: from its read, or from the disk now.
+    pub(super) fn size(&self, root: &Path, file: &str) -> u64 {
+        self.bytes
+            .or_else(|| std::fs::metadata(root.join(file)).ok().map(|m| m.len()))
+            .unwrap_or(0)
+    }
+}
+
+/// What is known of the linted files' content without reading them: the
+/// git blob id of each file whose content on disk is the committed one
+/// (paths relative to the lint root), and how to make the same kind of id
+/// from bytes, for the files that have to be read. With it, a measurement
+/// reads only the files the attempt changed, not every file of the tree.
+#[derive(Clone, Debug, Default)]
+pub struct KnownContent {
+    pub ids: HashMap<String, String>,
+    /// Makes a blob id from content (git's `hash-object`).
+    pub id_of: Option<fn(&[u8]) -> String>,
+}
+
+/// The direct imports of every file, remembered by file and content for one
+/// list of files (imports resolve against the list), so that a file whose
+/// content is known need not be read for them again.
+#[derive(Debug, Default)]
+pub(super) struct ImportMemo {
+    /// The hash of the file list the memo is for.
+    listing: [u8; 32],
+    /// By file index: the content digest the imports were read from, and
+    /// the indexes of the files imported.
+    by_file: HashMap<usize, (String, Vec<usize>)>,
+}
+
+impl ImportMemo {
+    /// Forgets everything when `files` is not the list the memo is for.
+    fn follow(&mut self, files: &[String]) {
+        let mut hash = Sha256::new();
+        for file in files {
+            field(&mut hash, file.as_bytes());
+        }
+        let listing: [u8; 32] = hash.finalize().into();
+        if listing != self.listing {
+            self.listing = listing;
+            self.by_file.clear();
+        }
+    }
+
+    fn imports(&self, of: usize, digest: &str) -> Option<&[usize]> {
+        self.by_file
+            .get(&of)
+            .filter(|(d, _)| d == digest)
+            .map(|(_, deps)| deps.as_slice())
+    }
 }
 
 /// Makes cache keys for the files of one lint root.
@@ -217,40 +285,80 @@ impl Keys {
     }
 
     /// The key and size of every file of `files` (relative to `root`).
-    pub(super) fn files(&self, root: &Path, files: &[String]) -> Vec<FileFacts> {
-        let contents: Vec<Option<Vec<u8>>> = files
-            .iter()
-            .map(|f| std::fs::read(root.join(f)).ok())
-            .collect();
-        let digests: Vec<Option<[u8; 32]>> = contents
-            .iter()
-            .map(|c| c.as_ref().map(|c| Sha256::digest(c).into()))
-            .collect();
-        let index = ModuleIndex::new(files);
-        files
+    ///
+    /// A file's content counts by its digest: its blob id when `known`
+    /// has it (the file is then not read, unless its imports are not in
+    /// `memo`), else the id `known` makes of the bytes read, else their
+    /// SHA-256.
+    pub(super) fn files(
+        &self,
+        root: &Path,
+        files: &[String],
+        known: Option<&KnownContent>,
+        memo: &mut ImportMemo,
+    ) -> Vec<FileFacts> {
+        memo.follow(files);
+        let digest_of = |content: &[u8]| match known.and_then(|k| k.id_of) {
+            Some(id_of) => id_of(content),
+            None => hex::encode(Sha256::digest(content)),
+        };
+        // What each file is, by digest; its content when it had to be read.
+        let mut contents: Vec<Option<Vec<u8>>> = vec![None; files.len()];
+        let digests: Vec<Option<String>> = files
             .iter()
             .enumerate()
             .map(|(i, file)| {
-                let (Some(content), Some(digest)) = (&contents[i], &digests[i]) else {
-                    return FileFacts {
-                        key: None,
-                        bytes: 0,
-                    };
-                };
-                let mut hash = Sha256::new();
-                field(&mut hash, &self.base);
-                field(&mut hash, file.as_bytes());
-                field(&mut hash, digest);
-                for dep in index.imports_of(i, &String::from_utf8_lossy(content)) {
-                    field(&mut hash, files[dep].as_bytes());
-                    field(&mut hash, digests[dep].as_ref().map_or(&[][..], |d| &d[..]));
+                if let Some(id) = known.and_then(|k| k.ids.get(file)) {
+                    return Some(id.clone());
                 }
-                FileFacts {
-                    key: Some(hex::encode(hash.finalize())),
-                    bytes: content.len() as u64,
-                }
+                let content = std::fs::read(root.join(file)).ok()?;
+                let digest = digest_of(&content);
+                contents[i] = Some(content);
+                Some(digest)
             })
-            .collect()
+            .collect();
+        let index = ModuleIndex::new(files);
+        let mut facts = Vec::with_capacity(files.len());
+        for (i, file) in files.iter().enumerate() {
+            let Some(digest) = &digests[i] else {
+                facts.push(FileFacts {
+                    key: None,
+                    bytes: None,
+                });
+                continue;
+            };
+            if memo.imports(i, digest).is_none() {
+                let content = match contents[i].take() {
+                    Some(content) => Some(content),
+                    None => std::fs::read(root.join(file)).ok(),
+                };
+                let Some(content) = content else {
+                    facts.push(FileFacts {
+                        key: None,
+                        bytes: None,
+                    });
+                    continue;
+                };
+                let deps = index.imports_of(i, &String::from_utf8_lossy(&content));
+                memo.by_file
+                    .insert(i, (digest.clone(), deps.into_iter().collect()));
+                contents[i] = Some(content);
+            }
+            let deps = memo.imports(i, digest).unwrap_or_default();
+            let mut hash = Sha256::new();
+            field(&mut hash, &self.base);
+            field(&mut hash, file.as_bytes());
+            field(&mut hash, digest.as_bytes());
+            for &dep in deps {
+                field(&mut hash, files[dep].as_bytes());
+                field(&mut hash, digests[dep].as_deref().unwrap_or("").as_bytes());
+            }
+            facts.push(FileFacts {
+                key: Some(hex::encode(hash.finalize())),
+                bytes: contents[i].as_ref().map(|c| c.len() as u64),
+            });
+        }
+        facts
     }
 }
 
@@ -330,17 +438,11 @@ mod tests {
         write("a.py", "import b\n");
         write("b.py", "X = 1\n");
         write("c.py", "Y = 2\n");
-        let env = PythonEnv {
-            python: PathBuf::from("/usr/bin/python3"),
-            source: crate::tools::EnvSource::SystemPython,
-            pytest_version: String::new(),
-            pylint_version: "4.1.4".into(),
-            layout: crate::tools::PythonLayout::default(),
-        };
+        let env = python_env();
         let files: Vec<String> = ["a.py", "b.py", "c.py"].map(String::from).to_vec();
         let keys = |root: &Path| -> Vec<Option<String>> {
             Keys::new(&env, root, root)
-                .files(root, &files)
+                .files(root, &files, None, &mut ImportMemo::default())
                 .into_iter()
                 .map(|f| f.key)
                 .collect()
@@ -357,5 +459,82 @@ mod tests {
         assert!(after.iter().zip(&configured).all(|(a, b)| a != b));
         std::fs::remove_file(root.join("c.py")).expect("rm");
         assert_eq!(keys(root)[2], None, "an unreadable file has no key");
+    }
+
+    fn python_env() -> PythonEnv {
+        PythonEnv {
+            python: PathBuf::from("/usr/bin/python3"),
+            source: crate::tools::EnvSource::SystemPython,
+            pytest_version: String::new(),
+            pylint_version: "4.1.4".into(),
+            layout: crate::tools::PythonLayout::default(),
+        }
+    }
+
+    /// A stand-in for git's blob id: any id that follows the content.
+    fn fake_blob_id(content: &[u8]) -> String {
+        format!("blob-{}", hex::encode(Sha256::digest(content)))
+    }
+
+    #[test]
+    fn files_known_by_their_id_are_not_read_and_key_like_read_ones() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = dir.path();
+        let write = |name: &str, text: &str| std::fs::write(root.join(name), text).expect("write");
+        write("a.py", "import b\n");
+        write("b.py", "X = 1\n");
+        write("c.py", "Y = 2\n");
+        let env = python_env();
+        let files: Vec<String> = ["a.py", "b.py", "c.py"].map(String::from).to_vec();
+        let keys = Keys::new(&env, root, root);
+        let all_read = KnownContent {
+            ids: HashMap::new(),
+            id_of: Some(fake_blob_id),
+        };
+        let mut memo = ImportMemo::default();
+        let read = keys.files(root, &files, Some(&all_read), &mut memo);
+        assert!(
+            read.iter().all(|f| f.bytes.is_some()),
+            "every file was read"
+        );
+
+        // The same content known by its ids: with the imports remembered,
+        // no file is read; proven by taking the files off the disk.
+        let known = KnownContent {
+            ids: ["a.py", "b.py", "c.py"]
+                .iter()
+                .map(|f| {
+                    let content = std::fs::read(root.join(f)).expect("read");
+                    (f.to_string(), fake_blob_id(&content))
+                })
+                .collect(),
+            id_of: Some(fake_blob_id),
+        };
+        for f in &files {
+            std::fs::remove_file(root.join(f)).expect("rm");
+        }
+        let unread = keys.files(root, &files, Some(&known), &mut memo);
+        let key_list =
+            |facts: &[FileFacts]| facts.iter().map(|f| f.key.clone()).collect::<Vec<_>>();
+        assert_eq!(key_list(&unread), key_list(&read), "same keys, no reads");
+        assert!(unread.iter().all(|f| f.bytes.is_none()), "no file was read");
+
+        // A changed file (not in `ids`) is read; its importer's key follows.
+        write("b.py", "X = 2\n");
+        let mut changed = known.clone();
+        changed.ids.remove("b.py");
+        let after = keys.files(root, &files, Some(&changed), &mut memo);
+        assert_eq!(after[1].bytes, Some(6), "b.py was read");
+        assert_ne!(after[1].key, read[1].key);
+        assert_ne!(after[0].key, read[0].key, "a imports b");
+        assert_eq!(after[2].key, read[2].key, "c does not import b");
+
+        // Another list of files: imports resolve anew, so files are read.
+        let fewer: Vec<String> = files[..2].to_vec();
+        let listed = keys.files(root, &fewer, Some(&changed), &mut memo);
+        assert_eq!(
+            listed[0].key, None,
+            "a.py is off the disk and its imports unknown"
+        );
     }
 }

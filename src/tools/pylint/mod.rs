@@ -38,11 +38,20 @@ mod score;
 mod slow;
 
 use cache::{Entry, FileFacts, Keys};
-pub use cache::{LintCache, MAX_DISK_BYTES, MAX_DISK_ENTRIES};
+pub use cache::{KnownContent, LintCache, MAX_DISK_BYTES, MAX_DISK_ENTRIES};
 use pass::Linter;
 
 /// The driver script (see its docstring).
 pub(crate) const DRIVER: &str = include_str!("driver.py");
+
+/// What one lint is over: the files (relative to `root`), and what is
+/// known of their content without reading them.
+#[derive(Clone, Copy, Debug)]
+pub struct LintTarget<'a> {
+    pub root: &'a Path,
+    pub files: &'a [String],
+    pub known: Option<&'a KnownContent>,
+}
 
 /// At most this many files per pylint process by default.
 pub const BATCH_FILES: usize = 200;
@@ -61,13 +70,13 @@ const NOTED_SKIPS: usize = 10;
 pub(super) fn run(
     env: &PythonEnv,
     sandbox: &Sandbox,
-    root: &Path,
-    files: &[String],
+    target: LintTarget<'_>,
     settings: &LintSettings,
     cache: &LintCache,
     cancel: &Cancel,
 ) -> Result<LintReport, ToolError> {
     let started = Instant::now();
+    let LintTarget { root, files, known } = target;
     let linter = Linter {
         env,
         sandbox,
@@ -88,13 +97,13 @@ pub(super) fn run(
         &linter,
         cache,
         files,
-        keys.files(root, files),
+        keys.files(root, files, known, &mut cache.imports()),
         keys.general(),
     );
     let pending: Vec<(String, u64)> = lint
         .todo
         .iter()
-        .map(|&i| (files[i].clone(), lint.facts[i].bytes))
+        .map(|&i| (files[i].clone(), lint.facts[i].size(root, &files[i])))
         .collect();
     let mut report = LintReport {
         command: linter.command_line(&pending.iter().map(|(f, _)| f.clone()).collect::<Vec<_>>()),
