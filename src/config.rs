@@ -68,6 +68,9 @@ pub struct FileConfig {
     pub max_tokens_total: Option<u64>,
     pub max_cost: Option<f64>,
     pub allow_test_edits: Option<bool>,
+    /// `false` is `--no-generate-tests`.
+    #[serde(alias = "generate_tests")]
+    pub generate_tests: Option<bool>,
     pub size_limits: Option<SizeLimitsConfig>,
     /// Model id → USD per million input/output tokens.
     pub prices: Option<BTreeMap<String, PriceConfig>>,

@@ -34,6 +34,7 @@ use crate::stage::{call_model, ModelCall};
 
 pub mod run;
 pub mod shape;
+mod tidy;
 
 /// At most this many files get generated tests per run.
 pub const MAX_FILES: usize = 5;
@@ -133,7 +134,30 @@ pub struct Generated {
     pub source: String,
 }
 
+/// What the summary says of the Tester's work on one module.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TestsReport {
+    pub test_file: String,
+    pub kept: usize,
+    pub discarded: usize,
+    /// `test_x: reason` per dropped test.
+    pub reasons: Vec<String>,
+    /// Why nothing was generated or kept, when so.
+    pub note: Option<String>,
+}
+
 impl Generated {
+    /// For the summary.
+    pub fn report(&self) -> TestsReport {
+        TestsReport {
+            test_file: self.test_file.clone(),
+            kept: self.kept(),
+            discarded: self.discarded(),
+            reasons: self.reasons(),
+            note: self.note.clone(),
+        }
+    }
+
     /// Tests kept.
     pub fn kept(&self) -> usize {
         self.tests.iter().filter(|t| t.kept).count()
@@ -172,7 +196,8 @@ impl Generated {
     }
 
     /// The file to commit: the generated text without the dropped test
-    /// functions and test classes; `None` when no test is kept.
+    /// functions and test classes, tidied for pylint (see [`tidy`]);
+    /// `None` when no test is kept.
     pub fn kept_text(&self, module: &str) -> Option<String> {
         if self.kept() == 0 {
             return None;
@@ -208,7 +233,7 @@ impl Generated {
                 tidy.push('\n');
             }
         }
-        Some(format!("{}\n", tidy.trim_end()))
+        Some(tidy::tidy(&format!("{}\n", tidy.trim_end()), &self.file))
     }
 }
 

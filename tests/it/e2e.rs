@@ -240,5 +240,6 @@ mod review_rules;
 mod sandbox;
 mod scale;
 mod streaming;
+mod tester;
 mod trust;
 mod untested;

@@ -1,0 +1,278 @@
+//! The Tester's place in the run: after the plan and before the rounds,
+//! each plan file no test reaches gets generated tests ([`tester`]); the
+//! candidate file is put in the worktree at the original code, validated,
+//! and removed again; the kept tests of every module are committed in one
+//! attempt commit of their own (trailer `Swarm-Generated-Tests: <n>`) and
+//! become the best state, so the Judge's existing-tests path judges every
+//! Fixer attempt with them.
+//!
+//! Skipped, with a log entry saying why: `--no-generate-tests`, and a
+//! replayed run (recorded replies are handed out in order, so a request the
+//! recording never saw would take another call's reply).
+
+use std::time::Instant;
+
+use super::record::Recorder;
+use super::round::cancellable;
+use super::timing::AttemptTimes;
+use super::{RunContext, RunState};
+use crate::error::SwarmError;
+use crate::git::{FileWrite, RunWorkspace};
+use crate::llm::ProviderKind;
+use crate::log::{Action, Agent, Event};
+use crate::stage::executor::{self, AttemptRecord};
+use crate::stage::judge::{self, Verdict};
+use crate::stage::tester::{self, Generated};
+use crate::stage::{is_test_path, read_source_text, repo_path};
+
+/// Generates, validates and commits tests for the plan's untested files.
+pub(super) async fn generate(
+    cx: &RunContext<'_>,
+    ws: &mut RunWorkspace,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+) -> Result<(), SwarmError> {
+    if !cx.config.generate_tests {
+        return Ok(());
+    }
+    let planned: Vec<String> = state.work.pending_plan.keys().cloned().collect();
+    let read = |p: &str| read_source_text(cx.root, p);
+    let subjects: Vec<String> = tester::subjects(
+        &planned,
+        &state.facts.files,
+        state.progress.best.has_tests(),
+        &read,
+    )
+    .into_iter()
+    .filter(|f| !state.facts.files.contains(&tester::test_path(f)))
+    .collect();
+    if subjects.is_empty() {
+        return Ok(());
+    }
+    if cx.model.kind() == ProviderKind::Replay {
+        // Said in the log only: a replayed run's output stays as recorded.
+        for file in subjects {
+            let mut skipped = tester::prepare(&file, "");
+            skipped.note = Some(
+                "no tests generated: a replayed run answers from its recording in order, so the \
+                 Tester is not asked"
+                    .into(),
+            );
+            rec.tester(&skipped)?;
+        }
+        return Ok(());
+    }
+    let mut done = Vec::new();
+    for file in subjects {
+        if let Some(generated) = generate_for(cx, ws, rec, state, &file).await? {
+            rec.tester(&generated)?;
+            cx.events.emit(Event::Notice {
+                message: format!("tests: {}", generated.describe()),
+            });
+            done.push(generated);
+        }
+    }
+    deliver(cx, ws, rec, state, &done)?;
+    for generated in done {
+        state
+            .progress
+            .generated
+            .insert(generated.file.clone(), generated);
+    }
+    Ok(())
+}
+
+/// Asks for and validates the tests of `file`; `None` when the file
+/// cannot be read.
+async fn generate_for(
+    cx: &RunContext<'_>,
+    ws: &RunWorkspace,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+    file: &str,
+) -> Result<Option<Generated>, SwarmError> {
+    let Some(text) = read_source_text(cx.root, file) else {
+        return Ok(None);
+    };
+    let sources: Vec<(String, String)> = state
+        .facts
+        .files
+        .iter()
+        .filter(|f| !is_test_path(f))
+        .filter_map(|f| read_source_text(cx.root, f).map(|t| (f.clone(), t)))
+        .collect();
+    let sites = tester::call_sites(file, &text, &sources);
+    let ask = tester::Ask {
+        file,
+        text: &text,
+        plan_item: state.work.plan.items.get(file).map(String::as_str),
+        call_sites: &sites,
+        allowance: cx.budget.tests,
+    };
+    let (call, reply) = cancellable(cx.cancel, tester::ask(cx.model.as_ref(), &ask)).await?;
+    rec.model_call(Agent::Judge, Action::CodeGen, &call, Some(file), None)?;
+    let reply = match reply {
+        Ok(reply) => reply,
+        Err(e) => {
+            let mut generated = tester::prepare(file, "");
+            generated.note = Some(format!("no tests generated: the model call failed: {e}"));
+            return Ok(Some(generated));
+        }
+    };
+    state.add_usage(&reply.usage, &cx.config.prices);
+    let mut generated = tester::prepare(file, &reply.text);
+    if generated.kept() == 0 {
+        return Ok(Some(generated));
+    }
+    let candidate = FileWrite {
+        path: repo_path(&state.facts.target_rel, &generated.test_file),
+        content: Some(generated.source.clone().into_bytes()),
+    };
+    ws.write_files(&[candidate])?;
+    let checked = tokio::task::block_in_place(|| {
+        tester::run::check(
+            cx.tools(),
+            cx.root,
+            &mut generated,
+            cx.config.limits,
+            cx.cancel,
+        )
+    });
+    // The worktree goes back to the original code whatever the run gave.
+    let reset = ws.reset_to(ws.best());
+    checked?;
+    reset?;
+    if generated.kept() == 0 {
+        generated.note = Some(format!(
+            "no tests kept: all {} generated test(s) failed validation",
+            generated.tests.len()
+        ));
+    }
+    Ok(Some(generated))
+}
+
+/// Commits the kept tests of `done` in one attempt commit that becomes the
+/// best state, when together they pass on the original code.
+fn deliver(
+    cx: &RunContext<'_>,
+    ws: &mut RunWorkspace,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+    done: &[Generated],
+) -> Result<(), SwarmError> {
+    let target_rel = state.facts.target_rel.clone();
+    let kept: Vec<(&Generated, String)> = done
+        .iter()
+        .filter_map(|g| {
+            g.kept_text(&tester::module_of(&g.file))
+                .map(|text| (g, text))
+        })
+        .collect();
+    if kept.is_empty() {
+        return Ok(());
+    }
+    let started = Instant::now();
+    let writes: Vec<FileWrite> = kept
+        .iter()
+        .map(|(g, text)| FileWrite {
+            path: repo_path(&target_rel, &g.test_file),
+            content: Some(text.clone().into_bytes()),
+        })
+        .collect();
+    ws.write_files(&writes)?;
+    let apply = started.elapsed();
+    let mut files = state.facts.files.clone();
+    files.extend(kept.iter().map(|(g, _)| g.test_file.clone()));
+    let started = Instant::now();
+    let measured = tokio::task::block_in_place(|| {
+        judge::measure(
+            cx.tools(),
+            cx.root,
+            &files,
+            cx.config.limits,
+            cx.cancel,
+            None,
+        )
+    });
+    let measured = match measured {
+        Ok(m) => m,
+        Err(e) => {
+            ws.reset_to(ws.best())?;
+            return Err(e.into());
+        }
+    };
+    let judge_time = started.elapsed();
+    let k = state.progress.commits.len() as u32 + 1;
+    rec.measurement(Agent::Judge, &measured, Some(k))?;
+    let passes = measured
+        .snapshot
+        .tests
+        .as_ref()
+        .is_some_and(|t| t.all_pass());
+    if !passes {
+        ws.reset_to(ws.best())?;
+        cx.events.emit(Event::Notice {
+            message: format!(
+                "generated tests not committed: together they do not pass on the original code ({})",
+                measured.snapshot.describe()
+            ),
+        });
+        return Ok(());
+    }
+    let count: usize = kept.iter().map(|(g, _)| g.kept()).sum();
+    let names: Vec<String> = writes.iter().map(|w| w.path.clone()).collect();
+    let lines: usize = kept.iter().map(|(_, text)| text.lines().count()).sum();
+    let summary = format!(
+        "add {count} generated characterization test(s) of {}",
+        kept.iter()
+            .map(|(g, _)| g.file.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let mut message = executor::commit_message(&AttemptRecord {
+        run_id: &state.facts.run_id,
+        iteration: state.progress.iterations,
+        attempt: k,
+        model: &state.facts.model_id,
+        summary: &summary,
+        file: &names.join(", "),
+        verdict: Verdict::Improved,
+        baseline: &state.facts.baseline,
+        result: &measured.snapshot,
+        changed_lines: lines,
+    });
+    message.push_str(&format!("Swarm-Generated-Tests: {count}\n"));
+    let committing = Instant::now();
+    let commit = ws.commit_attempt(k, &writes, &message)?;
+    ws.advance_best(&commit)?;
+    let commit_time = committing.elapsed();
+    let resetting = Instant::now();
+    ws.reset_to(&commit)?;
+    let times = AttemptTimes {
+        apply,
+        judge: judge_time,
+        commit: commit_time,
+        worktree: resetting.elapsed(),
+        ..AttemptTimes::default()
+    };
+    rec.commit(
+        &names.join(", "),
+        k,
+        &commit.0,
+        &message,
+        Verdict::Improved,
+        times,
+    )?;
+    cx.events.emit(Event::Notice {
+        message: format!(
+            "tests: {count} generated test(s) committed ({}) before the Fixer's rounds",
+            names.join(", ")
+        ),
+    });
+    state.progress.commits.push(commit.0.clone());
+    state.progress.best = measured.snapshot;
+    state.progress.touched.extend(names.iter().cloned());
+    state.progress.generated_files.extend(names);
+    state.facts.files = files;
+    Ok(())
+}
