@@ -341,6 +341,9 @@ async fn drive(
     tester::generate(cx, ws, rec, &mut state).await?;
     rec.enter(Stage::Rounds);
     let stop = rounds(cx, ws, rec, &mut state).await?;
+    if stop != StopReason::Interrupted {
+        tester::settle_evidence(cx, ws, rec, &mut state)?;
+    }
     Ok((state, stop))
 }
 

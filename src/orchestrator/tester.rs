@@ -6,6 +6,12 @@
 //! become the best state, so the Judge's existing-tests path judges every
 //! Fixer attempt with them.
 //!
+//! A test set aside for failing on the original code is shown to the
+//! Fixer as a failing test marked as possible evidence ([`evidence_for`]);
+//! after the rounds it is committed only when the delivered code makes it
+//! pass and the plan calls what it tests a bug, else discarded
+//! ([`settle_evidence`]).
+//!
 //! Skipped, with a log entry saying why: `--no-generate-tests`, and a
 //! replayed run (recorded replies are handed out in order, so a request the
 //! recording never saw would take another call's reply).
@@ -24,6 +30,7 @@ use crate::stage::executor::{self, AttemptRecord};
 use crate::stage::judge::{self, Verdict};
 use crate::stage::tester::{self, Generated};
 use crate::stage::{is_test_path, read_source_text, repo_path};
+use crate::tools::{TestCase, TestOutcome};
 
 /// Generates, validates and commits tests for the plan's untested files.
 pub(super) async fn generate(
@@ -182,7 +189,11 @@ fn deliver(
     ws.write_files(&writes)?;
     let apply = started.elapsed();
     let mut files = state.facts.files.clone();
-    files.extend(kept.iter().map(|(g, _)| g.test_file.clone()));
+    for (g, _) in &kept {
+        if !files.contains(&g.test_file) {
+            files.push(g.test_file.clone());
+        }
+    }
     let started = Instant::now();
     let measured = tokio::task::block_in_place(|| {
         judge::measure(
@@ -275,4 +286,130 @@ fn deliver(
     state.progress.generated_files.extend(names);
     state.facts.files = files;
     Ok(())
+}
+
+/// The tests set aside for failing on the original code, as failing tests
+/// the Fixer of `file` is shown (marked as possible evidence, not orders).
+pub(super) fn evidence_for(state: &RunState, file: &str) -> Vec<TestCase> {
+    let Some(generated) = state.progress.generated.get(file) else {
+        return Vec::new();
+    };
+    generated
+        .tests
+        .iter()
+        .filter(|t| t.fails_on_original && !t.kept)
+        .map(|t| {
+            let failure = t
+                .steps
+                .iter()
+                .find(|s| s.step == tester::Step::PassesOnOriginal && !s.passed)
+                .map(|s| s.detail.clone())
+                .unwrap_or_default();
+            TestCase {
+                id: format!("{}::{}", generated.test_file, t.test),
+                outcome: TestOutcome::Failed,
+                message: Some(format!(
+                    "a generated test that fails on the original code (not committed; possible \
+                     evidence of a bug: fix the code for it only if the plan says so): {failure}"
+                )),
+                details: generated.function_text(&t.test).map(str::to_string),
+            }
+        })
+        .collect()
+}
+
+/// After the rounds: each test set aside for failing on the original code
+/// is run on the best state. It is committed (with the file's kept tests)
+/// when it passes there and the plan calls what it tests a bug; otherwise
+/// it is discarded, with the reason logged.
+pub(super) fn settle_evidence(
+    cx: &RunContext<'_>,
+    ws: &mut RunWorkspace,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+) -> Result<(), SwarmError> {
+    let files: Vec<String> = state
+        .progress
+        .generated
+        .iter()
+        .filter(|(_, g)| !g.set_aside().is_empty())
+        .map(|(f, _)| f.clone())
+        .collect();
+    let mut changed = Vec::new();
+    for file in files {
+        let mut generated = state.progress.generated[&file].clone();
+        let aside = generated.set_aside();
+        let started = Instant::now();
+        let verdicts = if state.progress.verified.contains_key(&file) {
+            rerun_on_best(cx, ws, state, &generated, &aside)?
+        } else {
+            aside
+                .iter()
+                .map(|t| {
+                    (
+                        t.clone(),
+                        Some("no accepted change touched the file".to_string()),
+                    )
+                })
+                .collect()
+        };
+        generated.seconds += (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+        let plan_item = state.work.plan.items.get(&file).cloned();
+        for (test, failed) in verdicts {
+            let intended = generated.intended(&test, plan_item.as_deref());
+            generated.settle(&test, failed, intended);
+        }
+        rec.tester(&generated)?;
+        changed.push(generated);
+    }
+    let gained = changed
+        .iter()
+        .any(|g| g.tests.iter().any(|t| t.kept && t.fails_on_original));
+    if gained {
+        deliver(cx, ws, rec, state, &changed)?;
+    }
+    for generated in changed {
+        state
+            .progress
+            .generated
+            .insert(generated.file.clone(), generated);
+    }
+    Ok(())
+}
+
+/// Runs the set-aside tests `aside` (with the file's kept ones) on the
+/// best state; the worktree goes back to it after.
+fn rerun_on_best(
+    cx: &RunContext<'_>,
+    ws: &RunWorkspace,
+    state: &RunState,
+    generated: &Generated,
+    aside: &[String],
+) -> Result<std::collections::BTreeMap<String, Option<String>>, SwarmError> {
+    let module = tester::module_of(&generated.file);
+    let names: std::collections::BTreeSet<&str> = generated
+        .tests
+        .iter()
+        .filter(|t| t.kept || t.fails_on_original)
+        .map(|t| t.test.as_str())
+        .collect();
+    let trial = FileWrite {
+        path: repo_path(&state.facts.target_rel, &generated.test_file),
+        content: Some(generated.text_with(&module, &names).into_bytes()),
+    };
+    ws.write_files(&[trial])?;
+    let verdicts = tokio::task::block_in_place(|| {
+        tester::run::rerun(
+            cx.tools(),
+            cx.root,
+            &generated.test_file,
+            aside,
+            cx.config.limits,
+            cx.cancel,
+        )
+    });
+    let reset = ws.reset_to(ws.best());
+    let verdicts = verdicts?;
+    reset?;
+    Ok(verdicts)
 }

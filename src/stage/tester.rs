@@ -51,6 +51,9 @@ pub enum Step {
     Runs,
     PassesOnOriginal,
     NotFlaky,
+    /// A test set aside for failing on the original passes once the
+    /// Fixer's accepted change is in, and the plan says that is intended.
+    FixedByChange,
 }
 
 impl Step {
@@ -62,6 +65,7 @@ impl Step {
             Step::Runs => "runs",
             Step::PassesOnOriginal => "passes_on_original",
             Step::NotFlaky => "not_flaky",
+            Step::FixedByChange => "fixed_by_change",
         }
     }
 }
@@ -125,7 +129,8 @@ pub struct Generated {
     /// The file-level steps (parses, imports the module).
     pub file_steps: Vec<StepResult>,
     pub tests: Vec<TestFate>,
-    /// Wall time of the validation, the model call left out.
+    /// Wall time of the validation (and of settling set-aside tests after
+    /// the rounds), the model call left out.
     pub seconds: f64,
     /// Why nothing was generated or kept, when so (`no tests generated: …`).
     pub note: Option<String>,
@@ -208,6 +213,11 @@ impl Generated {
             .filter(|t| t.kept)
             .map(|t| t.test.as_str())
             .collect();
+        Some(self.text_with(module, &kept))
+    }
+
+    /// The generated text with only the test functions `kept`, tidied.
+    pub fn text_with(&self, module: &str, kept: &BTreeSet<&str>) -> String {
         let found = shape::shape(&self.source, module);
         let mut cuts: Vec<(usize, usize)> = found
             .functions
@@ -233,7 +243,73 @@ impl Generated {
                 tidy.push('\n');
             }
         }
-        Some(tidy::tidy(&format!("{}\n", tidy.trim_end()), &self.file))
+        tidy::tidy(&format!("{}\n", tidy.trim_end()), &self.file)
+    }
+
+    /// The text of the generated test function `test`.
+    pub fn function_text(&self, test: &str) -> Option<&str> {
+        let found = shape::shape(&self.source, &module_of(&self.file));
+        let function = found.functions.into_iter().find(|f| f.name == test)?;
+        self.source.get(function.start..function.end)
+    }
+
+    /// The tests set aside for failing on the original code.
+    pub fn set_aside(&self) -> Vec<String> {
+        self.tests
+            .iter()
+            .filter(|t| t.fails_on_original && !t.kept)
+            .map(|t| t.test.clone())
+            .collect()
+    }
+
+    /// Why the set-aside `test` failing on the original is a bug the plan
+    /// asked to fix: the plan's item for the file calls something a bug and
+    /// names a function the test calls. `None` when it does not say so
+    /// (docstrings are not read for this).
+    pub fn intended(&self, test: &str, plan_item: Option<&str>) -> Option<String> {
+        let item = plan_item?;
+        if !item.to_ascii_lowercase().contains("bug") {
+            return None;
+        }
+        let module = module_of(&self.file);
+        let found = shape::shape(&self.source, &module);
+        let function = found.functions.iter().find(|f| f.name == test)?;
+        let body = self.source.get(function.start..function.end)?;
+        crate::analysis::calls(body, None)
+            .into_iter()
+            .map(|c| c.name)
+            .find(|name| item.contains(&format!("`{name}")) || item.contains(&format!("{name}(")))
+            .map(|name| format!("the plan calls `{name}` of {} a bug", self.file))
+    }
+
+    /// Settles the set-aside `test` once the delivered code is known:
+    /// `failed` is why it still fails there (`None`: it passes), `intended`
+    /// why the change it needs is wanted (see [`Generated::intended`]).
+    pub fn settle(&mut self, test: &str, failed: Option<String>, intended: Option<String>) {
+        let Some(fate) = self.tests.iter_mut().find(|t| t.test == test) else {
+            return;
+        };
+        let reason = match (failed, intended) {
+            (None, Some(why)) => {
+                fate.steps.push(StepResult::pass(
+                    Step::FixedByChange,
+                    format!("passes on the delivered code; {why}"),
+                ));
+                fate.kept = true;
+                fate.reason = None;
+                return;
+            }
+            (None, None) => "fails on the original code and passes on the delivered code, but \
+                             the plan does not call what it tests a bug, so the change it pins \
+                             is not known to be intended"
+                .to_string(),
+            (Some(still), _) => format!(
+                "fails on the original code and still fails on the delivered code ({still})"
+            ),
+        };
+        fate.steps
+            .push(StepResult::fail(Step::FixedByChange, reason.clone()));
+        fate.reason = Some(format!("{reason}: discarded"));
     }
 }
 

@@ -30,14 +30,7 @@ pub fn check(
     cancel: &Cancel,
 ) -> Result<(), ToolError> {
     let started = Instant::now();
-    let case = limits
-        .test_case
-        .unwrap_or(tools::DEFAULT_TEST_CASE_TIMEOUT)
-        .min(CASE_TIMEOUT);
-    let test_limits = TestLimits {
-        run: limits.tests,
-        case: Some(case),
-    };
+    let test_limits = case_limits(limits);
     for round in 1..=RUNS {
         let ids: Vec<String> = generated
             .tests
@@ -78,6 +71,61 @@ pub fn check(
     }
     generated.seconds = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
     Ok(())
+}
+
+/// Runs the tests `names` of `test_file` (in place under `root`) [`RUNS`]
+/// times: per name, `None` when it passed every run, else why not.
+pub fn rerun(
+    tools: Tools<'_>,
+    root: &Path,
+    test_file: &str,
+    names: &[String],
+    limits: Limits,
+    cancel: &Cancel,
+) -> Result<BTreeMap<String, Option<String>>, ToolError> {
+    let mut verdicts: BTreeMap<String, Option<String>> =
+        names.iter().map(|n| (n.clone(), None)).collect();
+    for round in 1..=RUNS {
+        let ids: Vec<String> = verdicts
+            .iter()
+            .filter(|(_, failed)| failed.is_none())
+            .map(|(name, _)| format!("{test_file}::{name}"))
+            .collect();
+        if ids.is_empty() {
+            break;
+        }
+        let selected = tools::run_pytest_only(
+            tools.env,
+            tools.sandbox,
+            root,
+            case_limits(limits),
+            &ids,
+            cancel,
+        )?;
+        for (name, failed) in verdicts.iter_mut().filter(|(_, f)| f.is_none()) {
+            let id = format!("{test_file}::{name}");
+            let case = selected.run.cases.iter().find(|c| c.id == id);
+            *failed = match case {
+                Some(c) if c.outcome == TestOutcome::Passed => None,
+                Some(c) => Some(format!("run {round}: {}", one_line(c.message.as_deref()))),
+                None => Some(format!("run {round}: pytest did not run it")),
+            };
+        }
+    }
+    Ok(verdicts)
+}
+
+/// The run's limits with the short per-test timeout of generated tests.
+fn case_limits(limits: Limits) -> TestLimits {
+    TestLimits {
+        run: limits.tests,
+        case: Some(
+            limits
+                .test_case
+                .unwrap_or(tools::DEFAULT_TEST_CASE_TIMEOUT)
+                .min(CASE_TIMEOUT),
+        ),
+    }
 }
 
 /// The steps run `round` (1-based) shows for one test's `case`.

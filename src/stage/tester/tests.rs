@@ -99,3 +99,46 @@ fn call_sites_are_lines_of_other_files_calling_public_functions() {
         ["report.py:2: print(mean([1, 2, 3]))"]
     );
 }
+
+#[test]
+fn a_set_aside_test_counts_only_when_the_plan_calls_it_a_bug_and_it_passes() {
+    let source =
+        "from stats import mean\n\n\ndef test_mean_of_two():\n    assert mean([1, 2]) == 1.5\n";
+    let mut generated = prepare("stats.py", source);
+    generated.tests[0].kept = false;
+    generated.tests[0].fails_on_original = true;
+    assert_eq!(generated.set_aside(), ["test_mean_of_two"]);
+    let bug = "- **Type**: bug\n  **Location**: `mean()` floors the result\n";
+    let style = "- **Type**: style\n  **Location**: `mean()` is long\n";
+    let why = generated.intended("test_mean_of_two", Some(bug));
+    assert_eq!(
+        why.as_deref(),
+        Some("the plan calls `mean` of stats.py a bug")
+    );
+    assert_eq!(generated.intended("test_mean_of_two", Some(style)), None);
+    assert_eq!(generated.intended("test_mean_of_two", None), None);
+
+    let mut unplanned = generated.clone();
+    unplanned.settle("test_mean_of_two", None, None);
+    assert!(!unplanned.tests[0].kept);
+    assert!(unplanned.tests[0]
+        .reason
+        .as_deref()
+        .unwrap()
+        .contains("not known to be intended"));
+    let mut still = generated.clone();
+    still.settle(
+        "test_mean_of_two",
+        Some("run 1: assert 1 == 1.5".into()),
+        why.clone(),
+    );
+    assert!(!still.tests[0].kept);
+    generated.settle("test_mean_of_two", None, why);
+    assert!(generated.tests[0].kept);
+    assert_eq!(generated.tests[0].reason, None);
+    assert_eq!(generated.tests[0].failed_at(), None);
+    assert!(generated
+        .kept_text("stats")
+        .unwrap()
+        .contains("def test_mean_of_two"));
+}

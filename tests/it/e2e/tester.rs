@@ -183,17 +183,37 @@ fn a_fix_with_a_refactoring_is_delivered_with_the_generated_tests_that_hold() {
         .contains("def test_mean_first_time_only"));
 
     // Every test's steps and the reasons of the dropped ones are logged.
+    // The first entry is the validation before the rounds; the second
+    // settles the test set aside for failing on the original.
     let entries = validations(&fx);
-    assert_eq!(entries.len(), 1, "{entries:?}");
-    let generated = &entries[0]["details"]["generated_tests"];
+    assert_eq!(entries.len(), 2, "{entries:?}");
+    let before = &entries[0]["details"]["generated_tests"];
+    let set_aside = reason_of(before, "test_mean_is_five");
+    assert!(
+        set_aside.starts_with("fails on the original code (assert 2.0 == 5)"),
+        "{set_aside}"
+    );
+    let generated = &entries[1]["details"]["generated_tests"];
     assert_eq!(generated["kept"], 3, "{generated}");
     assert_eq!(generated["discarded"], 3, "{generated}");
     let assert_free = reason_of(generated, "test_mean_does_not_raise");
     assert!(assert_free.starts_with("real_assertions:"), "{assert_free}");
     let failing = reason_of(generated, "test_mean_is_five");
     assert!(
-        failing.starts_with("fails on the original code"),
+        failing.starts_with("fails on the original code and still fails on the delivered code"),
         "{failing}"
+    );
+    // Set aside, it was shown to the Fixer as possible evidence of a bug.
+    let fix_prompt = server
+        .requests()
+        .iter()
+        .map(prompt_of)
+        .find(|p| p.starts_with("Fix and improve `stats.py`"))
+        .expect("a fix prompt");
+    assert!(
+        fix_prompt.contains("test_mean_is_five")
+            && fix_prompt.contains("possible evidence of a bug"),
+        "{fix_prompt}"
     );
     let flaky = reason_of(generated, "test_mean_first_time_only");
     assert!(flaky.starts_with("flaky: passed on run 1"), "{flaky}");
