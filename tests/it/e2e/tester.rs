@@ -10,7 +10,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use super::{assert_log_valid, run_openai, summary_of};
-use crate::support::fixture::{prompt_of, FixtureRepo};
+use crate::support::fixture::{prompt_of, swarm_in, FixtureRepo};
 use crate::support::llm_server::{LlmServer, Reply};
 use crate::support::repo::TestRepo;
 
@@ -341,4 +341,41 @@ fn a_regression_is_caught_by_the_generated_tests_and_never_delivered() {
         .rfind(|p| p.starts_with("Fix and improve `stats.py`"))
         .expect("a fix prompt");
     assert!(last.contains("test_mean_of_three"), "{last}");
+}
+
+#[test]
+fn the_tester_is_turned_off_by_flag_variable_or_config_file() {
+    let repo = TestRepo::with_files(&[("a.py", "x = 1\n")]);
+    let cwd = repo.tmp().join("cwd");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let root = repo.root.to_str().unwrap().to_string();
+    let row = |extra: &[&str], env: &[(&str, &str)]| {
+        let mut args = vec!["config", "--target_dir", root.as_str()];
+        args.extend_from_slice(extra);
+        let mut vars = vec![("OPENAI_API_KEY", "sk-test-key-0000")];
+        vars.extend_from_slice(env);
+        let out = swarm_in(&cwd, &repo.home, &args, &vars);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some("generate_tests"))
+            .unwrap_or_else(|| panic!("no generate_tests row in {stdout}"))
+            .to_string()
+    };
+    assert!(row(&[], &[]).contains("true  (default)"));
+    assert!(row(&["--no-generate-tests"], &[]).contains("false  (flag --no-generate-tests)"));
+    let by_env = row(&[], &[("SWARM_NO_GENERATE_TESTS", "1")]);
+    assert!(
+        by_env.contains("false  (env SWARM_NO_GENERATE_TESTS)"),
+        "{by_env}"
+    );
+    repo.write(".swarm.toml", "generate-tests = false\n");
+    let by_file = row(&[], &[]);
+    assert!(
+        by_file.contains("false") && by_file.contains(".swarm.toml"),
+        "{by_file}"
+    );
+    // The key as the issue spells it works too.
+    repo.write(".swarm.toml", "generate_tests = false\n");
+    assert!(row(&[], &[]).contains("false"));
 }
