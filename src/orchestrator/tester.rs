@@ -69,8 +69,25 @@ pub(super) async fn generate(
         }
         return Ok(());
     }
+    let broken: Vec<String> = state
+        .progress
+        .best
+        .checks
+        .as_ref()
+        .map(|c| c.problems.iter().map(|(p, _)| p.clone()).collect())
+        .unwrap_or_default();
     let mut done = Vec::new();
     for file in subjects {
+        if broken.contains(&file) {
+            // Tests of a module that does not import could not run: the
+            // model is not asked.
+            let mut skipped = tester::prepare(&file, "");
+            skipped.note =
+                Some("no tests generated: the module does not compile or import as it is".into());
+            rec.tester(&skipped)?;
+            done.push(skipped);
+            continue;
+        }
         if let Some(generated) = generate_for(cx, ws, rec, state, &file).await? {
             rec.tester(&generated)?;
             cx.events.emit(Event::Notice {
