@@ -96,7 +96,13 @@ pub(super) async fn generate(
             done.push(generated);
         }
     }
-    deliver(cx, ws, rec, state, &done)?;
+    let kept_any = done.iter().any(|g| g.kept() > 0);
+    if !deliver(cx, ws, rec, state, &mut done)? && kept_any {
+        // What the log said before the commit was refused no longer holds.
+        for generated in &done {
+            rec.tester(generated)?;
+        }
+    }
     for generated in done {
         state
             .progress
@@ -176,14 +182,16 @@ async fn generate_for(
 }
 
 /// Commits the kept tests of `done` in one attempt commit that becomes the
-/// best state, when together they pass on the original code.
+/// best state, when together they pass on the original code; `Ok(false)`
+/// when nothing was committed (the tests that were kept are then marked
+/// discarded, with the reason).
 fn deliver(
     cx: &RunContext<'_>,
     ws: &mut RunWorkspace,
     rec: &mut Recorder<'_>,
     state: &mut RunState,
-    done: &[Generated],
-) -> Result<(), SwarmError> {
+    done: &mut [Generated],
+) -> Result<bool, SwarmError> {
     let target_rel = state.facts.target_rel.clone();
     let kept: Vec<(&Generated, String)> = done
         .iter()
@@ -193,7 +201,7 @@ fn deliver(
         })
         .collect();
     if kept.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
     let started = Instant::now();
     let writes: Vec<FileWrite> = kept
@@ -239,13 +247,25 @@ fn deliver(
         .is_some_and(|t| t.all_pass());
     if !passes {
         ws.reset_to(ws.best())?;
+        let why = format!(
+            "together with the other kept tests it does not pass on the original code ({}): not committed",
+            measured.snapshot.describe()
+        );
+        // After the rounds only the set-aside tests are new: the others
+        // are committed already.
+        let settling = done
+            .iter()
+            .any(|g| g.tests.iter().any(|t| t.kept && t.fails_on_original));
+        for fate in done.iter_mut().flat_map(|g| g.tests.iter_mut()) {
+            if fate.kept && (!settling || fate.fails_on_original) {
+                fate.kept = false;
+                fate.reason = Some(why.clone());
+            }
+        }
         cx.events.emit(Event::Notice {
-            message: format!(
-                "generated tests not committed: together they do not pass on the original code ({})",
-                measured.snapshot.describe()
-            ),
+            message: format!("generated tests not committed: {why}"),
         });
-        return Ok(());
+        return Ok(false);
     }
     let count: usize = kept.iter().map(|(g, _)| g.kept()).sum();
     let names: Vec<String> = writes.iter().map(|w| w.path.clone()).collect();
@@ -302,7 +322,7 @@ fn deliver(
     state.progress.touched.extend(names.iter().cloned());
     state.progress.generated_files.extend(names);
     state.facts.files = files;
-    Ok(())
+    Ok(true)
 }
 
 /// The tests set aside for failing on the original code, as failing tests
@@ -376,16 +396,16 @@ pub(super) fn settle_evidence(
             let intended = generated.intended(&test, plan_item.as_deref());
             generated.settle(&test, failed, intended);
         }
-        rec.tester(&generated)?;
         changed.push(generated);
     }
     let gained = changed
         .iter()
         .any(|g| g.tests.iter().any(|t| t.kept && t.fails_on_original));
     if gained {
-        deliver(cx, ws, rec, state, &changed)?;
+        deliver(cx, ws, rec, state, &mut changed)?;
     }
     for generated in changed {
+        rec.tester(&generated)?;
         state
             .progress
             .generated
