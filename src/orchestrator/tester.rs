@@ -12,9 +12,11 @@
 //! pass and the plan calls what it tests a bug, else discarded
 //! ([`settle_evidence`]).
 //!
-//! Skipped, with a log entry saying why: `--no-generate-tests`, and a
-//! replayed run (recorded replies are handed out in order, so a request the
-//! recording never saw would take another call's reply).
+//! Off with `--no-generate-tests` (nothing asked, nothing logged). Not
+//! asked, with a log entry saying why: in a replayed run (recorded replies
+//! are handed out in order, so a request the recording never saw would
+//! take another call's reply), and for a module that does not compile or
+//! import as it is (its tests could not run).
 
 use std::time::Instant;
 
@@ -59,13 +61,10 @@ pub(super) async fn generate(
     if cx.model.kind() == ProviderKind::Replay {
         // Said in the log only: a replayed run's output stays as recorded.
         for file in subjects {
-            let mut skipped = tester::prepare(&file, "");
-            skipped.note = Some(
-                "no tests generated: a replayed run answers from its recording in order, so the \
-                 Tester is not asked"
-                    .into(),
-            );
-            rec.tester(&skipped)?;
+            rec.tester(&skipped(
+                &file,
+                "a replayed run answers from its recording in order, so the Tester is not asked",
+            ))?;
         }
         return Ok(());
     }
@@ -79,11 +78,7 @@ pub(super) async fn generate(
     let mut done = Vec::new();
     for file in subjects {
         if broken.contains(&file) {
-            // Tests of a module that does not import could not run: the
-            // model is not asked.
-            let mut skipped = tester::prepare(&file, "");
-            skipped.note =
-                Some("no tests generated: the module does not compile or import as it is".into());
+            let skipped = skipped(&file, "the module does not compile or import as it is");
             rec.tester(&skipped)?;
             done.push(skipped);
             continue;
@@ -110,6 +105,13 @@ pub(super) async fn generate(
             .insert(generated.file.clone(), generated);
     }
     Ok(())
+}
+
+/// The Tester's record of `file` when the model is not asked, and why.
+fn skipped(file: &str, why: &str) -> Generated {
+    let mut generated = tester::prepare(file, "");
+    generated.note = Some(format!("no tests generated: {why}"));
+    generated
 }
 
 /// Asks for and validates the tests of `file`; `None` when the file
@@ -144,9 +146,7 @@ async fn generate_for(
     let reply = match reply {
         Ok(reply) => reply,
         Err(e) => {
-            let mut generated = tester::prepare(file, "");
-            generated.note = Some(format!("no tests generated: the model call failed: {e}"));
-            return Ok(Some(generated));
+            return Ok(Some(skipped(file, &format!("the model call failed: {e}"))));
         }
     };
     state.add_usage(&reply.usage, &cx.config.prices);
