@@ -32,14 +32,16 @@ const PLAN: &str = "# Refactoring plan\n\n## Summary\n\nOne module needs tidying
 **Suggested fix**: Drop the variable; use `sum()`.\n";
 
 /// The generated file: three tests that hold, and one of each kind the
-/// chain must drop — no real assertion, failing on the original, flaky
-/// (it passes only on its first run).
+/// chain must drop — no real assertion, failing on the original, hanging
+/// on the original (an endless input), flaky (it passes only on its first
+/// run).
 const GENERATED: &str = "import pathlib\n\nimport pytest\n\nfrom stats import mean, spread\n\n\n\
 def test_mean_of_three():\n    assert mean([1, 2, 3]) == 2.0\n\n\n\
 def test_spread():\n    assert spread([4, 1, 9]) == 8\n\n\n\
 def test_mean_of_nothing_raises():\n    with pytest.raises(ZeroDivisionError):\n        mean([])\n\n\n\
 def test_mean_does_not_raise():\n    mean([5, 6])\n\n\n\
 def test_mean_is_five():\n    assert mean([1, 2, 3]) == 5\n\n\n\
+def test_mean_of_endless_zeros():\n    assert mean(0 for _ in iter(int, 1)) == 0\n\n\n\
 def test_mean_first_time_only():\n    marker = pathlib.Path(__file__).with_name(\"first_run_marker\")\n    \
 first = not marker.exists()\n    marker.write_text(\"ran\")\n    assert first and mean([2, 4]) == 3\n";
 
@@ -127,6 +129,7 @@ fn a_fix_with_a_refactoring_is_delivered_with_the_generated_tests_that_hold() {
     for dropped in [
         "test_mean_does_not_raise",
         "test_mean_is_five",
+        "test_mean_of_endless_zeros",
         "test_mean_first_time_only",
     ] {
         assert!(!tests.contains(dropped), "{dropped} delivered:\n{tests}");
@@ -209,7 +212,7 @@ fn a_fix_with_a_refactoring_is_delivered_with_the_generated_tests_that_hold() {
     );
     let generated = &entries[1]["details"]["generated_tests"];
     assert_eq!(generated["kept"], 3, "{generated}");
-    assert_eq!(generated["discarded"], 3, "{generated}");
+    assert_eq!(generated["discarded"], 4, "{generated}");
     let assert_free = reason_of(generated, "test_mean_does_not_raise");
     assert!(assert_free.starts_with("real_assertions:"), "{assert_free}");
     let failing = reason_of(generated, "test_mean_is_five");
@@ -228,6 +231,17 @@ fn a_fix_with_a_refactoring_is_delivered_with_the_generated_tests_that_hold() {
         fix_prompt.contains("test_mean_is_five")
             && fix_prompt.contains("possible evidence of a bug"),
         "{fix_prompt}"
+    );
+    // A hang in the original costs the per-test timeout, not the run's.
+    let hang = reason_of(before, "test_mean_of_endless_zeros");
+    assert!(
+        hang.starts_with("fails on the original code (") && hang.contains("timed out"),
+        "{hang}"
+    );
+    let validation = before["seconds"].as_f64().expect("seconds");
+    assert!(
+        validation < 30.0,
+        "the validation waited out the run: {validation} s"
     );
     let flaky = reason_of(generated, "test_mean_first_time_only");
     assert!(flaky.starts_with("flaky: passed on run 1"), "{flaky}");
@@ -259,7 +273,7 @@ fn a_fix_with_a_refactoring_is_delivered_with_the_generated_tests_that_hold() {
     let verified = &summary["verification"]["stats.py"];
     assert_eq!(verified["by"], "generated_tests", "{summary}");
     assert_eq!(verified["kept"], 3, "{verified}");
-    assert_eq!(verified["discarded"], 3, "{verified}");
+    assert_eq!(verified["discarded"], 4, "{verified}");
     let reasons = verified["reasons"].as_array().expect("reasons");
     assert!(
         reasons.iter().any(|r| r
@@ -269,7 +283,7 @@ fn a_fix_with_a_refactoring_is_delivered_with_the_generated_tests_that_hold() {
         "{verified}"
     );
     assert!(
-        stderr.contains("verified: stats.py: generated tests (3 kept, 3 discarded"),
+        stderr.contains("verified: stats.py: generated tests (3 kept, 4 discarded"),
         "{stderr}"
     );
 }
