@@ -76,6 +76,10 @@ fn module_names(source: &str, module: &str) -> (BTreeSet<String>, BTreeSet<Strin
             None if binding.module == module => {
                 whole.insert(binding.local);
             }
+            // `import pkg.money` binds `pkg`: calls go through it.
+            None if module.starts_with(&format!("{}.", binding.module)) => {
+                whole.insert(binding.local);
+            }
             Some(name) if format!("{}.{name}", binding.module) == module => {
                 whole.insert(binding.local);
             }
@@ -370,5 +374,7 @@ mod tests {
         assert!(!imports_module("import statistics\n", "stats"));
         let names = module_names("from pkg import money as m\n", "pkg.money");
         assert!(names.0.contains("m"));
+        let source = "import pkg.money\n\ndef test_it():\n    assert pkg.money.cents(1) == 100\n";
+        assert_eq!(shape(source, "pkg.money").functions[0].asserts, Ok(()));
     }
 }
