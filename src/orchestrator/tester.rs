@@ -29,6 +29,7 @@ use crate::git::{FileWrite, RunWorkspace};
 use crate::llm::ProviderKind;
 use crate::log::{Action, Agent, Event};
 use crate::stage::executor::{self, AttemptRecord};
+use crate::stage::judge::behaviour::Verification;
 use crate::stage::judge::{self, Verdict};
 use crate::stage::tester::{self, Generated};
 use crate::stage::{is_test_path, read_source_text, repo_path};
@@ -406,6 +407,16 @@ pub(super) fn settle_evidence(
     }
     for generated in changed {
         rec.tester(&generated)?;
+        // What verified the file now counts the settled tests.
+        if let Some(how @ Verification::GeneratedTests { .. }) =
+            state.progress.verified.get_mut(&generated.file)
+        {
+            *how = Verification::GeneratedTests {
+                kept: generated.kept(),
+                discarded: generated.discarded(),
+                reasons: generated.reasons(),
+            };
+        }
         state
             .progress
             .generated

@@ -393,3 +393,78 @@ fn the_tester_is_turned_off_by_flag_variable_or_config_file() {
     repo.write(".swarm.toml", "generate_tests = false\n");
     assert!(row(&[], &[]).contains("false"));
 }
+
+/// `mean()` floors its result, and the plan says that is the bug.
+const FLOORED: &str = "\"\"\"Small statistics.\"\"\"\n\n\n\
+def mean(values):\n    \"\"\"The arithmetic mean of `values`.\"\"\"\n    unused = 0\n    \
+return sum(values) // len(values)\n";
+
+const BUG_PLAN: &str =
+    "# Refactoring plan\n\n## stats.py\n\n- **Type**: bug\n  **Severity**: high\n  \
+**Location**: `mean()`, line 7\n  **Description**: `mean()` floors its result: the mean of \
+[1, 2] is 1.5, not 1.\n  **Suggested fix**: divide with `/`; drop the unused variable.\n";
+
+const BUG_TESTS: &str = "from stats import mean\n\n\n\
+def test_mean_of_three():\n    assert mean([1, 2, 3]) == 2\n\n\n\
+def test_mean_of_two():\n    assert mean([1, 2]) == 1.5\n";
+
+#[test]
+fn a_test_failing_on_the_original_is_committed_once_the_planned_fix_makes_it_pass() {
+    let repo = TestRepo::with_files(&[("stats.py", FLOORED)]);
+    let target = repo.root.clone();
+    let fx = FixtureRepo {
+        name: "floored".into(),
+        repo,
+        target,
+        target_rel: String::new(),
+    };
+    let fixed = FLOORED.replace("    unused = 0\n", "").replace("//", "/");
+    let reply = fixed.clone();
+    let server = LlmServer::start(move |req| {
+        let prompt = prompt_of(req);
+        let text = if prompt.starts_with("Write a refactoring plan") {
+            BUG_PLAN.to_string()
+        } else if prompt.starts_with("Write pytest tests for `stats.py`") {
+            format!("```python\n{BUG_TESTS}```\n")
+        } else {
+            format!("Divide, do not floor.\n\n```python\n{reply}```\n")
+        };
+        Reply::text_for(req, &text)
+    });
+    let out = run_openai(&fx, &server, &["--test-timeout", "30"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{stderr}");
+    assert_eq!(fx.repo.read("stats.py"), fixed);
+    // Both tests are delivered: the second in a commit of its own after
+    // the fix, which made it pass.
+    let tests = fx.repo.read("tests/test_stats_swarm.py");
+    assert!(tests.contains("def test_mean_of_two("), "{tests}");
+    let trailers = fx.repo.git(&[
+        "log",
+        "--format=%(trailers:key=Swarm-Generated-Tests,valueonly)",
+        "HEAD",
+    ]);
+    let counts: Vec<&str> = trailers.split_whitespace().collect();
+    assert_eq!(counts, ["2", "1"], "{trailers}");
+    let verified = &summary_of(&out.stdout)["verification"]["stats.py"];
+    assert_eq!(verified["kept"], 2, "{verified}");
+    assert_eq!(verified["discarded"], 0, "{verified}");
+    let entries = validations(&fx);
+    let last = &entries.last().expect("a settling entry")["details"]["generated_tests"];
+    let settled = last["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["test"] == "test_mean_of_two")
+        .unwrap();
+    assert_eq!(settled["kept"], true, "{last}");
+    let step = settled["steps"].as_array().unwrap().last().unwrap();
+    assert_eq!(step["step"], "fixed_by_change", "{settled}");
+    assert!(
+        step["detail"]
+            .as_str()
+            .unwrap()
+            .contains("the plan calls `mean` of stats.py a bug"),
+        "{step}"
+    );
+}
