@@ -70,6 +70,9 @@ pub struct FileConfig {
     pub allow_test_edits: Option<bool>,
     /// `true` is `--offline`: ruff's fixes, no model.
     pub offline: Option<bool>,
+    /// `false` is `--no-generate-tests`.
+    #[serde(alias = "generate_tests")]
+    pub generate_tests: Option<bool>,
     pub size_limits: Option<SizeLimitsConfig>,
     /// Model id → USD per million input/output tokens.
     pub prices: Option<BTreeMap<String, PriceConfig>>,

@@ -154,6 +154,9 @@ pub struct RunArgs {
     /// Let the Fixer change test files.
     #[arg(long, env = "SWARM_ALLOW_TEST_EDITS", value_parser = clap::builder::FalseyValueParser::new())]
     pub allow_test_edits: bool,
+    /// Do not generate tests for untested files before changing them.
+    #[arg(long, env = "SWARM_NO_GENERATE_TESTS", value_parser = clap::builder::FalseyValueParser::new())]
+    pub no_generate_tests: bool,
     /// Never create a tool environment; fail with an install hint instead.
     #[arg(long, env = "SWARM_NO_BOOTSTRAP", value_parser = clap::builder::FalseyValueParser::new())]
     pub no_bootstrap: bool,

@@ -98,6 +98,7 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
         log_file: places.log_file,
         dry_run: args.dry_run,
         allow_test_edits: review.allow_test_edits,
+        generate_tests: review.generate_tests,
         size_limits: review.size_limits,
         bootstrap: !args.no_bootstrap,
         jobs: counts.jobs,
@@ -144,6 +145,8 @@ fn resolve_offline(
         log_file: places.log_file,
         dry_run: args.dry_run,
         allow_test_edits: review.allow_test_edits,
+        // No model to write tests: an offline run generates none.
+        generate_tests: false,
         size_limits: review.size_limits,
         bootstrap: !args.no_bootstrap,
         jobs: counts.jobs,
@@ -225,6 +228,8 @@ struct Spending {
 /// What the Reviewer lets through.
 struct Review {
     allow_test_edits: bool,
+    /// Whether the Tester generates tests.
+    generate_tests: bool,
     size_limits: SizeLimits,
 }
 
@@ -470,8 +475,21 @@ impl<'a> Resolver<'a> {
             size_limits.low, size_limits.medium, size_limits.high, size_limits.bytes_per_line
         );
         self.row("size_limits", shown, &source);
+        let generate = self.pick(
+            self.args.no_generate_tests.then_some(false),
+            "--no-generate-tests",
+            None,
+            self.in_file(|f| f.generate_tests),
+            true,
+        );
+        self.row(
+            "generate_tests",
+            generate.value.to_string(),
+            &generate.source,
+        );
         Review {
             allow_test_edits: allow_tests.value,
+            generate_tests: generate.value,
             size_limits,
         }
     }

@@ -567,6 +567,16 @@ fn check_behaviour(
 
 /// Records what verified the accepted change to `file`.
 fn progress_verified(state: &mut RunState, file: &str, how: Verification) {
+    let how = match state.progress.generated.get(file) {
+        Some(generated) if how == Verification::ExistingTests && generated.kept() > 0 => {
+            Verification::GeneratedTests {
+                kept: generated.kept(),
+                discarded: generated.discarded(),
+                reasons: generated.reasons(),
+            }
+        }
+        _ => how,
+    };
     state.progress.verified.insert(file.to_string(), how);
 }
 

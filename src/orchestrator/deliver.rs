@@ -118,6 +118,12 @@ fn summary_of(config: &RunConfig, ending: Ending, delivery: Delivery, exit: Exit
         stop_reason: stop,
         verified_by_tests: state.progress.best.has_tests(),
         verification: state.progress.verified.clone(),
+        generated_tests: state
+            .progress
+            .generated
+            .iter()
+            .map(|(file, g)| (file.clone(), g.report()))
+            .collect(),
         tests_before: count(&state.facts.baseline),
         tests_after: count(&state.progress.best),
         pylint_before: state.facts.baseline.pylint,

@@ -18,6 +18,7 @@ mod record;
 mod round;
 mod setup;
 pub mod summary;
+mod tester;
 mod timing;
 mod verify;
 
@@ -55,6 +56,9 @@ pub struct RunConfig {
     pub log_file: PathBuf,
     pub dry_run: bool,
     pub allow_test_edits: bool,
+    /// Ask the Tester for tests of untested plan files before the Fixer
+    /// (`--no-generate-tests` turns it off).
+    pub generate_tests: bool,
     pub size_limits: SizeLimits,
     pub bootstrap: bool,
     /// Concurrent model calls.
@@ -191,6 +195,11 @@ pub(crate) struct Progress {
     pub touched: BTreeSet<String>,
     /// What verified the last accepted change to each file (target-relative).
     pub verified: BTreeMap<String, crate::stage::judge::behaviour::Verification>,
+    /// The Tester's work per module (target-relative), kept tests or not.
+    pub generated: BTreeMap<String, crate::stage::tester::Generated>,
+    /// Repo-relative test files the Tester committed: swarm's own, so the
+    /// final check does not put them back to the base commit.
+    pub generated_files: BTreeSet<String>,
 }
 
 impl Progress {
@@ -205,6 +214,8 @@ impl Progress {
             accepted: 0,
             touched: BTreeSet::new(),
             verified: BTreeMap::new(),
+            generated: BTreeMap::new(),
+            generated_files: BTreeSet::new(),
         }
     }
 }
@@ -351,8 +362,12 @@ async fn drive(
     } else if let Some(stop) = plan::plan_batch(cx, rec, &mut state).await? {
         return Ok((state, stop));
     }
+    tester::generate(cx, ws, rec, &mut state).await?;
     rec.enter(Stage::Rounds);
     let stop = rounds(cx, ws, rec, &mut state).await?;
+    if stop != StopReason::Interrupted {
+        tester::settle_evidence(cx, ws, rec, &mut state)?;
+    }
     Ok((state, stop))
 }
 

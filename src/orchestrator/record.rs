@@ -232,6 +232,43 @@ impl<'a> Recorder<'a> {
         self.write(e)
     }
 
+    /// The Tester's validation of the tests generated for one module:
+    /// every test with the steps it passed and the one it failed, in
+    /// `details.generated_tests` (see [`crate::stage::tester`]).
+    pub fn tester(
+        &mut self,
+        generated: &crate::stage::tester::Generated,
+    ) -> Result<(), SwarmError> {
+        let e = self
+            .entry(
+                Agent::Judge,
+                Action::CodeAnalysis,
+                format!(
+                    "validate the tests generated for {}: parses, imports the module, real assertions, runs, passes on the original code, not flaky ({} runs)",
+                    generated.file,
+                    crate::stage::tester::run::RUNS
+                ),
+                generated.describe(),
+            )
+            .detail("kind", "tool")
+            .detail("tool", "tester")
+            .detail("file", generated.file.as_str())
+            .detail(
+                "generated_tests",
+                json!({
+                    "file": generated.file,
+                    "test_file": generated.test_file,
+                    "kept": generated.kept(),
+                    "discarded": generated.discarded(),
+                    "note": generated.note,
+                    "file_steps": generated.file_steps,
+                    "tests": generated.tests,
+                    "seconds": generated.seconds,
+                }),
+            );
+        self.write(e)
+    }
+
     /// What a plan request shows: the files in full and why, how many only
     /// as a line or a count, and its size against the allowance.
     pub fn plan_selection(

@@ -184,6 +184,7 @@ fn job_for(cx: &RunContext<'_>, state: &RunState, file: &str) -> FixJob {
     .into_iter()
     .take(8)
     .cloned()
+    .chain(super::tester::evidence_for(state, file))
     .collect();
     let sources: Vec<&String> = state
         .facts

@@ -91,6 +91,9 @@ pub struct Summary {
     /// verified its change.
     pub verification:
         std::collections::BTreeMap<String, crate::stage::judge::behaviour::Verification>,
+    /// Per module the Tester worked on (target-relative): the tests kept,
+    /// the ones discarded and why.
+    pub generated_tests: std::collections::BTreeMap<String, crate::stage::tester::TestsReport>,
     pub tests_before: TestCount,
     pub tests_after: TestCount,
     pub pylint_before: Option<f64>,

@@ -80,6 +80,10 @@ fn base_harness(
         let Some(rel) = target_path(&state.facts.target_rel, &path) else {
             continue;
         };
+        // The Tester's own files are part of the result, not the harness.
+        if state.progress.generated_files.contains(&path) {
+            continue;
+        }
         let keep_edit = allow_test_edits && is_test_path(rel) && !is_configuration(rel);
         if (is_test_harness_path(rel) || is_lint_configuration(rel)) && !keep_edit {
             let content = repo.file_at(ws.base(), &path)?;

@@ -274,7 +274,8 @@ impl<'a> Tools<'a> {
     /// Tells that `tool` runs for this stage, until the step is dropped.
     pub fn step(&self, tool: &str) -> Step<'a> {
         Step::start(self.events, format!("{}: {tool}", self.stage))
-    }}
+    }
+}
 
 /// Measures the code in `root` (the target folder inside the worktree).
 /// `files` are the Python files, relative to `root`. `baseline` is the

@@ -14,7 +14,8 @@
 //!   [`reviewer::Rejection`] (`reviewer/rules.rs`): [`reviewer`];
 //! - applying a proposal to the worktree: [`executor`];
 //! - measuring and deciding (tests, pylint, the verdict, the early stop):
-//!   [`judge`].
+//!   [`judge`];
+//! - generated tests and their validation chain: [`tester`].
 
 pub mod auditor;
 pub mod baseline_cache;
@@ -28,6 +29,7 @@ pub mod prompt;
 pub mod reach;
 pub mod reviewer;
 pub mod ruff_fixer;
+pub mod tester;
 
 /// Joins the target folder (repo-relative) and a target-relative path.
 pub fn repo_path(target_rel: &str, rel: &str) -> String {

@@ -356,3 +356,4 @@ mod tests {
 mod budget_tests;
 mod evidence;
 mod regression;
+pub mod tester;

@@ -243,5 +243,6 @@ mod runs;
 mod sandbox;
 mod scale;
 mod streaming;
+mod tester;
 mod trust;
 mod untested;

@@ -160,6 +160,14 @@ impl BehaviourCheck {
 pub enum Verification {
     /// A test module of the target reaches the file: the tests judged it.
     ExistingTests,
+    /// Tests the Tester generated and validated (see
+    /// [`crate::stage::tester`]) reach the file and judged the change:
+    /// `kept` of them were committed, `discarded` dropped for `reasons`.
+    GeneratedTests {
+        kept: usize,
+        discarded: usize,
+        reasons: Vec<String>,
+    },
     /// The behaviour check compared `calls` calls of `functions` functions
     /// and found the same results; `not_checked` says what it could not run.
     BehaviourCheck {
@@ -176,6 +184,17 @@ impl std::fmt::Display for Verification {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Verification::ExistingTests => f.write_str("existing tests"),
+            Verification::GeneratedTests {
+                kept,
+                discarded,
+                reasons,
+            } => {
+                write!(f, "generated tests ({kept} kept, {discarded} discarded")?;
+                if !reasons.is_empty() {
+                    write!(f, ": {}", reasons.join("; "))?;
+                }
+                f.write_str(")")
+            }
             Verification::BehaviourCheck {
                 functions,
                 calls,

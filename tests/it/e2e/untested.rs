@@ -122,6 +122,22 @@ fn a_fix_that_destroys_what_an_untested_function_returned_is_never_delivered() {
     assert_eq!(call_site["before"], "2.0");
     assert_eq!(call_site["after"], "None");
 
+    // A module that does not compile cannot be tested as it is: the
+    // Tester says so in the log and does not ask the model.
+    assert!(server
+        .requests()
+        .iter()
+        .all(|r| !prompt_of(r).starts_with("Write pytest tests")));
+    let skipped = fx
+        .log()
+        .into_iter()
+        .find(|e| e["details"]["tool"] == "tester")
+        .expect("a Tester entry");
+    let note = skipped["details"]["generated_tests"]["note"]
+        .as_str()
+        .unwrap();
+    assert!(note.contains("does not compile or import"), "{note}");
+
     // The Fixer's next prompt shows it.
     let fix_prompts: Vec<String> = server
         .requests()
