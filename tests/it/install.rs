@@ -29,6 +29,15 @@ fn wheel_target_dir() -> PathBuf {
         .join("wheel-test")
 }
 
+/// Held while a wheel is built: both builds leave their binary at the same
+/// place in [`wheel_target_dir`], and one must not replace it while maturin
+/// packs the other's.
+static WHEEL_BUILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn wheel_build_lock() -> std::sync::MutexGuard<'static, ()> {
+    WHEEL_BUILD.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A wheel build's environment: its own target folder, no debug info.
 fn wheel_build(command: &mut Command) -> &mut Command {
     command
@@ -108,6 +117,7 @@ fn the_wheel_installs_with_pip_and_runs_with_uvx_and_both_run_the_demo() {
     let home = tmp.path().join("home");
     fs::create_dir_all(&home).unwrap();
     let wheels = tmp.path().join("wheels");
+    let building = wheel_build_lock();
     run(
         wheel_build(
             hermetic("python3", &home)
@@ -117,6 +127,7 @@ fn the_wheel_installs_with_pip_and_runs_with_uvx_and_both_run_the_demo() {
         ),
         "maturin build",
     );
+    drop(building);
     let wheel: Vec<PathBuf> = fs::read_dir(&wheels)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -210,6 +221,7 @@ fn pre_commit_try_repo_runs_swarm_as_a_manual_hook_without_touching_the_tree() {
     let before = repo.snapshot();
     let cassette = fixture_dir("single_module").join("replay.json");
 
+    let building = wheel_build_lock();
     let out = wheel_build(&mut hermetic("python3", &home))
         .args(["-m", "pre_commit", "try-repo"])
         .arg(project_root())
@@ -227,6 +239,7 @@ fn pre_commit_try_repo_runs_swarm_as_a_manual_hook_without_touching_the_tree() {
         .env("GIT_COMMITTER_EMAIL", "author@example.com")
         .output()
         .unwrap();
+    drop(building);
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
