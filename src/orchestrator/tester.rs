@@ -9,7 +9,8 @@
 //! A test set aside for failing on the original code is shown to the
 //! Fixer as a failing test marked as possible evidence ([`evidence_for`]);
 //! after the rounds it is committed only when the delivered code makes it
-//! pass and the plan calls what it tests a bug, else discarded
+//! pass and the plan calls what it tests a bug (or a docstring example of
+//! the original shows its call and result), else discarded
 //! ([`settle_evidence`]).
 //!
 //! Off with `--no-generate-tests` (nothing asked, nothing logged). Not
@@ -366,7 +367,8 @@ pub(super) fn evidence_for(state: &RunState, file: &str) -> Vec<TestCase> {
 
 /// After the rounds: each test set aside for failing on the original code
 /// is run on the best state. It is committed (with the file's kept tests)
-/// when it passes there and the plan calls what it tests a bug; otherwise
+/// when it passes there and the plan calls what it tests a bug or a
+/// docstring of the original shows its call and result; otherwise
 /// it is discarded, with the reason logged.
 pub(super) fn settle_evidence(
     cx: &RunContext<'_>,
@@ -401,8 +403,11 @@ pub(super) fn settle_evidence(
         };
         generated.seconds += (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
         let plan_item = state.work.plan.items.get(&file).cloned();
+        let original = ws
+            .file_at_base(&repo_path(&state.facts.target_rel, &file))?
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
         for (test, failed) in verdicts {
-            let intended = generated.intended(&test, plan_item.as_deref());
+            let intended = generated.intended(&test, plan_item.as_deref(), original.as_deref());
             generated.settle(&test, failed, intended);
         }
         changed.push(generated);
