@@ -216,6 +216,12 @@ impl RunWorkspace {
         file_at(&self.git()?, &self.best, path)
     }
 
+    /// The content of `path` (repo-relative) at the base commit; `None`
+    /// when it has no such file.
+    pub fn file_at_base(&self, path: &str) -> Result<Option<Vec<u8>>, GitError> {
+        file_at(&self.git()?, &self.base, path)
+    }
+
     /// The run branch's name, `swarm/<run>/best`.
     pub fn best_branch(&self) -> String {
         best_branch_name(&self.run_id)

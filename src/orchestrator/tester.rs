@@ -9,7 +9,8 @@
 //! A test set aside for failing on the original code is shown to the
 //! Fixer as a failing test marked as possible evidence ([`evidence_for`]);
 //! after the rounds it is committed only when the delivered code makes it
-//! pass and the plan calls what it tests a bug, else discarded
+//! pass and the plan calls what it tests a bug (or a docstring example of
+//! the original shows its call and result), else discarded
 //! ([`settle_evidence`]).
 //!
 //! Off with `--no-generate-tests` (nothing asked, nothing logged). Not
@@ -248,26 +249,64 @@ fn deliver(
         .is_some_and(|t| t.all_pass());
     if !passes {
         ws.reset_to(ws.best())?;
-        let why = format!(
-            "together with the other kept tests it does not pass on the original code ({}): not committed",
-            measured.snapshot.describe()
-        );
-        // After the rounds only the set-aside tests are new: the others
-        // are committed already.
-        let settling = done
-            .iter()
-            .any(|g| g.tests.iter().any(|t| t.kept && t.fails_on_original));
-        for fate in done.iter_mut().flat_map(|g| g.tests.iter_mut()) {
-            if fate.kept && (!settling || fate.fails_on_original) {
-                fate.kept = false;
-                fate.reason = Some(why.clone());
-            }
-        }
-        cx.events.emit(Event::Notice {
-            message: format!("generated tests not committed: {why}"),
-        });
+        set_back(cx, done, &measured.snapshot.describe());
         return Ok(false);
     }
+    let names = commit_tests(
+        cx,
+        ws,
+        rec,
+        state,
+        &kept,
+        &writes,
+        &measured,
+        (apply, judge_time),
+    )?;
+    state.progress.best = measured.snapshot;
+    state.progress.touched.extend(names.iter().cloned());
+    state.progress.generated_files.extend(names);
+    state.facts.files = files;
+    Ok(true)
+}
+
+/// The kept tests did not pass together on the original code: none of the
+/// new ones is committed, each with that reason.
+fn set_back(cx: &RunContext<'_>, done: &mut [Generated], measured: &str) {
+    let why = format!(
+        "together with the other kept tests it does not pass on the original code ({measured}): not committed"
+    );
+    // After the rounds only the set-aside tests are new: the others
+    // are committed already.
+    let settling = done
+        .iter()
+        .any(|g| g.tests.iter().any(|t| t.kept && t.fails_on_original));
+    for fate in done.iter_mut().flat_map(|g| g.tests.iter_mut()) {
+        if fate.kept && (!settling || fate.fails_on_original) {
+            fate.kept = false;
+            fate.reason = Some(why.clone());
+        }
+    }
+    cx.events.emit(Event::Notice {
+        message: format!("generated tests not committed: {why}"),
+    });
+}
+
+/// Commits the kept tests written in `writes` (measured green) as an
+/// attempt with a `Swarm-Generated-Tests` trailer, makes it the best state,
+/// and logs it; returns the committed paths. `times` are the write's and
+/// the Judge's.
+#[allow(clippy::too_many_arguments)]
+fn commit_tests(
+    cx: &RunContext<'_>,
+    ws: &mut RunWorkspace,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+    kept: &[(&Generated, String)],
+    writes: &[FileWrite],
+    measured: &judge::Measurement,
+    (apply, judge_time): (std::time::Duration, std::time::Duration),
+) -> Result<Vec<String>, SwarmError> {
+    let k = state.progress.commits.len() as u32 + 1;
     let count: usize = kept.iter().map(|(g, _)| g.kept()).sum();
     let names: Vec<String> = writes.iter().map(|w| w.path.clone()).collect();
     let lines: usize = kept.iter().map(|(_, text)| text.lines().count()).sum();
@@ -292,7 +331,7 @@ fn deliver(
     });
     message.push_str(&format!("Swarm-Generated-Tests: {count}\n"));
     let committing = Instant::now();
-    let commit = ws.commit_attempt(k, &writes, &message)?;
+    let commit = ws.commit_attempt(k, writes, &message)?;
     ws.advance_best(&commit)?;
     let commit_time = committing.elapsed();
     let resetting = Instant::now();
@@ -322,16 +361,12 @@ fn deliver(
     )?;
     cx.events.emit(Event::Notice {
         message: format!(
-            "tests: {count} generated test(s) committed ({}) before the Fixer's rounds",
+            "tests: {count} generated test(s) committed ({})",
             names.join(", ")
         ),
     });
     state.progress.commits.push(commit.0.clone());
-    state.progress.best = measured.snapshot;
-    state.progress.touched.extend(names.iter().cloned());
-    state.progress.generated_files.extend(names);
-    state.facts.files = files;
-    Ok(true)
+    Ok(names)
 }
 
 /// The tests set aside for failing on the original code, as failing tests
@@ -366,7 +401,8 @@ pub(super) fn evidence_for(state: &RunState, file: &str) -> Vec<TestCase> {
 
 /// After the rounds: each test set aside for failing on the original code
 /// is run on the best state. It is committed (with the file's kept tests)
-/// when it passes there and the plan calls what it tests a bug; otherwise
+/// when it passes there and the plan calls what it tests a bug or a
+/// docstring of the original shows its call and result; otherwise
 /// it is discarded, with the reason logged.
 pub(super) fn settle_evidence(
     cx: &RunContext<'_>,
@@ -401,8 +437,11 @@ pub(super) fn settle_evidence(
         };
         generated.seconds += (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
         let plan_item = state.work.plan.items.get(&file).cloned();
+        let original = ws
+            .file_at_base(&repo_path(&state.facts.target_rel, &file))?
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
         for (test, failed) in verdicts {
-            let intended = generated.intended(&test, plan_item.as_deref());
+            let intended = generated.intended(&test, plan_item.as_deref(), original.as_deref());
             generated.settle(&test, failed, intended);
         }
         changed.push(generated);

@@ -139,6 +139,35 @@ pub struct Generated {
     pub source: String,
 }
 
+/// The doctest examples of `source`: each `>>> call` line with the line
+/// after it, the result it shows (examples without one are left out).
+fn doctest_examples(source: &str) -> Vec<(String, String)> {
+    let lines: Vec<&str> = source.lines().map(str::trim).collect();
+    lines
+        .windows(2)
+        .filter_map(|pair| {
+            let call = pair[0].strip_prefix(">>> ")?.trim();
+            let result = pair[1];
+            let shown =
+                !result.is_empty() && !result.starts_with(">>>") && !result.starts_with("...");
+            (shown && !call.is_empty()).then(|| (call.to_string(), result.to_string()))
+        })
+        .collect()
+}
+
+/// `claim` occurs in `text` not followed by more of a name or number
+/// (`x==1` is not in `x==1.5`).
+fn contains_whole(text: &str, claim: &str) -> bool {
+    text.match_indices(claim).any(|(at, _)| {
+        !text[at + claim.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_' || c == '.')
+    })
+}
+
+/// `text` without whitespace, to compare code written with other spacing.
+fn squash(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
 /// What the summary says of the Tester's work on one module.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct TestsReport {
@@ -262,24 +291,55 @@ impl Generated {
             .collect()
     }
 
-    /// Why the set-aside `test` failing on the original is a bug the plan
-    /// asked to fix: the plan's item for the file calls something a bug and
-    /// names a function the test calls. `None` when it does not say so
-    /// (docstrings are not read for this).
-    pub fn intended(&self, test: &str, plan_item: Option<&str>) -> Option<String> {
-        let item = plan_item?;
-        if !item.to_ascii_lowercase().contains("bug") {
-            return None;
-        }
+    /// Why the set-aside `test` failing on the original is a bug that is
+    /// meant to be fixed: the plan's item for the file calls something a
+    /// bug and names a function the test calls, or a docstring of the
+    /// original module shows the test's call with the result the test
+    /// asserts (a doctest example, `>>> mean([1, 2, 3])` then `2.0`, and
+    /// `assert mean([1, 2, 3]) == 2.0` in the test).
+    /// `None` when neither says so.
+    pub fn intended(
+        &self,
+        test: &str,
+        plan_item: Option<&str>,
+        original: Option<&str>,
+    ) -> Option<String> {
         let module = module_of(&self.file);
         let found = shape::shape(&self.source, &module);
         let function = found.functions.iter().find(|f| f.name == test)?;
         let body = self.source.get(function.start..function.end)?;
-        crate::analysis::calls(body, None)
-            .into_iter()
-            .map(|c| c.name)
-            .find(|name| item.contains(&format!("`{name}")) || item.contains(&format!("{name}(")))
-            .map(|name| format!("the plan calls `{name}` of {} a bug", self.file))
+        let by_plan = plan_item
+            .filter(|item| item.to_ascii_lowercase().contains("bug"))
+            .and_then(|item| {
+                crate::analysis::calls(body, None)
+                    .into_iter()
+                    .map(|c| c.name)
+                    .find(|name| {
+                        item.contains(&format!("`{name}")) || item.contains(&format!("{name}("))
+                    })
+            })
+            .map(|name| format!("the plan calls `{name}` of {} a bug", self.file));
+        by_plan.or_else(|| {
+            let body = squash(body);
+            doctest_examples(original?)
+                .into_iter()
+                .find(|(call, result)| {
+                    let (call, result) = (squash(call), squash(result));
+                    [
+                        format!("{call}=={result}"),
+                        format!("{result}=={call}"),
+                        format!("{call}==pytest.approx({result})"),
+                    ]
+                    .iter()
+                    .any(|claim| contains_whole(&body, claim))
+                })
+                .map(|(call, result)| {
+                    format!(
+                        "a docstring of {} shows `{call}` giving `{result}`",
+                        self.file
+                    )
+                })
+        })
     }
 
     /// Settles the set-aside `test` once the delivered code is known:

@@ -101,6 +101,31 @@ fn call_sites_are_lines_of_other_files_calling_public_functions() {
 }
 
 #[test]
+fn a_docstring_example_with_the_tests_call_and_result_makes_the_fix_intended() {
+    let source =
+        "from stats import mean\n\n\ndef test_mean_of_two():\n    assert mean([1,  2]) == 1.5\n";
+    let generated = prepare("stats.py", source);
+    let documented = "def mean(values):\n    \"\"\"The mean.\n\n    >>> mean([1, 2])\n    1.5\n    \"\"\"\n    return sum(values) // len(values)\n";
+    assert_eq!(
+        generated
+            .intended("test_mean_of_two", None, Some(documented))
+            .as_deref(),
+        Some("a docstring of stats.py shows `mean([1, 2])` giving `1.5`")
+    );
+    // Another result, another call, or no example: not intended.
+    let other_result = documented.replace("    1.5\n", "    1\n");
+    let other_call = documented.replace(">>> mean([1, 2])", ">>> mean([4, 2])");
+    let no_result = documented.replace("    1.5\n", "");
+    for original in [other_result, other_call, no_result] {
+        assert_eq!(
+            generated.intended("test_mean_of_two", None, Some(&original)),
+            None,
+            "{original}"
+        );
+    }
+}
+
+#[test]
 fn a_set_aside_test_counts_only_when_the_plan_calls_it_a_bug_and_it_passes() {
     let source =
         "from stats import mean\n\n\ndef test_mean_of_two():\n    assert mean([1, 2]) == 1.5\n";
@@ -110,13 +135,16 @@ fn a_set_aside_test_counts_only_when_the_plan_calls_it_a_bug_and_it_passes() {
     assert_eq!(generated.set_aside(), ["test_mean_of_two"]);
     let bug = "- **Type**: bug\n  **Location**: `mean()` floors the result\n";
     let style = "- **Type**: style\n  **Location**: `mean()` is long\n";
-    let why = generated.intended("test_mean_of_two", Some(bug));
+    let why = generated.intended("test_mean_of_two", Some(bug), None);
     assert_eq!(
         why.as_deref(),
         Some("the plan calls `mean` of stats.py a bug")
     );
-    assert_eq!(generated.intended("test_mean_of_two", Some(style)), None);
-    assert_eq!(generated.intended("test_mean_of_two", None), None);
+    assert_eq!(
+        generated.intended("test_mean_of_two", Some(style), None),
+        None
+    );
+    assert_eq!(generated.intended("test_mean_of_two", None, None), None);
 
     let mut unplanned = generated.clone();
     unplanned.settle("test_mean_of_two", None, None);
