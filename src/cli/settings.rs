@@ -5,8 +5,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod limits;
+mod parts;
 
 use limits::{budget_settings, describe_budget, describe_sandbox, sandbox_policy};
+use parts::{Places, Review, Shared, Spending};
 
 use super::RunArgs;
 use crate::config::{
@@ -14,7 +16,7 @@ use crate::config::{
 };
 use crate::error::SwarmError;
 use crate::llm::{Price, PriceTable, ProviderConfig, ProviderKind, Secret};
-use crate::orchestrator::{ProposalSource, RunConfig};
+use crate::orchestrator::RunConfig;
 use crate::stage::reviewer::SizeLimits;
 
 /// Everything a run needs, and where each setting came from.
@@ -91,28 +93,20 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
         max_attempts: counts.retries,
         replay_file,
     };
-    let run = RunConfig {
-        target,
-        max_iterations: counts.max_iterations,
-        limits: counts.limits,
-        log_file: places.log_file,
-        dry_run: args.dry_run,
-        allow_test_edits: review.allow_test_edits,
-        generate_tests: review.generate_tests,
-        size_limits: review.size_limits,
-        bootstrap: !args.no_bootstrap,
-        jobs: counts.jobs,
-        max_tokens_total: spending.max_tokens_total,
-        max_cost: spending.max_cost,
-        secrets,
-        prices,
-        cache_dir: places.cache_dir,
-        lock_timeout: places.lock_timeout,
+    let shared = Shared {
+        counts,
+        spending,
+        review,
         sandbox: sandbox.value,
         budget: budget.value,
+        places,
+        prices,
+    };
+    let run = RunConfig {
+        secrets,
         preflight: (!args.no_preflight && kind != ProviderKind::Replay)
             .then(|| provider_config.clone()),
-        proposals: ProposalSource::Model,
+        ..shared.into_run(args, target)
     };
     Ok(Resolved {
         run,
@@ -138,28 +132,19 @@ fn resolve_offline(
     let budget = budget_settings(args, files, "ruff", false)?;
     let places = r.places();
     let prices = r.prices();
-    let run = RunConfig {
-        target,
-        max_iterations: counts.max_iterations,
-        limits: counts.limits,
-        log_file: places.log_file,
-        dry_run: args.dry_run,
-        allow_test_edits: review.allow_test_edits,
-        // No model to write tests: an offline run generates none.
-        generate_tests: false,
-        size_limits: review.size_limits,
-        bootstrap: !args.no_bootstrap,
-        jobs: counts.jobs,
-        max_tokens_total: spending.max_tokens_total,
-        max_cost: spending.max_cost,
-        secrets: Vec::new(),
-        prices,
-        cache_dir: places.cache_dir,
-        lock_timeout: places.lock_timeout,
+    let shared = Shared {
+        counts,
+        spending,
+        review,
         sandbox: sandbox.value,
         budget: budget.value,
-        preflight: None,
-        proposals: ProposalSource::Model,
+        places,
+        prices,
+    };
+    let run = RunConfig {
+        // No model to write tests: an offline run generates none.
+        generate_tests: false,
+        ..shared.into_run(args, target)
     };
     Ok(Resolved {
         run,
@@ -217,27 +202,6 @@ struct Endpoint {
     /// Served from this machine or the local network: slower defaults.
     local: bool,
     key: Option<(Secret, &'static str)>,
-}
-
-/// What the run may spend.
-struct Spending {
-    max_tokens_total: Option<u64>,
-    max_cost: Option<f64>,
-}
-
-/// What the Reviewer lets through.
-struct Review {
-    allow_test_edits: bool,
-    /// Whether the Tester generates tests.
-    generate_tests: bool,
-    size_limits: SizeLimits,
-}
-
-/// Where the run keeps things, and how long it waits for another run.
-struct Places {
-    log_file: PathBuf,
-    cache_dir: Option<PathBuf>,
-    lock_timeout: Duration,
 }
 
 impl<'a> Resolver<'a> {
@@ -432,32 +396,37 @@ impl<'a> Resolver<'a> {
         }
     }
 
-    /// Whether tests may be edited, and the size limits per severity.
-    /// `--offline`, `SWARM_OFFLINE` or `offline = true`.
-    fn offline(&mut self) -> bool {
-        let offline = self.pick(
-            self.args.offline.then_some(true),
-            "--offline",
-            None,
-            self.in_file(|f| f.offline),
-            false,
-        );
-        self.row("offline", offline.value.to_string(), &offline.source);
-        offline.value
+    /// A switch from its flag (`Some` when given), the file or `default`,
+    /// shown as the row `row`.
+    fn switch(
+        &mut self,
+        row: &str,
+        flag: Option<bool>,
+        name: &'static str,
+        file: impl Fn(&FileConfig) -> Option<bool>,
+        default: bool,
+    ) -> bool {
+        let picked = self.pick(flag, name, None, self.in_file(file), default);
+        self.row(row, picked.value.to_string(), &picked.source);
+        picked.value
     }
 
+    /// `--offline`, `SWARM_OFFLINE` or `offline = true`.
+    fn offline(&mut self) -> bool {
+        let flag = self.args.offline.then_some(true);
+        self.switch("offline", flag, "--offline", |f| f.offline, false)
+    }
+
+    /// Whether tests may be edited, the size limits per severity, and
+    /// whether the Tester generates tests.
     fn review(&mut self) -> Review {
-        let allow_tests = self.pick(
-            self.args.allow_test_edits.then_some(true),
-            "--allow-test-edits",
-            None,
-            self.in_file(|f| f.allow_test_edits),
-            false,
-        );
-        self.row(
+        let flag = self.args.allow_test_edits.then_some(true);
+        let allow_test_edits = self.switch(
             "allow_test_edits",
-            allow_tests.value.to_string(),
-            &allow_tests.source,
+            flag,
+            "--allow-test-edits",
+            |f| f.allow_test_edits,
+            false,
         );
         let defaults = SizeLimits::default();
         let (limits, source) = match self.in_file(|f| f.size_limits) {
@@ -475,21 +444,17 @@ impl<'a> Resolver<'a> {
             size_limits.low, size_limits.medium, size_limits.high, size_limits.bytes_per_line
         );
         self.row("size_limits", shown, &source);
-        let generate = self.pick(
-            self.args.no_generate_tests.then_some(false),
+        let flag = self.args.no_generate_tests.then_some(false);
+        let generate_tests = self.switch(
+            "generate_tests",
+            flag,
             "--no-generate-tests",
-            None,
-            self.in_file(|f| f.generate_tests),
+            |f| f.generate_tests,
             true,
         );
-        self.row(
-            "generate_tests",
-            generate.value.to_string(),
-            &generate.source,
-        );
         Review {
-            allow_test_edits: allow_tests.value,
-            generate_tests: generate.value,
+            allow_test_edits,
+            generate_tests,
             size_limits,
         }
     }
