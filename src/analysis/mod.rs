@@ -17,7 +17,7 @@ mod danger;
 mod metrics;
 mod outline;
 mod resolve;
-mod tree;
+pub(crate) mod tree;
 
 pub use danger::is_dangerous;
 pub use outline::{outline, Definition, DefinitionKind, Outline};

@@ -15,7 +15,9 @@
 
 use std::collections::BTreeSet;
 
-use tree_sitter::{Node, Parser, Tree};
+use tree_sitter::Node;
+
+use crate::analysis::tree::{parse, text};
 
 use crate::analysis::{import_bindings, module_imports};
 
@@ -37,20 +39,6 @@ pub struct Shape {
     pub functions: Vec<TestFunction>,
     /// Top-level `class Test…` blocks: not validated, so never kept.
     pub classes: Vec<(String, usize, usize)>,
-}
-
-fn parse(source: &str) -> Tree {
-    let mut parser = Parser::new();
-    parser
-        .set_language(&tree_sitter_python::LANGUAGE.into())
-        .expect("the bundled Python grammar matches the tree-sitter ABI");
-    parser
-        .parse(source, None)
-        .expect("parsing without a timeout or cancellation flag always yields a tree")
-}
-
-fn text<'s>(node: Node<'_>, source: &'s str) -> &'s str {
-    node.utf8_text(source.as_bytes()).unwrap_or_default()
 }
 
 /// Whether `source` imports `module` (dotted): `import module`,

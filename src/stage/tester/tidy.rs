@@ -4,23 +4,10 @@
 //! which scores the delivered state with the tests in it, has nothing new
 //! to say about them. Text in, text out; what a test does is never changed.
 
-use tree_sitter::{Node, Parser};
+use tree_sitter::Node;
 
 use crate::analysis::import_bindings;
-
-fn parse(source: &str) -> tree_sitter::Tree {
-    let mut parser = Parser::new();
-    parser
-        .set_language(&tree_sitter_python::LANGUAGE.into())
-        .expect("the bundled Python grammar matches the tree-sitter ABI");
-    parser
-        .parse(source, None)
-        .expect("parsing without a timeout or cancellation flag always yields a tree")
-}
-
-fn text<'s>(node: Node<'_>, source: &'s str) -> &'s str {
-    node.utf8_text(source.as_bytes()).unwrap_or_default()
-}
+use crate::analysis::tree::{parse, text};
 
 /// `source` tidied for delivery as the tests of `file`.
 pub fn tidy(source: &str, file: &str) -> String {
