@@ -415,16 +415,7 @@ impl Drop for Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Mutex;
-
-    #[derive(Default)]
-    struct Collect(Mutex<Vec<Event>>);
-
-    impl EventSink for Collect {
-        fn emit(&self, event: Event) {
-            self.0.lock().expect("not poisoned").push(event);
-        }
-    }
+    use crate::log::events::Collect;
 
     struct Text(String);
 
@@ -457,17 +448,14 @@ mod tests {
         let mut progress = Progress::new(Some(sink.clone()), 3, "m");
         let decoder = Text("x".repeat(400));
         progress.tick(&decoder);
-        assert!(
-            sink.0.lock().unwrap().is_empty(),
-            "nothing in the first second"
-        );
+        assert!(sink.events().is_empty(), "nothing in the first second");
         progress.last -= PROGRESS_EVERY;
         progress.started -= Duration::from_secs(4);
         progress.tick(&decoder);
         progress.tick(&decoder);
         progress.done();
         progress.done();
-        let events = sink.0.lock().unwrap().clone();
+        let events = sink.events();
         assert_eq!(events.len(), 2, "{events:?}");
         match &events[0] {
             Event::ModelProgress {
@@ -509,7 +497,7 @@ mod tests {
         progress.last -= PROGRESS_EVERY;
         progress.tick(&Text("abcd".into()));
         drop(progress);
-        let events = sink.0.lock().unwrap().clone();
+        let events = sink.events();
         assert!(
             matches!(
                 events.as_slice(),
@@ -528,7 +516,7 @@ mod tests {
         let mut progress = Progress::new(Some(sink.clone()), 1, "m");
         progress.tick(&Text("abc".into()));
         progress.done();
-        assert!(sink.0.lock().unwrap().is_empty());
+        assert!(sink.events().is_empty());
     }
 
     #[test]

@@ -100,6 +100,37 @@ impl EventSink for Silent {
     fn emit(&self, _event: Event) {}
 }
 
+/// Keeps every event, in order (tests).
+#[cfg(test)]
+#[derive(Default)]
+pub(crate) struct Collect(pub(crate) std::sync::Mutex<Vec<Event>>);
+
+#[cfg(test)]
+impl Collect {
+    /// The events so far.
+    pub(crate) fn events(&self) -> Vec<Event> {
+        self.0.lock().expect("not poisoned").clone()
+    }
+
+    /// The messages of the notices so far.
+    pub(crate) fn notices(&self) -> Vec<String> {
+        self.events()
+            .into_iter()
+            .filter_map(|e| match e {
+                Event::Notice { message } => Some(message),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+impl EventSink for Collect {
+    fn emit(&self, event: Event) {
+        self.0.lock().expect("not poisoned").push(event);
+    }
+}
+
 /// Numbers the steps of the process, from 1.
 static NEXT_STEP: AtomicU64 = AtomicU64::new(1);
 
@@ -144,16 +175,6 @@ impl Drop for Step<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Mutex;
-
-    #[derive(Default)]
-    struct Collect(Mutex<Vec<Event>>);
-
-    impl EventSink for Collect {
-        fn emit(&self, event: Event) {
-            self.0.lock().expect("not poisoned").push(event);
-        }
-    }
 
     #[test]
     fn a_step_says_when_it_starts_and_when_it_ends_even_on_an_early_return() {

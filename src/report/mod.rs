@@ -176,19 +176,8 @@ impl Drop for OnRunEnd<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log::events::Collect;
     use crate::log::{Action, Agent, Entry, ExperimentLog, Status};
-    use std::sync::Mutex;
-
-    #[derive(Default)]
-    struct Notices(Mutex<Vec<String>>);
-
-    impl EventSink for Notices {
-        fn emit(&self, event: Event) {
-            if let Event::Notice { message } = event {
-                self.0.lock().unwrap().push(message);
-            }
-        }
-    }
 
     fn start(log: &mut ExperimentLog, run: &str) {
         log.record(
@@ -213,7 +202,7 @@ mod tests {
         let mut log = ExperimentLog::open(&log_file).unwrap();
         start(&mut log, "run-a");
         start(&mut log, "run-b");
-        let notices = Notices::default();
+        let notices = Collect::default();
         drop(OnRunEnd::new(
             &log_file,
             "run-a",
@@ -228,10 +217,7 @@ mod tests {
             std::fs::read_to_string(&page).unwrap(),
             "the run that just ended is the latest"
         );
-        assert_eq!(
-            *notices.0.lock().unwrap(),
-            [format!("report: {}", page.display())]
-        );
+        assert_eq!(notices.notices(), [format!("report: {}", page.display())]);
         // Regenerating an older run leaves the latest page alone; the newest
         // run's page becomes it.
         let again = write(&log_file, Which::Named("run-a"), &PriceTable::new()).unwrap();
@@ -250,14 +236,14 @@ mod tests {
         start(&mut log, "run-a");
         // A folder where the page should go.
         std::fs::create_dir(dir.path().join("report-run-a.html")).unwrap();
-        let notices = Notices::default();
+        let notices = Collect::default();
         drop(OnRunEnd::new(
             &log_file,
             "run-a",
             &PriceTable::new(),
             &notices,
         ));
-        let said = notices.0.lock().unwrap();
+        let said = notices.notices();
         assert_eq!(said.len(), 1);
         assert!(said[0].starts_with("warning: no report for this run: cannot write the report"));
         assert!(!said[0].contains('\n'));
