@@ -93,13 +93,7 @@ impl FixJob {
 /// The files to work on this round, most urgent first.
 fn choose_files(state: &RunState, root: &Path) -> Vec<String> {
     let failing = state.progress.best.failing();
-    let mut others: Vec<String> = state
-        .progress
-        .best
-        .checks
-        .as_ref()
-        .map(|c| c.problems.iter().map(|(p, _)| p.clone()).collect())
-        .unwrap_or_default();
+    let mut others = state.progress.best.broken_files();
     let mut planned: Vec<&String> = state.work.pending_plan.keys().collect();
     // Most urgent first: the evidence ranking of the last plan, then severity.
     planned.sort_by_key(|f| {

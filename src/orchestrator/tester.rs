@@ -70,13 +70,7 @@ pub(super) async fn generate(
         }
         return Ok(());
     }
-    let broken: Vec<String> = state
-        .progress
-        .best
-        .checks
-        .as_ref()
-        .map(|c| c.problems.iter().map(|(p, _)| p.clone()).collect())
-        .unwrap_or_default();
+    let broken = state.progress.best.broken_files();
     let mut done = Vec::new();
     for file in subjects {
         if broken.contains(&file) {

@@ -190,6 +190,14 @@ impl Snapshot {
         self.tests.as_ref().map_or(&[], |t| t.failing.as_slice())
     }
 
+    /// The files that do not compile or import in this state (none when
+    /// there are tests).
+    pub fn broken_files(&self) -> Vec<String> {
+        self.checks.as_ref().map_or_else(Vec::new, |c| {
+            c.problems.iter().map(|(file, _)| file.clone()).collect()
+        })
+    }
+
     /// Whether the result is verified by tests.
     pub fn has_tests(&self) -> bool {
         self.tests.is_some()
