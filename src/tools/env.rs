@@ -21,8 +21,12 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use super::process::{Ending, ProcessBuilder};
-use super::{EnvSource, PythonEnv, PythonLayout, ToolError};
+use super::{EnvSource, PythonEnv, ToolError};
 use crate::cancel::Cancel;
+
+mod probe;
+
+use probe::{Probe, ToolProbe};
 
 /// The pytest version a bootstrapped tool environment pins.
 pub const PYTEST_PIN: &str = "9.2.0";
@@ -114,18 +118,15 @@ pub fn resolve_env_with(
     settings: &EnvSettings,
 ) -> Result<PythonEnv, ToolError> {
     let (python, source) = find_interpreter(target, settings)?;
-    // The layout first: the versions are then asked of the real executable
-    // behind a launcher such as pyenv's shim, which costs a few hundred
-    // milliseconds a start. An interpreter that cannot tell its layout is
-    // probed as found (and its layout's error reported when it has the tools).
-    let layout = probe_layout(&python);
-    let real = match &layout {
-        Ok((Some(executable), _)) => executable.clone(),
-        _ => python.clone(),
-    };
-    let probe = probe_tools(&real)?;
+    // One start-up tells the layout and the tools' versions (see `probe`);
+    // tools then run the real executable behind a launcher such as pyenv's
+    // shim, which costs a few hundred milliseconds a start.
+    let Probe {
+        executable,
+        layout,
+        tools: probe,
+    } = probe::probe(&python)?;
     if let (Some(pytest_version), Some(pylint_version)) = (&probe.pytest, &probe.pylint) {
-        let (executable, layout) = layout?;
         return Ok(PythonEnv {
             python: executable.unwrap_or(python),
             source,
@@ -218,76 +219,6 @@ fn search_path(name: &str, path: Option<&OsString>) -> Option<PathBuf> {
     })
 }
 
-/// Which tools an interpreter can run, and their versions.
-#[derive(Debug)]
-struct ToolProbe {
-    pytest: Option<String>,
-    pylint: Option<String>,
-}
-
-impl ToolProbe {
-    fn missing(&self) -> Vec<&'static str> {
-        let mut names = Vec::new();
-        if self.pytest.is_none() {
-            names.push("pytest");
-        }
-        if self.pylint.is_none() {
-            names.push("pylint");
-        }
-        names
-    }
-}
-
-/// Runs `python -m pytest --version` and `python -m pylint --version`,
-/// side by side (each takes most of a second to import its tool).
-fn probe_tools(python: &Path) -> Result<ToolProbe, ToolError> {
-    let (pytest, pylint) = std::thread::scope(|scope| {
-        let pytest = scope.spawn(|| module_version(python, "pytest"));
-        let pylint = module_version(python, "pylint");
-        let pytest = pytest.join().unwrap_or_else(|_| {
-            Err(ToolError::Missing(
-                "the pytest version probe panicked".to_string(),
-            ))
-        });
-        (pytest, pylint)
-    });
-    Ok(ToolProbe {
-        pytest: pytest?,
-        pylint: pylint?,
-    })
-}
-
-/// `Some(version)` when `python -m <module> --version` succeeds; `Err` when
-/// the interpreter itself cannot be started.
-fn module_version(python: &Path, module: &str) -> Result<Option<String>, ToolError> {
-    let out = ProcessBuilder::new(python)
-        .args(["-m", module, "--version"])
-        .timeout(PROBE_TIMEOUT)
-        .run(&Cancel::new())
-        .map_err(|e| {
-            ToolError::Missing(format!("cannot run Python at {}: {e}", python.display()))
-        })?;
-    if out.ending != Ending::Exited(0) {
-        return Ok(None);
-    }
-    Ok(parse_version(&out.combined(), module))
-}
-
-/// Finds `<module> X.Y.Z` in a `--version` output.
-pub(crate) fn parse_version(text: &str, module: &str) -> Option<String> {
-    text.lines().find_map(|line| {
-        let mut words = line.split_whitespace();
-        let first = words.next()?;
-        if !first.eq_ignore_ascii_case(module) {
-            return None;
-        }
-        let version = words.next()?.trim_end_matches(',');
-        version
-            .starts_with(|c: char| c.is_ascii_digit())
-            .then(|| version.to_string())
-    })
-}
-
 /// Creates (or reuses) the tool environment for `origin`'s Python version.
 fn bootstrap_env(
     origin: &Path,
@@ -361,78 +292,20 @@ fn bootstrap_env(
 
 /// The tool env at `python` when both tools run in it.
 fn ready_env(python: &Path) -> Result<Option<PythonEnv>, ToolError> {
-    let probe = probe_tools(python)?;
-    match (probe.pytest, probe.pylint) {
-        (Some(pytest_version), Some(pylint_version)) => with_layout(
-            python,
-            EnvSource::Bootstrapped,
-            &pytest_version,
-            &pylint_version,
-        )
-        .map(Some),
-        _ => Ok(None),
-    }
-}
-
-const LAYOUT_SCRIPT: &str = r#"import json, os, site, sys
-user_base = None
-if site.ENABLE_USER_SITE and os.path.isdir(site.getusersitepackages()):
-    user_base = site.getuserbase()
-print(json.dumps({
-    "executable": sys.executable,
-    "prefixes": sorted({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}),
-    "path": [p for p in sys.path if p],
-    "user_base": user_base,
-    "venv": sys.prefix if sys.prefix != sys.base_prefix else None,
-}))"#;
-
-/// The environment for `found`, after probing its layout; `python` becomes
-/// the real executable behind it.
-fn with_layout(
-    found: &Path,
-    source: EnvSource,
-    pytest_version: &str,
-    pylint_version: &str,
-) -> Result<PythonEnv, ToolError> {
-    let (executable, layout) = probe_layout(found)?;
-    Ok(PythonEnv {
-        python: executable.unwrap_or_else(|| found.to_path_buf()),
-        source,
-        pytest_version: pytest_version.to_string(),
-        pylint_version: pylint_version.to_string(),
-        layout,
+    let probed = probe::probe(python)?;
+    Ok(match probed.tools {
+        ToolProbe {
+            pytest: Some(pytest_version),
+            pylint: Some(pylint_version),
+        } => Some(PythonEnv {
+            python: probed.executable.unwrap_or_else(|| python.to_path_buf()),
+            source: EnvSource::Bootstrapped,
+            pytest_version,
+            pylint_version,
+            layout: probed.layout,
+        }),
+        _ => None,
     })
-}
-
-/// `sys.executable` (when it names a file) and the folders the interpreter reads.
-fn probe_layout(python: &Path) -> Result<(Option<PathBuf>, PythonLayout), ToolError> {
-    let out = ProcessBuilder::new(python)
-        .args(["-c", LAYOUT_SCRIPT])
-        .timeout(PROBE_TIMEOUT)
-        .run(&Cancel::new());
-    let out = expect_success(out)?;
-    let failed = |message: String| ToolError::Failed {
-        command: out.command.clone(),
-        message,
-    };
-    let value: serde_json::Value = serde_json::from_str(out.stdout.trim())
-        .map_err(|e| failed(format!("unexpected output: {e}")))?;
-    let path = |v: &serde_json::Value| v.as_str().filter(|s| !s.is_empty()).map(PathBuf::from);
-    let paths = |v: &serde_json::Value| -> Vec<PathBuf> {
-        v.as_array()
-            .map(|a| a.iter().filter_map(path).collect())
-            .unwrap_or_default()
-    };
-    let executable = path(&value["executable"]).filter(|p| p.is_absolute() && p.is_file());
-    Ok((
-        executable,
-        PythonLayout {
-            prefixes: paths(&value["prefixes"]),
-            sys_path: paths(&value["path"]),
-            user_base: path(&value["user_base"]),
-            virtual_env: path(&value["venv"]),
-        },
-    ))
 }
 
 /// What the bootstrap needs to know about the origin interpreter.
@@ -560,21 +433,6 @@ pub(crate) fn last_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_tool_versions() {
-        assert_eq!(
-            parse_version("pytest 9.2.0\n", "pytest").as_deref(),
-            Some("9.2.0")
-        );
-        let pylint = "pylint 4.1.4\nastroid 4.3.4\nPython 3.11.7 (main)\n";
-        assert_eq!(parse_version(pylint, "pylint").as_deref(), Some("4.1.4"));
-        assert_eq!(
-            parse_version("pylint 2.17.7,\n", "pylint").as_deref(),
-            Some("2.17.7")
-        );
-        assert_eq!(parse_version("No module named pytest", "pytest"), None);
-    }
 
     #[test]
     fn tool_env_name_pins_versions() {

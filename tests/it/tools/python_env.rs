@@ -249,40 +249,34 @@ fn a_virtualenv_and_a_user_site_keep_working_in_the_sandbox() {
     assert_eq!(seen["value"], 42);
 }
 
-/// A launcher (like pyenv's shim) is started once, for the layout; the
-/// tool versions are asked of the real executable behind it, both at once:
-/// here each version probe waits for the other to have started, so probes
-/// one after the other would find neither tool.
+/// A launcher (like pyenv's shim) is started once, and that one start-up
+/// tells both the layout and the tools' versions: the real executable
+/// behind it is never started for `--version` (each would cost as much as
+/// importing the tool). Only a tool the metadata cannot vouch for is asked
+/// (see `a_tool_the_metadata_cannot_vouch_for_is_asked_to_run` in the
+/// probe's unit tests).
 #[test]
-fn versions_are_probed_side_by_side_on_the_real_executable() {
+fn one_start_up_tells_the_layout_and_the_versions() {
     let dir = project(&[]);
-    let marks = dir.path().join("marks");
-    std::fs::create_dir_all(&marks).expect("marks folder");
+    let calls = dir.path().join("calls");
     let real = dir.path().join("real-python");
-    // Answers the version probes itself, each only once the other started;
-    // anything else (the layout) goes to the machine's python, with this
-    // script named as the executable.
+    // Records how it was asked, then answers as the machine's python,
+    // with this script named as the executable.
     script(
         dir.path(),
         "real-python",
         &format!(
             r#"#!/bin/sh
-marks={marks:?}
-await() {{ i=0; while [ ! -e "$marks/$1" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; [ -e "$marks/$1" ]; }}
-case "$*" in
-  "-m pytest --version") touch "$marks/pytest"; await pylint && echo "pytest 9.2.0" ;;
-  "-m pylint --version") touch "$marks/pylint"; await pytest && echo "pylint 4.1.4" ;;
-  *) {python:?} "$@" | sed "s|\"executable\": \"[^\"]*\"|\"executable\": \"$0\"|" ;;
-esac
+echo "real $1" >> {calls:?}
+{python:?} "$@" | sed "s|\"executable\": \"[^\"]*\"|\"executable\": \"$0\"|"
 "#,
             python = real_python(),
         ),
     );
-    let calls = dir.path().join("shim-calls");
     let shim = script(
         dir.path(),
         "python3",
-        &format!("#!/bin/sh\necho \"$1\" >> {calls:?}\nexec {real:?} \"$@\"\n"),
+        &format!("#!/bin/sh\necho \"shim $1\" >> {calls:?}\nexec {real:?} \"$@\"\n"),
     );
     let settings = EnvSettings {
         swarm_python: Some(shim),
@@ -294,9 +288,17 @@ esac
         (env.pytest_version.as_str(), env.pylint_version.as_str()),
         ("9.2.0", "4.1.4")
     );
-    let shim_calls = std::fs::read_to_string(&calls).expect("the shim ran");
-    assert_eq!(
-        shim_calls, "-c\n",
-        "only the layout probe goes through the shim"
-    );
+    let versions = |module: &str| {
+        std::process::Command::new(real_python())
+            .args(["-m", module, "--version"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .expect("the machine's python runs")
+    };
+    assert!(versions("pytest").contains(&env.pytest_version));
+    assert!(versions("pylint").contains(&env.pylint_version));
+    let calls = std::fs::read_to_string(&calls).expect("the shim ran");
+    assert_eq!(calls.lines().next(), Some("shim -c"), "{calls}");
+    assert_eq!(calls.lines().nth(1), Some("real -c"), "{calls}");
+    assert_eq!(calls.lines().count(), 2, "one start-up in all: {calls}");
 }
