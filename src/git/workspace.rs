@@ -101,14 +101,9 @@ impl RunWorkspace {
         run_id: &str,
         base: &CommitId,
     ) -> Result<Self, GitError> {
-        check_run_id(run_id)?;
         repo.check_run_refs_possible()?;
-        check_outside_repo(repo, worktrees_root)?;
-        fs::create_dir_all(worktrees_root)
-            .map_err(|e| GitError::io("create", worktrees_root, e))?;
-        let runs_dir = canonical(worktrees_root)?;
-        check_outside_repo(repo, &runs_dir)?;
-        let path = runs_dir.join(run_id);
+        let path = Self::planned_path(repo, worktrees_root, run_id)?;
+        let runs_dir = path.parent().unwrap_or(worktrees_root).to_path_buf();
         let common_dir = repo.info().common_dir.clone();
 
         let git = repo.objects()?;
@@ -182,6 +177,30 @@ impl RunWorkspace {
             removed: false,
             disk: std::sync::Mutex::new(DiskState::at(base.clone())),
         })
+    }
+
+    /// Where [`RunWorkspace::create`] puts run `run_id`'s worktree:
+    /// `<worktrees_root>/<run_id>` with the root made and canonical. Known
+    /// before the worktree exists, so the sandbox can be prepared for it
+    /// while it is checked out.
+    /// Fails like `create` for a bad run id or a root inside the repository.
+    pub fn planned_path(
+        repo: &Repo,
+        worktrees_root: &Path,
+        run_id: &str,
+    ) -> Result<PathBuf, GitError> {
+        check_run_id(run_id)?;
+        check_outside_repo(repo, worktrees_root)?;
+        fs::create_dir_all(worktrees_root)
+            .map_err(|e| GitError::io("create", worktrees_root, e))?;
+        let runs_dir = canonical(worktrees_root)?;
+        check_outside_repo(repo, &runs_dir)?;
+        Ok(runs_dir.join(run_id))
+    }
+
+    /// [`RunWorkspace::scratch_dir`] of a worktree at `path`.
+    pub fn scratch_dir_of(path: &Path) -> PathBuf {
+        super::prune::scratch_of(path)
     }
 
     /// Submodules of the base commit that stay empty in the worktree
@@ -406,7 +425,7 @@ impl RunWorkspace {
     /// created here): removed with the worktree, also by the pruning of a
     /// killed run.
     pub fn scratch_dir(&self) -> PathBuf {
-        super::prune::scratch_of(&self.path)
+        Self::scratch_dir_of(&self.path)
     }
 
     /// Removes the worktree folder, its administrative entry and its lock

@@ -251,7 +251,7 @@ pub async fn run(
         None => model,
     };
     let mut opened = setup::open(config, events, cancel).await?;
-    let (mut ws, sandbox) = setup::start_workspace(config, &opened, events)?;
+    let (env, mut ws, sandbox) = setup::start_workspace(config, &opened, events)?;
     let safety = Safety::new(sandbox.report(), crate::harden::report());
     for line in &safety.shortfalls {
         events.emit(Event::Notice {
@@ -275,7 +275,7 @@ pub async fn run(
         model: &model,
         events,
         cancel,
-        env: &opened.env,
+        env: &env,
         sandbox: &sandbox,
         root: &root,
         budget: &budget,

@@ -1,9 +1,12 @@
 //! Setting a run up, before the Auditor: the repository (opened, or made
 //! with a baseline commit), the per-repository run lock, the files to work
-//! on, stale runs pruned, the Python tools, the experiment log, and then the
-//! run's worktree with the sandbox its tools run in.
+//! on, stale runs pruned, the experiment log, and then the Python tools, the
+//! run's worktree and the sandbox its tools run in.
 //!
 //! Everything that can refuse the run refuses here, before any model call.
+//! The checkout of the worktree (which writes every file of the tree) and
+//! the interpreter's start-ups (the environment probe, then the sandbox's
+//! layer probes) do not wait for each other: they run side by side.
 
 use std::path::{Path, PathBuf};
 
@@ -36,7 +39,6 @@ pub(crate) struct Opened {
     pub repo: Repo,
     /// The repository as it was when the lock was taken.
     pub info: RepoInfo,
-    pub env: PythonEnv,
     pub log: ExperimentLog,
     /// Where this repository's run worktrees live.
     pub worktrees_root: PathBuf,
@@ -87,9 +89,6 @@ pub(crate) async fn open(
             pruned.join(", ")
         ));
     }
-    let progress = |m: &str| notice(m.to_string());
-    let env =
-        tokio::task::block_in_place(|| tools::resolve_env(&target, config.bootstrap, &progress))?;
     let log = open_log(config, &notice)?;
     Ok(Opened {
         scope: Scope {
@@ -101,7 +100,6 @@ pub(crate) async fn open(
         target,
         repo,
         info,
-        env,
         log,
         worktrees_root,
         _lock: lock,
@@ -169,38 +167,84 @@ fn open_log(config: &RunConfig, notice: &dyn Fn(String)) -> Result<ExperimentLog
     Ok(log)
 }
 
-/// The run's worktree at HEAD and the sandbox confining its tools to it.
+/// The Python tools, the run's worktree at HEAD and the sandbox confining
+/// the tools to it. The worktree is checked out while the interpreter is
+/// probed; when the tools cannot be had, the worktree and its run branch
+/// are taken away again and the tools' error is the run's.
 pub(crate) fn start_workspace(
     config: &RunConfig,
     opened: &Opened,
     events: &dyn EventSink,
-) -> Result<(RunWorkspace, Sandbox), SwarmError> {
-    let ws = tokio::task::block_in_place(|| {
-        RunWorkspace::create(
-            &opened.repo,
-            &opened.worktrees_root,
-            &opened.scope.run_id,
-            &opened.info.head,
-        )
-    })?;
-    if !ws.empty_submodules().is_empty() {
-        events.emit(Event::Notice {
-            message: format!(
-                "submodule(s) not initialised in your checkout stay empty in the run: {} (git submodule update --init fills them)",
-                ws.empty_submodules().join(", ")
-            ),
-        });
-    }
-    let mut policy = config.sandbox.clone();
-    policy.writable = vec![ws.path().to_path_buf()];
-    policy.scratch_parent = Some(ws.scratch_dir());
-    match tokio::task::block_in_place(|| Sandbox::new(policy, &opened.env)) {
-        Ok(sandbox) => Ok((ws, sandbox)),
-        Err(e) => {
-            // Nothing else holds the worktree yet: take it away again.
-            let _ = ws.remove();
-            Err(e.into())
+) -> Result<(PythonEnv, RunWorkspace, Sandbox), SwarmError> {
+    let notice = |message: String| events.emit(Event::Notice { message });
+    let planned =
+        RunWorkspace::planned_path(&opened.repo, &opened.worktrees_root, &opened.scope.run_id)?;
+    let (tools, ws) = tokio::task::block_in_place(|| {
+        std::thread::scope(|scope| {
+            let checkout = scope.spawn(|| {
+                RunWorkspace::create(
+                    &opened.repo,
+                    &opened.worktrees_root,
+                    &opened.scope.run_id,
+                    &opened.info.head,
+                )
+            });
+            let progress = |m: &str| notice(m.to_string());
+            let tools = tools::resolve_env(&opened.target, config.bootstrap, &progress)
+                .map_err(SwarmError::from)
+                .and_then(|env| {
+                    let mut policy = config.sandbox.clone();
+                    policy.writable = vec![planned.clone()];
+                    policy.scratch_parent = Some(RunWorkspace::scratch_dir_of(&planned));
+                    let sandbox = Sandbox::new(policy, &env)?;
+                    Ok((env, sandbox))
+                });
+            let ws = checkout.join().unwrap_or_else(|_| {
+                Err(crate::git::GitError::Failed {
+                    op: "create the run worktree".to_string(),
+                    message: "its thread panicked".to_string(),
+                })
+            });
+            (tools, ws)
+        })
+    });
+    match (tools, ws) {
+        (Ok((env, sandbox)), Ok(ws)) => {
+            announce_empty_submodules(&ws, &notice);
+            Ok((env, ws, sandbox))
         }
+        (Err(e), Ok(ws)) => {
+            // Nothing else holds the worktree yet: take it away again (its
+            // scratch folder, where the sandbox was made, goes with it).
+            let _ = ws.forget_unmoved_best();
+            let _ = ws.remove();
+            Err(e)
+        }
+        (made, Err(git)) => {
+            let error = match made {
+                Ok(made) => {
+                    drop(made);
+                    SwarmError::from(git)
+                }
+                Err(e) => e,
+            };
+            // The sandbox's scratch folder, unless another run's folder
+            // stands where this run's should have been.
+            if !planned.exists() {
+                let _ = std::fs::remove_dir_all(RunWorkspace::scratch_dir_of(&planned));
+            }
+            Err(error)
+        }
+    }
+}
+
+/// Says which submodules stay empty in the worktree.
+fn announce_empty_submodules(ws: &RunWorkspace, notice: &dyn Fn(String)) {
+    if !ws.empty_submodules().is_empty() {
+        notice(format!(
+            "submodule(s) not initialised in your checkout stay empty in the run: {} (git submodule update --init fills them)",
+            ws.empty_submodules().join(", ")
+        ));
     }
 }
 

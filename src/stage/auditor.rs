@@ -54,20 +54,20 @@ pub fn audit(
     reuse: Option<&BaselineReuse<'_>>,
     metrics: &MetricsCache,
 ) -> Result<Audit, ToolError> {
-    let step = tools.step("metrics");
-    let metrics = metrics.measure(root, &files, tools.known);
-    drop(step);
-    let found = reuse.and_then(|r| r.cache.load(&r.key, r.worktree, root, &files));
-    let (baseline, reused_from) = match found {
-        Some(hit) => (hit.measurement, Some((hit.run_id, hit.measured_at))),
-        None => {
-            let measured = judge::measure(tools, root, &files, limits, cancel, None)?;
-            if let Some(r) = reuse {
-                r.cache.store(&r.key, &measured, r.run_id, r.worktree);
-            }
-            (measured, None)
-        }
-    };
+    // The metrics (parsing every file not in their cache) are made while
+    // pytest and pylint take the baseline: neither waits for the other.
+    let (metrics, measured) = std::thread::scope(|scope| {
+        let metrics = scope.spawn(|| {
+            let _step = tools.step("metrics");
+            metrics.measure(root, &files, tools.known)
+        });
+        let measured = baseline(tools, root, &files, limits, cancel, reuse);
+        let metrics = metrics
+            .join()
+            .expect("measuring metrics does not panic: parse errors are values");
+        (metrics, measured)
+    });
+    let (baseline, reused_from) = measured?;
     let severities = files
         .iter()
         .map(|f| {
@@ -82,6 +82,26 @@ pub fn audit(
         severities,
         reused_from,
     })
+}
+
+/// The baseline from `reuse`'s cache when it holds one, else measured
+/// (and kept there).
+fn baseline(
+    tools: judge::Tools<'_>,
+    root: &Path,
+    files: &[String],
+    limits: Limits,
+    cancel: &Cancel,
+    reuse: Option<&BaselineReuse<'_>>,
+) -> Result<(Measurement, Option<(String, String)>), ToolError> {
+    if let Some(hit) = reuse.and_then(|r| r.cache.load(&r.key, r.worktree, root, files)) {
+        return Ok((hit.measurement, Some((hit.run_id, hit.measured_at))));
+    }
+    let measured = judge::measure(tools, root, files, limits, cancel, None)?;
+    if let Some(r) = reuse {
+        r.cache.store(&r.key, &measured, r.run_id, r.worktree);
+    }
+    Ok((measured, None))
 }
 
 /// Folders never treated as the project's own code.

@@ -152,8 +152,8 @@ pub(super) fn probe(python: &Path) -> Result<Probe, ToolError> {
 /// The probe's JSON line: the executable, the layout and what it said of
 /// pytest and pylint.
 fn parse(stdout: &str) -> Result<(Option<PathBuf>, PythonLayout, [Said; 2]), String> {
-    let value: serde_json::Value = serde_json::from_str(stdout.trim())
-        .map_err(|e| format!("unexpected output: {e}"))?;
+    let value: serde_json::Value =
+        serde_json::from_str(stdout.trim()).map_err(|e| format!("unexpected output: {e}"))?;
     let path = |v: &serde_json::Value| v.as_str().filter(|s| !s.is_empty()).map(PathBuf::from);
     let paths = |v: &serde_json::Value| -> Vec<PathBuf> {
         v.as_array()
@@ -212,7 +212,6 @@ fn parse_version(text: &str, module: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn parses_tool_versions() {
@@ -253,10 +252,20 @@ mod tests {
         };
         let probed = probe(&python).unwrap();
         let real = probed.executable.clone().unwrap();
-        assert_eq!(probed.tools.pytest, module_version(&real, "pytest").unwrap());
-        assert_eq!(probed.tools.pylint, module_version(&real, "pylint").unwrap());
+        assert_eq!(
+            probed.tools.pytest,
+            module_version(&real, "pytest").unwrap()
+        );
+        assert_eq!(
+            probed.tools.pylint,
+            module_version(&real, "pylint").unwrap()
+        );
         assert!(probed.tools.pytest.is_some(), "the test machine has pytest");
-        assert!(probed.layout.sys_path.iter().any(|p| p.ends_with("site-packages")));
+        assert!(probed
+            .layout
+            .sys_path
+            .iter()
+            .any(|p| p.ends_with("site-packages")));
     }
 
     /// A module the metadata does not describe (a copy of the package

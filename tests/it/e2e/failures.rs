@@ -294,3 +294,46 @@ fn a_cost_budget_uses_config_prices_and_stops_cleanly() {
     assert!((cost - 4.6).abs() < 1e-9, "{cost}");
     assert_eq!(fx.repo.head(), start);
 }
+
+/// The worktree is checked out while the interpreter is probed: when the
+/// tools turn out missing (and `--no-bootstrap` forbids making them), the
+/// run ends with the install hint, and the worktree, its run branch and its
+/// folders are gone again: the repository is as it was.
+#[test]
+fn missing_tools_end_the_run_with_the_hint_and_leave_no_worktree_or_branch() {
+    let fx = FixtureRepo::new("single_module");
+    let before = fx.repo.snapshot();
+    let branches_before = fx.repo.git(&["branch", "--list", "--all"]);
+    // A real interpreter without pytest and pylint: a bare virtualenv.
+    let bare = fx.repo.tmp().join("bare-venv");
+    let made = std::process::Command::new(crate::support::python::real_python())
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&bare)
+        .status()
+        .expect("python3 runs");
+    assert!(made.success());
+    let python = bare.join("bin/python");
+    let server = LlmServer::start(|_| Reply::status(500, "never asked"));
+    let base = format!("{}/v1", server.base_url());
+    let target = fx.target.to_string_lossy().into_owned();
+    let out = fx.swarm(
+        &["--target_dir", &target, "--json", "--no-bootstrap"],
+        &[
+            ("OPENAI_API_KEY", FAKE_KEY),
+            ("OPENAI_BASE_URL", &base),
+            ("SWARM_PYTHON", &python.to_string_lossy()),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("pytest and pylint not found"), "{stderr}");
+    assert!(stderr.contains("pip install pytest pylint"), "{stderr}");
+    assert!(
+        server.requests().is_empty(),
+        "no model call before the tools"
+    );
+    assert_eq!(fx.repo.snapshot(), before);
+    assert_eq!(fx.repo.worktrees(), vec![fx.repo.root.clone()]);
+    assert_eq!(super::repos::leftover_runs(&fx), Vec::<String>::new());
+    assert_eq!(fx.repo.git(&["branch", "--list", "--all"]), branches_before);
+}
