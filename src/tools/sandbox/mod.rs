@@ -266,12 +266,48 @@ impl Sandbox {
         self.scratch.path()
     }
 
+    /// Probes the interpreter under every layer at once, as tools will run;
+    /// when that start-up succeeds, every layer holds and one start-up was
+    /// enough. Otherwise (or without `isolate`) the layers are probed one
+    /// by one: see [`Sandbox::probe_each`]. Why the interpreter does not
+    /// start even without the layers, when it does not.
+    fn probe_all(&mut self, isolate: bool) -> Option<String> {
+        if isolate {
+            if let Ok(abi) = landlock::abi_version() {
+                if self.probe_together(abi).is_none() {
+                    self.take_probes(None, Ok(abi), None);
+                    return None;
+                }
+            }
+        }
+        self.probe_each(isolate)
+    }
+
+    /// The interpreter under namespaces, Landlock and limits together.
+    fn probe_together(&self, abi: u32) -> Option<String> {
+        let cell = match self.bare_cell("probe") {
+            Ok(cell) => cell,
+            Err(e) => return Some(e.to_string()),
+        };
+        let ruleset = match cell.ruleset(self, abi) {
+            Ok(ruleset) => ruleset,
+            Err(e) => return Some(e.to_string()),
+        };
+        self.probe_in(
+            &cell,
+            Confinement {
+                namespaces: Some(NamespacePlan::for_current_user()),
+                landlock: Some(ruleset),
+                limits: Some(self.limits.clone()),
+            },
+        )
+    }
+
     /// Probes the interpreter with the environment alone and, with
     /// `isolate`, under namespaces, Landlock (with the TCP fallback when
     /// there is no network namespace) and limits, each alone: the four
-    /// start-ups run side by side. Why the interpreter does not start even
-    /// without the layers, when it does not.
-    fn probe_all(&mut self, isolate: bool) -> Option<String> {
+    /// start-ups run side by side.
+    fn probe_each(&mut self, isolate: bool) -> Option<String> {
         let this = &*self;
         let (plain, layers) = std::thread::scope(|scope| {
             let layers = isolate.then(|| {
@@ -504,11 +540,17 @@ mod tests {
     #[test]
     fn the_four_probes_run_side_by_side() {
         use std::os::unix::fs::PermissionsExt;
-        // An interpreter that takes a second to start: four probes one
-        // after another take four seconds, side by side about one.
+        // An interpreter that takes a second to start and fails in a PID
+        // namespace, so the probe under every layer fails and each layer is
+        // probed: the together probe and four one after another take five
+        // seconds, side by side about two.
         let dir = tempfile::tempdir().expect("temp dir");
         let slow = dir.path().join("slow-python");
-        std::fs::write(&slow, "#!/bin/sh\nsleep 1\n").expect("write");
+        std::fs::write(
+            &slow,
+            "#!/bin/sh\nsleep 1\nif [ $$ = 1 ]; then exit 7; fi\n",
+        )
+        .expect("write");
         std::fs::set_permissions(&slow, std::fs::Permissions::from_mode(0o755)).expect("chmod");
         let env = PythonEnv {
             python: slow,
@@ -532,6 +574,74 @@ mod tests {
                 "{layer:?}"
             );
         }
+    }
+
+    /// An interpreter script that counts its start-ups in `dir/starts`
+    /// and fails when it is PID 1 (in a PID namespace) and `fail_as_pid_1`.
+    fn counting_env(dir: &Path, fail_as_pid_1: bool) -> PythonEnv {
+        use std::os::unix::fs::PermissionsExt;
+        let script = dir.join("counting-python");
+        let fail = if fail_as_pid_1 {
+            "if [ $$ = 1 ]; then exit 7; fi\n"
+        } else {
+            ""
+        };
+        let starts = dir.join("starts");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\necho x >> '{}'\n{fail}exit 0\n",
+                starts.display()
+            ),
+        )
+        .expect("write");
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        PythonEnv {
+            python: script,
+            ..true_env()
+        }
+    }
+
+    fn starts(dir: &Path) -> usize {
+        std::fs::read_to_string(dir.join("starts")).map_or(0, |s| s.lines().count())
+    }
+
+    /// Where the kernel has every layer, one start-up under all of them
+    /// settles the probe; a layer that fails is then found by probing each.
+    #[test]
+    fn one_start_up_probes_every_layer_and_a_failing_one_is_found_alone() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let policy = SandboxPolicy::for_worktree(dir.path());
+        let sandbox =
+            Sandbox::new(policy.clone(), &counting_env(dir.path(), false)).expect("starts");
+        let report = sandbox.report();
+        let all = [&report.namespaces, &report.landlock, &report.limits];
+        if all.iter().all(|l| matches!(l, LayerState::Active { .. })) {
+            assert_eq!(starts(dir.path()), 1, "one start-up under every layer");
+        } else {
+            // A kernel without some layer: the together probe failed and
+            // each was probed.
+            assert_eq!(starts(dir.path()), 5, "{report:?}");
+            return;
+        }
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let policy = SandboxPolicy::for_worktree(dir.path());
+        let sandbox = Sandbox::new(policy, &counting_env(dir.path(), true)).expect("starts");
+        let report = sandbox.report();
+        assert!(
+            matches!(&report.namespaces, LayerState::Unavailable { reason } if reason.contains("code 7")),
+            "{report:?}"
+        );
+        assert!(
+            matches!(report.landlock, LayerState::Active { .. }),
+            "{report:?}"
+        );
+        assert!(
+            matches!(report.limits, LayerState::Active { .. }),
+            "{report:?}"
+        );
+        assert_eq!(starts(dir.path()), 5, "together, then the four one by one");
     }
 
     #[test]
