@@ -142,7 +142,11 @@ impl RunWorkspace {
         )
         .map_err(|e| GitError::git2(format!("create {best_ref}"), e))?;
 
+        // Parallel checkout (git 2.32 and later; older ones ignore it):
+        // writing every file of a large tree on every core.
         let added = GitCommand::new(&repo.info().root)
+            .arg("-c")
+            .arg("checkout.workers=0")
             .arg("worktree")
             .arg("add")
             .arg("--detach")

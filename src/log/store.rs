@@ -69,7 +69,9 @@ impl OpenLog {
         }))
     }
 
-    /// Appends one rendered entry (one line of JSON) in place and syncs it.
+    /// Appends one rendered entry (one line of JSON) in place. It is in the
+    /// file (for every reader, and after this process dies) once this
+    /// returns; [`sync`](Self::sync) puts it on the disk.
     pub fn append(&mut self, entry: &[u8]) -> Result<(), LogError> {
         let (at, head): (u64, &[u8]) = match self.layout {
             Layout::Empty => (0, b"[\n"),
@@ -84,12 +86,21 @@ impl OpenLog {
         };
         let text = [head, entry, CLOSE].concat();
         let end = at + text.len() as u64;
-        write_at(self.locked.file(), at, &text, end).map_err(|e| write_error(&self.path, e))?;
+        write_at(self.locked.file(), at, &text, end, false)
+            .map_err(|e| write_error(&self.path, e))?;
         self.layout = Layout::Array {
             at: end - CLOSE.len() as u64,
             after_entry: true,
         };
         Ok(())
+    }
+
+    /// Puts what was appended on the disk (`fdatasync`).
+    pub fn sync(&self) -> Result<(), LogError> {
+        self.locked
+            .file()
+            .sync_data()
+            .map_err(|e| write_error(&self.path, e))
     }
 }
 
@@ -116,7 +127,7 @@ fn mend(path: &Path, mut file: &File, size: u64) -> Result<(Layout, Option<Repai
         Shape::Damaged if after_entry => {
             let at = found.end_of_entries;
             let aside = set_aside(path, file, at, size, Aside::CutOff).map_err(write)?;
-            write_at(file, at, CLOSE, at + CLOSE.len() as u64).map_err(write)?;
+            write_at(file, at, CLOSE, at + CLOSE.len() as u64, true).map_err(write)?;
             let repair = Repair::CutShort {
                 log: path.to_path_buf(),
                 aside,
@@ -131,7 +142,7 @@ fn mend(path: &Path, mut file: &File, size: u64) -> Result<(Layout, Option<Repai
                 _ => Aside::CutOff,
             };
             let aside = set_aside(path, file, 0, size, kind).map_err(write)?;
-            write_at(file, 0, b"[\n]\n", 4).map_err(write)?;
+            write_at(file, 0, b"[\n]\n", 4, true).map_err(write)?;
             let log = path.to_path_buf();
             let repair = match kind {
                 Aside::Corrupt => Repair::NotAnArray { log, aside },
@@ -151,13 +162,16 @@ fn mend(path: &Path, mut file: &File, size: u64) -> Result<(Layout, Option<Repai
     }
 }
 
-/// Writes `text` at `at`, cuts the file at `end` and syncs it. The new bytes
-/// are written before the old ones after them are cut, so the closing `]`
-/// is never missing from a file that had one.
-fn write_at(file: &File, at: u64, text: &[u8], end: u64) -> io::Result<()> {
+/// Writes `text` at `at`, cuts the file at `end` and, with `sync`, syncs
+/// it. The new bytes are written before the old ones after them are cut, so
+/// the closing `]` is never missing from a file that had one.
+fn write_at(file: &File, at: u64, text: &[u8], end: u64, sync: bool) -> io::Result<()> {
     file.write_all_at(text, at)?;
     file.set_len(end)?;
-    file.sync_data()
+    if sync {
+        file.sync_data()?;
+    }
+    Ok(())
 }
 
 fn write_error(path: &Path, source: io::Error) -> LogError {
