@@ -1,8 +1,9 @@
 //! `cargo bench --bench log`: what one experiment-log entry costs with 10,
 //! 10,000 and 100,000 entries already in the file — it should not grow.
 //!
-//! For each size it times `ExperimentLog::open` (lock, check head and tail)
-//! and `record` (lock, check, append in place, sync to disk), and the first
+//! For each size it times `ExperimentLog::open` (lock, check head and tail),
+//! `record` (lock, check, append in place) and `sync` (the `fdatasync` a run
+//! does once, at its end), and the first
 //! append to a log of that size pretty-printed by the older version, which
 //! scans the whole file once. For scale, it also times what the older
 //! version did for every entry: read and parse the whole array, write it
@@ -109,8 +110,8 @@ fn spread(mut times: Vec<Duration>) -> (f64, f64) {
 fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
     println!(
-        "entries  file      open: lock + head/tail     record: append + sync      \
-         old pretty log: open, 1st record, 2nd   older version's rewrite"
+        "entries  file      open: lock + head/tail     record: append             \
+         sync (once a run)  old pretty log: open, 1st record, 2nd   older version's rewrite"
     );
     for &size in SIZES {
         let path = dir.path().join(format!("lines-{size}.json"));
@@ -118,6 +119,7 @@ fn main() {
         let bytes = fs::metadata(&path).expect("size").len();
         let mut opens = Vec::with_capacity(RUNS);
         let mut records = Vec::with_capacity(RUNS);
+        let mut syncs = Vec::with_capacity(RUNS);
         for n in 0..RUNS {
             let started = Instant::now();
             let mut log = ExperimentLog::open(&path).expect("open");
@@ -125,6 +127,9 @@ fn main() {
             let started = Instant::now();
             log.record(entry(size + n)).expect("record");
             records.push(started.elapsed());
+            let started = Instant::now();
+            log.sync().expect("sync");
+            syncs.push(started.elapsed());
             assert!(log.repairs().is_empty(), "{:?}", log.repairs());
         }
         let entries: Vec<Value> =
@@ -154,11 +159,12 @@ fn main() {
 
         let (open_med, open_max) = spread(opens);
         let (rec_med, rec_max) = spread(records);
+        let (sync_med, _) = spread(syncs);
         let (rw_med, _) = spread(rewrites);
         println!(
             "{size:>7}  {:>5.1} MB  median {open_med:.3}, max {open_max:.3} ms  \
-             median {rec_med:.2}, max {rec_max:.2} ms  {:>7.1}, {:>7.1}, {:>5.2} ms            \
-             median {rw_med:.1} ms",
+             median {rec_med:.3}, max {rec_max:.2} ms  median {sync_med:.2} ms    \
+             {:>7.1}, {:>7.1}, {:>5.2} ms            median {rw_med:.1} ms",
             bytes as f64 / 1e6,
             ms(scan_open),
             ms(first),
