@@ -128,9 +128,11 @@ pub fn clean(args: &CleanArgs) -> Result<ExitKind, SwarmError> {
         }
     }
     let mut leftovers = Vec::new();
+    let mut spare = None;
     if args.all && !args.dry_run {
         if let Some(root) = &root {
             leftovers = repo.prune_stale_runs(root)?;
+            spare = repo.discard_spare_worktree(root)?;
         }
     }
     let text = if args.repo.json {
@@ -139,10 +141,18 @@ pub fn clean(args: &CleanArgs) -> Result<ExitKind, SwarmError> {
             "removed": cleaned.iter().map(|(c, _)| c).collect::<Vec<_>>(),
             "skipped": skipped.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "leftover_worktrees": leftovers,
+            "spare_worktree_removed": spare,
         });
         format!("{value}\n")
     } else {
-        clean_text(&cleaned, &skipped, &leftovers, args.dry_run)
+        let mut text = clean_text(&cleaned, &skipped, &leftovers, args.dry_run);
+        if let Some(folder) = &spare {
+            text.push_str(&format!(
+                "removed the spare worktree kept for the next run: {}\n",
+                folder.display()
+            ));
+        }
+        text
     };
     super::print_bytes(text.as_bytes(), "what was removed")
 }

@@ -20,6 +20,7 @@ mod lock;
 mod prune;
 mod repo;
 mod runs;
+mod spare;
 mod submodule;
 mod undo;
 mod workspace;

@@ -33,7 +33,7 @@ use super::prune::remove_run;
 use super::repo::{
     canonical, changed_paths, check_rel_path, file_at, open_objects, signature, tree_id_at,
 };
-use super::{submodule, CommitId, FileWrite, GitError, Repo, RunWorkspace};
+use super::{spare, submodule, CommitId, FileWrite, GitError, Repo, RunWorkspace};
 
 /// Where run worktrees live, relative to swarm's cache folder: each
 /// repository gets `<cache>/worktrees/<repo key>/`.
@@ -142,18 +142,16 @@ impl RunWorkspace {
         )
         .map_err(|e| GitError::git2(format!("create {best_ref}"), e))?;
 
-        // Parallel checkout (git 2.32 and later; older ones ignore it):
-        // writing every file of a large tree on every core.
-        let added = GitCommand::new(&repo.info().root)
-            .arg("-c")
-            .arg("checkout.workers=0")
-            .arg("worktree")
-            .arg("add")
-            .arg("--detach")
-            .arg(&path)
-            .arg(base.to_string())
-            .run();
-        let admin_dir = added.and_then(|_| admin_dir_of(&path));
+        let has_submodules = git
+            .find_commit(base_oid)
+            .and_then(|c| c.tree())
+            .is_ok_and(|tree| tree.get_path(Path::new(".gitmodules")).is_ok());
+        let admin_dir = if has_submodules {
+            let _ = spare::discard_spare(&runs_dir);
+            add_worktree(repo, &path, base, false)
+        } else {
+            checkout_reusing_spare(repo, &runs_dir, &path, base, &common_dir)
+        };
         let filled = admin_dir.and_then(|admin| {
             let empty = submodule::populate(&git, base, &repo.info().root, &path)?;
             Ok((admin, empty))
@@ -438,6 +436,18 @@ impl RunWorkspace {
         self.remove_all()
     }
 
+    /// Like [`remove`](Self::remove), but the worktree's files are kept
+    /// (unregistered) as the repository's spare for the next run when they
+    /// can be (see `spare`): a run at its end then deletes no file.
+    pub fn retire(mut self) -> Result<(), GitError> {
+        if let Some(runs_dir) = self.path.parent() {
+            if let Err(e) = spare::retire(&self.path, &self.admin_dir, runs_dir) {
+                tracing::debug!("the worktree is removed, not kept as the spare: {e}");
+            }
+        }
+        self.remove_all()
+    }
+
     fn remove_all(&mut self) -> Result<(), GitError> {
         self.removed = true;
         remove_run(&self.path, Some(&self.admin_dir), &self.common_dir)?;
@@ -582,6 +592,54 @@ fn resolve_lexically(path: &Path) -> PathBuf {
         resolved.push(name);
     }
     resolved
+}
+
+/// Registers the worktree at `path`, detached at `base`, and returns its
+/// admin folder; with `no_checkout`, no file is written but the `.git` file.
+/// Parallel checkout (git 2.32 and later; older ones ignore it) writes the
+/// files of a large tree on every core.
+fn add_worktree(
+    repo: &Repo,
+    path: &Path,
+    base: &CommitId,
+    no_checkout: bool,
+) -> Result<PathBuf, GitError> {
+    let mut add = GitCommand::new(&repo.info().root)
+        .arg("-c")
+        .arg("checkout.workers=0")
+        .arg("worktree")
+        .arg("add");
+    if no_checkout {
+        add = add.arg("--no-checkout");
+    }
+    add.arg("--detach").arg(path).arg(base.to_string()).run()?;
+    admin_dir_of(path)
+}
+
+/// The worktree at `path` from the spare under `runs_dir` when there is one
+/// that can be taken, else checked out afresh; its admin folder.
+fn checkout_reusing_spare(
+    repo: &Repo,
+    runs_dir: &Path,
+    path: &Path,
+    base: &CommitId,
+    common_dir: &Path,
+) -> Result<PathBuf, GitError> {
+    if !spare::has_spare(runs_dir) {
+        let _ = spare::discard_spare(runs_dir);
+        return add_worktree(repo, path, base, false);
+    }
+    let admin = add_worktree(repo, path, base, true)?;
+    match spare::take(path, &admin, runs_dir, base) {
+        Ok(true) => Ok(admin),
+        taken => {
+            if let Err(e) = taken {
+                tracing::debug!("the spare worktree could not be taken: {e}");
+            }
+            remove_run(path, Some(&admin), common_dir)?;
+            add_worktree(repo, path, base, false)
+        }
+    }
 }
 
 /// The admin folder git made for the worktree at `path`, read from its

@@ -336,7 +336,7 @@ fn close_workspace(
 ) {
     let (branch, best) = (ws.best_branch(), ws.best().clone());
     let kept = !ws.forget_unmoved_best().unwrap_or(false);
-    (kept.then_some(branch), best, ws.remove())
+    (kept.then_some(branch), best, ws.retire())
 }
 
 /// A state that would be delivered (or offered) is checked once more with

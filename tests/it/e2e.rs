@@ -108,9 +108,18 @@ pub fn assert_fixed_and_delivered(fx: &FixtureRepo, out: &std::process::Output, 
         assert_eq!(parents.split_whitespace().count(), 1);
     }
 
-    // No worktree or run lock left behind.
+    // No worktree or run lock left behind: the run's files are kept only
+    // as the spare for the next run, which git does not know of.
     assert_eq!(fx.repo.worktrees().len(), 1, "{:?}", fx.repo.worktrees());
     assert_eq!(repos::leftover_runs(fx), Vec::<String>::new());
+    let spare = std::fs::read_dir(repos::cache_dir(fx).join("worktrees"))
+        .expect("the repository's worktrees folder")
+        .flatten()
+        .map(|key| key.path().join("spare"))
+        .find(|spare| spare.is_dir())
+        .expect("the worktree is kept as the spare");
+    assert!(!spare.join(".git").exists(), "the spare is not a worktree");
+    assert!(spare.with_file_name("spare.index").is_file());
 
     assert_log_valid(
         &fx.log(),

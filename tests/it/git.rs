@@ -15,6 +15,7 @@ mod location;
 mod locks;
 mod runs;
 mod shapes;
+mod spare;
 
 pub(crate) fn open(path: &Path) -> Repo {
     Repo::open(path).expect("open").expect("a repository")

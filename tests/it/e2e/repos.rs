@@ -18,7 +18,9 @@ pub(super) fn cache_dir(fx: &FixtureRepo) -> PathBuf {
     fx.repo.home.join(".cache/swarm")
 }
 
-/// Every run folder and lock file left under the cache's worktrees.
+/// Every run folder and lock file left under the cache's worktrees (the
+/// spare worktree kept for the next run, `spare` and `spare.index`, is no
+/// run's: see `git::spare`).
 pub(super) fn leftover_runs(fx: &FixtureRepo) -> Vec<String> {
     let Ok(keys) = fs::read_dir(cache_dir(fx).join("worktrees")) else {
         return Vec::new();
@@ -27,6 +29,7 @@ pub(super) fn leftover_runs(fx: &FixtureRepo) -> Vec<String> {
         .flatten()
         .flat_map(|key| fs::read_dir(key.path()).into_iter().flatten().flatten())
         .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "spare" && name != "spare.index")
         .collect();
     left.sort();
     left
