@@ -7,8 +7,11 @@
 //! (VmHWM) and, from the request bodies the model received, the number of
 //! requests, the plan request's size, the largest request and the run's
 //! total, in characters of system and user text. Each size runs with a cold
-//! pylint cache (a fresh `SWARM_CACHE_DIR`), then again on an identical
-//! repository with the cache the first run left (warm).
+//! pylint cache (a fresh `SWARM_CACHE_DIR`), then on an identical
+//! repository elsewhere with the cache the first run left (warm: a fresh
+//! clone in CI), then on the first repository again after its delivery was
+//! undone (again: a second run on the same repository, which also takes
+//! the spare worktree the first run kept).
 //!
 //! From each run's experiment log it also reads where the time went (see
 //! [`timing`]): per attempt, the worktree update, apply, commit and the
@@ -22,7 +25,7 @@
 //! Settings (environment):
 //! - `SWARM_SCALE_SIZES=100,1000`: the sizes to run (default all three);
 //! - `SWARM_SCALE_RUNS=3`: runs of each size and cache (default 1);
-//! - `SWARM_SCALE_WARM=0`: skip the warm runs;
+//! - `SWARM_SCALE_WARM=0`: skip the warm and again runs;
 //! - `SWARM_SCALE_KEEP=1`: keep each run's folder (repository, experiment
 //!   log, swarm's stdout and stderr) and say where it is.
 //!
@@ -38,7 +41,7 @@ mod scale;
 mod timing;
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -85,10 +88,11 @@ fn main() {
         "own %"
     );
     for size in sizes {
-        let (mut colds, mut warms) = (Vec::new(), Vec::new());
+        let (mut colds, mut warms, mut agains) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..runs {
             let cache = tempfile::tempdir().expect("temp dir for the cache");
-            let cold = run(size, cache.path());
+            let bench = Bench::generate(size);
+            let cold = run(&bench, cache.path());
             print_row(size, "cold", &cold);
             let green = cold.failure.is_none();
             if let Some(why) = &cold.failure {
@@ -96,17 +100,32 @@ fn main() {
             }
             colds.push(cold);
             if warm && green {
-                let again = run(size, cache.path());
-                print_row(size, "warm", &again);
-                if let Some(why) = &again.failure {
+                // An identical repository elsewhere (a fresh clone in CI),
+                // with the cache the first run left.
+                let elsewhere = Bench::generate(size);
+                let measured = run(&elsewhere, cache.path());
+                print_row(size, "warm", &measured);
+                if let Some(why) = &measured.failure {
                     failures.push(format!("{size} files, warm: {why}"));
                 }
-                warms.push(again);
+                warms.push(measured);
+                elsewhere.finish();
+                // The same repository again, its delivery undone: the
+                // spare worktree the first run kept is taken too.
+                bench.undo();
+                let measured = run(&bench, cache.path());
+                print_row(size, "again", &measured);
+                if let Some(why) = &measured.failure {
+                    failures.push(format!("{size} files, again: {why}"));
+                }
+                agains.push(measured);
             }
+            bench.finish();
         }
         results.push((size, "cold", colds));
         if !warms.is_empty() {
             results.push((size, "warm", warms));
+            results.push((size, "again", agains));
         }
     }
     print_attempts(&results);
@@ -348,31 +367,81 @@ fn print_row(size: usize, cache: &str, m: &Measured) {
     }
 }
 
-/// Generates a repository of `size` files, runs swarm on it and measures.
-fn run(size: usize, cache: &Path) -> Measured {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let root = tmp.path().join("repo");
-    let home = tmp.path().join("home");
-    let cwd = tmp.path().join("cwd");
-    for dir in [&root, &home, &cwd] {
-        fs::create_dir_all(dir).expect("create a bench folder");
-    }
-    let started = Instant::now();
-    let project = scale::write_project(&root, size);
-    git(&root, &home, &["init", "--quiet", "--initial-branch=main"]);
-    git(&root, &home, &["config", "user.name", "Bench User"]);
-    git(&root, &home, &["config", "user.email", "bench@example.com"]);
-    git(&root, &home, &["add", "-A"]);
-    git(
-        &root,
-        &home,
-        &["commit", "--quiet", "-m", "import the project"],
-    );
-    eprintln!(
-        "scale: {size} files generated and committed in {:.1} s; running swarm",
-        started.elapsed().as_secs_f64()
-    );
+/// A generated repository and the folders around it.
+struct Bench {
+    tmp: tempfile::TempDir,
+    root: PathBuf,
+    home: PathBuf,
+    cwd: PathBuf,
+    project: ScaleProject,
+    /// The commit the project was imported as.
+    start: String,
+}
 
+impl Bench {
+    /// Generates and commits a repository of `size` files.
+    fn generate(size: usize) -> Bench {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let root = tmp.path().join("repo");
+        let home = tmp.path().join("home");
+        let cwd = tmp.path().join("cwd");
+        for dir in [&root, &home, &cwd] {
+            fs::create_dir_all(dir).expect("create a bench folder");
+        }
+        let started = Instant::now();
+        let project = scale::write_project(&root, size);
+        git(&root, &home, &["init", "--quiet", "--initial-branch=main"]);
+        git(&root, &home, &["config", "user.name", "Bench User"]);
+        git(&root, &home, &["config", "user.email", "bench@example.com"]);
+        git(&root, &home, &["add", "-A"]);
+        git(
+            &root,
+            &home,
+            &["commit", "--quiet", "-m", "import the project"],
+        );
+        let start = git_output(&root, &home, &["rev-parse", "HEAD"]);
+        eprintln!(
+            "scale: {size} files generated and committed in {:.1} s; running swarm",
+            started.elapsed().as_secs_f64()
+        );
+        Bench {
+            tmp,
+            root,
+            home,
+            cwd,
+            project,
+            start,
+        }
+    }
+
+    /// The user takes the run's delivery back (`swarm undo` does the same)
+    /// and a new experiment log starts: the repository is as generated.
+    fn undo(&self) {
+        git(
+            &self.root,
+            &self.home,
+            &["reset", "--quiet", "--hard", &self.start],
+        );
+        let _ = fs::remove_dir_all(self.cwd.join("logs"));
+    }
+
+    /// Keeps the folder when `SWARM_SCALE_KEEP=1`.
+    fn finish(self) {
+        if std::env::var("SWARM_SCALE_KEEP").is_ok_and(|v| v == "1") {
+            eprintln!("scale: kept {}", self.tmp.keep().display());
+        }
+    }
+}
+
+/// Runs swarm on `bench`'s repository with `cache` and measures.
+fn run(bench: &Bench, cache: &Path) -> Measured {
+    let (tmp, root, home, cwd, project) = (
+        &bench.tmp,
+        &bench.root,
+        &bench.home,
+        &bench.cwd,
+        &bench.project,
+    );
     let model = ModelServer::start(project.clone());
     let stdout_path = tmp.path().join("stdout");
     let stderr_path = tmp.path().join("stderr");
@@ -434,10 +503,7 @@ fn run(size: usize, cache: &Path) -> Measured {
         .last()
         .and_then(|l| serde_json::from_str(l).ok())
         .unwrap_or(Value::Null);
-    let failure = why_not_green(status.code(), &summary, &stderr, &root, &project);
-    if std::env::var("SWARM_SCALE_KEEP").is_ok_and(|v| v == "1") {
-        eprintln!("scale: kept {}", tmp.keep().display());
-    }
+    let failure = why_not_green(status.code(), &summary, &stderr, root, project);
     Measured {
         exit: status.code(),
         wall,
@@ -504,6 +570,19 @@ fn peak_rss_kib(pid: u32) -> Option<u64> {
 }
 
 /// Runs git in `dir` with a hermetic environment; panics when it fails.
+/// `git args` in `dir`; its stdout, trimmed.
+fn git_output(dir: &Path, home: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .env("HOME", home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("git can be started");
+    assert!(output.status.success(), "git {args:?} failed");
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
 fn git(dir: &Path, home: &Path, args: &[&str]) {
     let output = Command::new("git")
         .current_dir(dir)

@@ -408,7 +408,8 @@ fn kill_and_recover(point: Point) -> bool {
             );
         }
     }
-    // Nothing of either run is left in the cache but the repository's folder.
+    // Nothing of either run is left in the cache but the repository's folder
+    // and the spare worktree the second run kept (see `git::spare`).
     let cache = scene.fx.repo.home.join(".cache/swarm/worktrees");
     assert!(cache.is_dir(), "runs work under {}", cache.display());
     let left: Vec<PathBuf> = std::fs::read_dir(&cache)
@@ -416,6 +417,7 @@ fn kill_and_recover(point: Point) -> bool {
             dirs.flatten()
                 .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten())
                 .map(|e| e.path())
+                .filter(|p| !p.ends_with("spare") && !p.ends_with("spare.index"))
                 .collect()
         })
         .unwrap_or_default();

@@ -306,11 +306,24 @@ fn clean_removes_exactly_one_runs_refs_and_all_removes_every_run() {
     let rows = json_of(&swarm_on(&fx, &["log", "--json"]));
     assert_eq!(rows.as_array().map(Vec::len), Some(1));
 
-    // --all: every run goes, the user's branches stay.
+    // --all: every run goes, the user's branches stay, and so does the
+    // spare worktree the runs kept in the cache folder.
+    let spare_of = || {
+        std::fs::read_dir(super::repos::cache_dir(&fx).join("worktrees"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|key| key.path().join("spare"))
+            .find(|spare| spare.exists())
+    };
+    assert!(spare_of().is_some(), "the runs kept a spare worktree");
     let head = fx.repo.head();
     let out = swarm_on(&fx, &["clean", "--all"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("removed run {delivered}")));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains(&format!("removed run {delivered}")), "{said}");
+    assert!(said.contains("removed the spare worktree"), "{said}");
+    assert_eq!(spare_of(), None);
     assert!(refs_under(&fx, "refs/swarm/").is_empty());
     assert!(refs_under(&fx, "refs/heads/swarm/").is_empty());
     let mut left_over = refs_under(&fx, "refs/heads/");
