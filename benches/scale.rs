@@ -448,15 +448,15 @@ fn run(bench: &Bench, cache: &Path) -> Measured {
     let started = Instant::now();
     let mut command = Command::new(env!("CARGO_BIN_EXE_swarm"));
     command
-        .current_dir(&cwd)
+        .current_dir(cwd)
         .arg("--target_dir")
-        .arg(&root)
+        .arg(root)
         .args(["--provider", "openai", "--base-url"])
         .arg(format!("{}/v1", model.base_url()))
         // The loopback server stands for a hosted model: its defaults.
         .args(["--local-model", "false"])
         .arg("--json")
-        .env("HOME", &home)
+        .env("HOME", home)
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("SWARM_CACHE_DIR", cache)
         .env("NO_COLOR", "1");
