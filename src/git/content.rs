@@ -75,6 +75,28 @@ pub fn blob_id(content: &[u8]) -> String {
     }
 }
 
+/// Makes the files of the worktree at `path` exactly those of `commit`:
+/// `git checkout --force` rewrites every file whose content, size, times
+/// or inode differ from what the index recorded, `git clean -ffdx` removes
+/// everything untracked or ignored; HEAD is left detached at `commit`.
+pub(super) fn checkout_exactly(path: &Path, commit: &CommitId) -> Result<(), GitError> {
+    GitCommand::new(path)
+        .arg("-c")
+        .arg("submodule.recurse=false")
+        .arg("checkout")
+        .arg("--quiet")
+        .arg("--force")
+        .arg("--detach")
+        .arg(commit.to_string())
+        .run()?;
+    GitCommand::new(path)
+        .arg("clean")
+        .arg("--quiet")
+        .arg("-ffdx")
+        .run()?;
+    Ok(())
+}
+
 impl RunWorkspace {
     /// Makes the worktree's files exactly those of `commit`, removing
     /// untracked and ignored files such as `__pycache__` and
@@ -82,20 +104,7 @@ impl RunWorkspace {
     pub fn reset_to(&self, commit: &CommitId) -> Result<(), GitError> {
         let mut disk = self.disk.lock().unwrap_or_else(|e| e.into_inner());
         disk.trusted = false;
-        GitCommand::new(&self.path)
-            .arg("-c")
-            .arg("submodule.recurse=false")
-            .arg("checkout")
-            .arg("--quiet")
-            .arg("--force")
-            .arg("--detach")
-            .arg(commit.to_string())
-            .run()?;
-        GitCommand::new(&self.path)
-            .arg("clean")
-            .arg("--quiet")
-            .arg("-ffdx")
-            .run()?;
+        checkout_exactly(&self.path, commit)?;
         disk.reset(commit.clone());
         Ok(())
     }

@@ -24,7 +24,6 @@ use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
-use super::command::GitCommand;
 use super::prune::remove_tree_in_parallel;
 use super::{CommitId, GitError};
 
@@ -127,20 +126,7 @@ pub(crate) fn take(
         let _ = discard_spare(runs_dir);
         return Err(error);
     }
-    GitCommand::new(path)
-        .arg("-c")
-        .arg("submodule.recurse=false")
-        .arg("checkout")
-        .arg("--quiet")
-        .arg("--force")
-        .arg("--detach")
-        .arg(base.to_string())
-        .run()?;
-    GitCommand::new(path)
-        .arg("clean")
-        .arg("--quiet")
-        .arg("-ffdx")
-        .run()?;
+    super::content::checkout_exactly(path, base)?;
     Ok(true)
 }
 

@@ -512,9 +512,12 @@ pub(crate) fn best_branch_name(run_id: &str) -> String {
 }
 
 /// Whether `run_id` can name a folder and a branch component: 1 to 100
-/// ASCII letters, digits, `-` and `_`, not starting with `-`.
+/// ASCII letters, digits, `-` and `_`, not starting with `-`, and not
+/// `spare`.
 pub(crate) fn is_run_id(run_id: &str) -> bool {
-    !run_id.is_empty()
+    // The spare worktree's folder sits beside the runs' and is none of them.
+    run_id != spare::SPARE
+        && !run_id.is_empty()
         && run_id.len() <= 100
         && !run_id.starts_with('-')
         && run_id

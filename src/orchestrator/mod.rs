@@ -323,7 +323,8 @@ pub async fn run(
     )
 }
 
-/// Removes the run's worktree. With the run branch (`None` when the run
+/// Puts the run's worktree aside: kept as the repository's spare for the
+/// next run, or removed (see `git::RunWorkspace::retire`). With the run branch (`None` when the run
 /// accepted nothing: an empty run branch is not left behind, and one that
 /// cannot be deleted is only clutter, not a failure), its tip, and how the
 /// removal went.

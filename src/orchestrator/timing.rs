@@ -20,7 +20,8 @@ pub(crate) enum Stage {
     /// The Fixer→Reviewer→Executor→Judge rounds, plan batches left out.
     Rounds,
     FinalCheck,
-    /// The worktree's removal, the fast-forward and the summary.
+    /// The worktree put aside (kept as the spare, or removed), the
+    /// fast-forward and the summary.
     Delivery,
 }
 

@@ -335,3 +335,58 @@ fn clean_removes_exactly_one_runs_refs_and_all_removes_every_run() {
     // Neither RUN nor --all: a usage error.
     assert_eq!(swarm_on(&fx, &["clean"]).status.code(), Some(1));
 }
+
+/// The spare worktree's folder under the fixture's cache, when there is one.
+fn spare_folder(fx: &FixtureRepo) -> Option<std::path::PathBuf> {
+    std::fs::read_dir(super::repos::cache_dir(fx).join("worktrees"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|key| key.path().join("spare"))
+        .find(|spare| spare.is_dir())
+}
+
+/// A second run on the same repository takes the first run's worktree (the
+/// very folder: same inode) instead of checking every file out again, and
+/// still starts from exactly the committed files: the first run's fix in
+/// the kept folder and a file a test left there do not leak into it, so it
+/// finds the bug again, fixes it and delivers.
+#[test]
+fn a_second_run_takes_the_spare_worktree_and_starts_from_the_committed_files() {
+    use std::os::unix::fs::MetadataExt;
+    let fx = FixtureRepo::new("single_module");
+    let start = fx.repo.head();
+    let first = good_run(&fx, &[]);
+    assert_eq!(first["status"], "success");
+    let spare = spare_folder(&fx).expect("the first run kept its worktree");
+    let inode = std::fs::metadata(&spare).expect("spare").ino();
+    assert!(
+        std::fs::read_to_string(spare.join("stats.py")).expect("the fixed module in the spare")
+            != fx.repo.git(&["show", &format!("{start}:stats.py")]),
+        "the spare holds the first run's fix"
+    );
+    std::fs::write(spare.join("left_by_a_test.py"), "import sys\n").expect("junk");
+
+    // The user takes the fix back: the bug is in HEAD again.
+    fx.repo.git(&["reset", "--quiet", "--hard", &start]);
+    let server = LlmServer::start(good_model("single_module", ""));
+    let out = run_openai(&fx, &server, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let second = summary_of(&out.stdout);
+    assert_eq!(second["status"], "success", "{second}");
+    assert!(
+        second["tests_before"] != second["tests_after"],
+        "the second run saw the bug, not the kept fix: {second}"
+    );
+    assert_ne!(fx.repo.head(), start, "delivered again");
+    assert!(!stderr.contains("left by interrupted runs"), "{stderr}");
+    let spare_after = spare_folder(&fx).expect("kept again");
+    assert_eq!(
+        std::fs::metadata(&spare_after).expect("spare").ino(),
+        inode,
+        "the same folder went through the second run"
+    );
+    assert!(!spare_after.join("left_by_a_test.py").exists());
+    assert_eq!(fx.repo.worktrees(), vec![fx.repo.root.clone()]);
+}
