@@ -16,6 +16,7 @@ mod clean;
 mod command;
 mod content;
 mod fastforward;
+mod location;
 mod lock;
 mod prune;
 mod repo;

@@ -24,8 +24,10 @@ use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
-use super::prune::remove_tree_in_parallel;
-use super::{CommitId, GitError};
+use super::command::GitCommand;
+use super::prune::{remove_run, remove_tree_in_parallel};
+use super::workspace::admin_dir_of;
+use super::{CommitId, GitError, Repo};
 
 /// The spare worktree's folder name under the worktrees root.
 pub(crate) const SPARE: &str = "spare";
@@ -128,6 +130,54 @@ pub(crate) fn take(
     }
     super::content::checkout_exactly(path, base)?;
     Ok(true)
+}
+
+/// Registers the worktree at `path`, detached at `base`, and returns its
+/// admin folder; with `no_checkout`, no file is written but the `.git` file.
+/// Parallel checkout (git 2.32 and later; older ones ignore it) writes the
+/// files of a large tree on every core.
+pub(super) fn add_worktree(
+    repo: &Repo,
+    path: &Path,
+    base: &CommitId,
+    no_checkout: bool,
+) -> Result<PathBuf, GitError> {
+    let mut add = GitCommand::new(&repo.info().root)
+        .arg("-c")
+        .arg("checkout.workers=0")
+        .arg("worktree")
+        .arg("add");
+    if no_checkout {
+        add = add.arg("--no-checkout");
+    }
+    add.arg("--detach").arg(path).arg(base.to_string()).run()?;
+    admin_dir_of(path)
+}
+
+/// The worktree at `path` from the spare under `runs_dir` when there is one
+/// that can be taken, else checked out afresh; its admin folder.
+pub(super) fn checkout_reusing_spare(
+    repo: &Repo,
+    runs_dir: &Path,
+    path: &Path,
+    base: &CommitId,
+    common_dir: &Path,
+) -> Result<PathBuf, GitError> {
+    if !has_spare(runs_dir) {
+        let _ = discard_spare(runs_dir);
+        return add_worktree(repo, path, base, false);
+    }
+    let admin = add_worktree(repo, path, base, true)?;
+    match take(path, &admin, runs_dir, base) {
+        Ok(true) => Ok(admin),
+        taken => {
+            if let Err(e) = taken {
+                tracing::debug!("the spare worktree could not be taken: {e}");
+            }
+            remove_run(path, Some(&admin), common_dir)?;
+            add_worktree(repo, path, base, false)
+        }
+    }
 }
 
 impl super::Repo {

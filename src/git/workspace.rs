@@ -13,6 +13,9 @@
 //! submodules initialised in the user's checkout are filled in (see
 //! `submodule`), so tests that import from them work.
 //!
+//! At its end a run's worktree is retired rather than deleted: kept,
+//! unregistered, as the repository's spare for the next run (see `spare`).
+//!
 //! Liveness: next to each run folder, `<run>.lock` is `flock`ed by the run
 //! for its whole life (see `lock`); pruning (see `prune`) only removes runs
 //! whose lock it can take.
@@ -20,14 +23,14 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::ErrorKind;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use git2::build::TreeUpdateBuilder;
 use git2::{FileMode, Repository};
 use sha2::{Digest, Sha256};
 
-use super::command::GitCommand;
 use super::content::DiskState;
+use super::location::{check_outside_repo, resolve_lexically};
 use super::lock::{LockFile, TryLock};
 use super::prune::remove_run;
 use super::repo::{
@@ -148,9 +151,9 @@ impl RunWorkspace {
             .is_ok_and(|tree| tree.get_path(Path::new(".gitmodules")).is_ok());
         let admin_dir = if has_submodules {
             let _ = spare::discard_spare(&runs_dir);
-            add_worktree(repo, &path, base, false)
+            spare::add_worktree(repo, &path, base, false)
         } else {
-            checkout_reusing_spare(repo, &runs_dir, &path, base, &common_dir)
+            spare::checkout_reusing_spare(repo, &runs_dir, &path, base, &common_dir)
         };
         let filled = admin_dir.and_then(|admin| {
             let empty = submodule::populate(&git, base, &repo.info().root, &path)?;
@@ -540,114 +543,9 @@ pub(crate) fn lock_file(runs_dir: &Path, run_id: &str) -> PathBuf {
     runs_dir.join(format!("{run_id}.lock"))
 }
 
-/// Refuses a worktrees folder inside the repository's working tree(s) or
-/// git dirs. `path` need not exist yet: its nearest existing ancestor is
-/// resolved (symbolic links included) and the rest appended.
-fn check_outside_repo(repo: &Repo, path: &Path) -> Result<(), GitError> {
-    let resolved = resolve_lexically(path);
-    let info = repo.info();
-    let mut guarded = vec![
-        info.root.clone(),
-        info.common_dir.clone(),
-        repo.git_dir.clone(),
-    ];
-    if info.common_dir.file_name().is_some_and(|n| n == ".git") {
-        if let Some(main_root) = info.common_dir.parent() {
-            guarded.push(main_root.to_path_buf());
-        }
-    }
-    if guarded.iter().any(|dir| resolved.starts_with(dir)) {
-        return Err(GitError::WorktreesInsideRepo {
-            path: resolved,
-            repo: info.root.clone(),
-        });
-    }
-    Ok(())
-}
-
-/// `path` made absolute, with its longest existing prefix canonicalized and
-/// `.`/`..` folded.
-fn resolve_lexically(path: &Path) -> PathBuf {
-    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut folded = PathBuf::new();
-    for component in absolute.components() {
-        match component {
-            Component::ParentDir => {
-                folded.pop();
-            }
-            Component::CurDir => {}
-            other => folded.push(other),
-        }
-    }
-    let mut existing = folded.as_path();
-    let mut rest = Vec::new();
-    while fs::symlink_metadata(existing).is_err() {
-        match (existing.parent(), existing.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_os_string());
-                existing = parent;
-            }
-            _ => break,
-        }
-    }
-    let mut resolved = fs::canonicalize(existing).unwrap_or_else(|_| existing.to_path_buf());
-    for name in rest.into_iter().rev() {
-        resolved.push(name);
-    }
-    resolved
-}
-
-/// Registers the worktree at `path`, detached at `base`, and returns its
-/// admin folder; with `no_checkout`, no file is written but the `.git` file.
-/// Parallel checkout (git 2.32 and later; older ones ignore it) writes the
-/// files of a large tree on every core.
-fn add_worktree(
-    repo: &Repo,
-    path: &Path,
-    base: &CommitId,
-    no_checkout: bool,
-) -> Result<PathBuf, GitError> {
-    let mut add = GitCommand::new(&repo.info().root)
-        .arg("-c")
-        .arg("checkout.workers=0")
-        .arg("worktree")
-        .arg("add");
-    if no_checkout {
-        add = add.arg("--no-checkout");
-    }
-    add.arg("--detach").arg(path).arg(base.to_string()).run()?;
-    admin_dir_of(path)
-}
-
-/// The worktree at `path` from the spare under `runs_dir` when there is one
-/// that can be taken, else checked out afresh; its admin folder.
-fn checkout_reusing_spare(
-    repo: &Repo,
-    runs_dir: &Path,
-    path: &Path,
-    base: &CommitId,
-    common_dir: &Path,
-) -> Result<PathBuf, GitError> {
-    if !spare::has_spare(runs_dir) {
-        let _ = spare::discard_spare(runs_dir);
-        return add_worktree(repo, path, base, false);
-    }
-    let admin = add_worktree(repo, path, base, true)?;
-    match spare::take(path, &admin, runs_dir, base) {
-        Ok(true) => Ok(admin),
-        taken => {
-            if let Err(e) = taken {
-                tracing::debug!("the spare worktree could not be taken: {e}");
-            }
-            remove_run(path, Some(&admin), common_dir)?;
-            add_worktree(repo, path, base, false)
-        }
-    }
-}
-
 /// The admin folder git made for the worktree at `path`, read from its
 /// `.git` file (`gitdir: <common>/worktrees/<name>`).
-fn admin_dir_of(path: &Path) -> Result<PathBuf, GitError> {
+pub(super) fn admin_dir_of(path: &Path) -> Result<PathBuf, GitError> {
     let dot_git = path.join(".git");
     let text = fs::read_to_string(&dot_git).map_err(|e| GitError::io("read", &dot_git, e))?;
     let dir = text
