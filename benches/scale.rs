@@ -92,33 +92,25 @@ fn main() {
         for _ in 0..runs {
             let cache = tempfile::tempdir().expect("temp dir for the cache");
             let bench = Bench::generate(size);
-            let cold = run(&bench, cache.path());
-            print_row(size, "cold", &cold);
+            let cold = measure(size, "cold", &bench, cache.path(), &mut failures);
             let green = cold.failure.is_none();
-            if let Some(why) = &cold.failure {
-                failures.push(format!("{size} files, cold: {why}"));
-            }
             colds.push(cold);
             if warm && green {
                 // An identical repository elsewhere (a fresh clone in CI),
                 // with the cache the first run left.
                 let elsewhere = Bench::generate(size);
-                let measured = run(&elsewhere, cache.path());
-                print_row(size, "warm", &measured);
-                if let Some(why) = &measured.failure {
-                    failures.push(format!("{size} files, warm: {why}"));
-                }
-                warms.push(measured);
+                warms.push(measure(
+                    size,
+                    "warm",
+                    &elsewhere,
+                    cache.path(),
+                    &mut failures,
+                ));
                 elsewhere.finish();
                 // The same repository again, its delivery undone: the
                 // spare worktree the first run kept is taken too.
                 bench.undo();
-                let measured = run(&bench, cache.path());
-                print_row(size, "again", &measured);
-                if let Some(why) = &measured.failure {
-                    failures.push(format!("{size} files, again: {why}"));
-                }
-                agains.push(measured);
+                agains.push(measure(size, "again", &bench, cache.path(), &mut failures));
             }
             bench.finish();
         }
@@ -137,6 +129,23 @@ fn main() {
         }
         std::process::exit(1);
     }
+}
+
+/// One run of `kind` on `bench`, printed; a run that did not end green is
+/// added to `failures`.
+fn measure(
+    size: usize,
+    kind: &str,
+    bench: &Bench,
+    cache: &Path,
+    failures: &mut Vec<String>,
+) -> Measured {
+    let measured = run(bench, cache);
+    print_row(size, kind, &measured);
+    if let Some(why) = &measured.failure {
+        failures.push(format!("{size} files, {kind}: {why}"));
+    }
+    measured
 }
 
 /// `SWARM_SCALE_RUNS`, else 1.

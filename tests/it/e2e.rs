@@ -112,12 +112,7 @@ pub fn assert_fixed_and_delivered(fx: &FixtureRepo, out: &std::process::Output, 
     // as the spare for the next run, which git does not know of.
     assert_eq!(fx.repo.worktrees().len(), 1, "{:?}", fx.repo.worktrees());
     assert_eq!(repos::leftover_runs(fx), Vec::<String>::new());
-    let spare = std::fs::read_dir(repos::cache_dir(fx).join("worktrees"))
-        .expect("the repository's worktrees folder")
-        .flatten()
-        .map(|key| key.path().join("spare"))
-        .find(|spare| spare.is_dir())
-        .expect("the worktree is kept as the spare");
+    let spare = repos::spare_folder(fx).expect("the worktree is kept as the spare");
     assert!(!spare.join(".git").exists(), "the spare is not a worktree");
     assert!(spare.with_file_name("spare.index").is_file());
 

@@ -35,6 +35,17 @@ pub(super) fn leftover_runs(fx: &FixtureRepo) -> Vec<String> {
     left
 }
 
+/// The spare worktree's folder in the fixture's cache (see `git::spare`),
+/// when a run kept one.
+pub(super) fn spare_folder(fx: &FixtureRepo) -> Option<PathBuf> {
+    fs::read_dir(cache_dir(fx).join("worktrees"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|key| key.path().join("spare"))
+        .find(|spare| spare.is_dir())
+}
+
 /// Starts swarm on the fixture in the background, in its own process group
 /// (so a test can signal swarm's whole group without signalling itself),
 /// with the same hermetic environment as [`FixtureRepo::swarm`].

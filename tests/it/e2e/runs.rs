@@ -308,22 +308,17 @@ fn clean_removes_exactly_one_runs_refs_and_all_removes_every_run() {
 
     // --all: every run goes, the user's branches stay, and so does the
     // spare worktree the runs kept in the cache folder.
-    let spare_of = || {
-        std::fs::read_dir(super::repos::cache_dir(&fx).join("worktrees"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|key| key.path().join("spare"))
-            .find(|spare| spare.exists())
-    };
-    assert!(spare_of().is_some(), "the runs kept a spare worktree");
+    assert!(
+        super::repos::spare_folder(&fx).is_some(),
+        "the runs kept a spare worktree"
+    );
     let head = fx.repo.head();
     let out = swarm_on(&fx, &["clean", "--all"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(said.contains(&format!("removed run {delivered}")), "{said}");
     assert!(said.contains("removed the spare worktree"), "{said}");
-    assert_eq!(spare_of(), None);
+    assert_eq!(super::repos::spare_folder(&fx), None);
     assert!(refs_under(&fx, "refs/swarm/").is_empty());
     assert!(refs_under(&fx, "refs/heads/swarm/").is_empty());
     let mut left_over = refs_under(&fx, "refs/heads/");
@@ -334,16 +329,6 @@ fn clean_removes_exactly_one_runs_refs_and_all_removes_every_run() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("no swarm runs"));
     // Neither RUN nor --all: a usage error.
     assert_eq!(swarm_on(&fx, &["clean"]).status.code(), Some(1));
-}
-
-/// The spare worktree's folder under the fixture's cache, when there is one.
-fn spare_folder(fx: &FixtureRepo) -> Option<std::path::PathBuf> {
-    std::fs::read_dir(super::repos::cache_dir(fx).join("worktrees"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|key| key.path().join("spare"))
-        .find(|spare| spare.is_dir())
 }
 
 /// A second run on the same repository takes the first run's worktree (the
@@ -358,7 +343,7 @@ fn a_second_run_takes_the_spare_worktree_and_starts_from_the_committed_files() {
     let start = fx.repo.head();
     let first = good_run(&fx, &[]);
     assert_eq!(first["status"], "success");
-    let spare = spare_folder(&fx).expect("the first run kept its worktree");
+    let spare = super::repos::spare_folder(&fx).expect("the first run kept its worktree");
     let inode = std::fs::metadata(&spare).expect("spare").ino();
     assert!(
         std::fs::read_to_string(spare.join("stats.py")).expect("the fixed module in the spare")
@@ -381,7 +366,7 @@ fn a_second_run_takes_the_spare_worktree_and_starts_from_the_committed_files() {
     );
     assert_ne!(fx.repo.head(), start, "delivered again");
     assert!(!stderr.contains("left by interrupted runs"), "{stderr}");
-    let spare_after = spare_folder(&fx).expect("kept again");
+    let spare_after = super::repos::spare_folder(&fx).expect("kept again");
     assert_eq!(
         std::fs::metadata(&spare_after).expect("spare").ino(),
         inode,
