@@ -260,7 +260,9 @@ pub(crate) fn scratch_of(worktree: &Path) -> PathBuf {
     worktree.with_file_name(format!("{name}.scratch"))
 }
 
-fn remove_dir(path: &Path) -> Result<(), GitError> {
+/// Removes the folder (or file) `path` and what is in it; a missing one is
+/// no error.
+pub(super) fn remove_dir(path: &Path) -> Result<(), GitError> {
     // What the parallel pass could not remove (a folder without write
     // permission, a file that came back) gets the plain removal's error.
     let _ = remove_tree_in_parallel(path);
@@ -271,7 +273,8 @@ fn remove_dir(path: &Path) -> Result<(), GitError> {
     }
 }
 
-fn remove_file(path: &Path) -> Result<(), GitError> {
+/// Removes the file `path`; a missing one is no error.
+pub(super) fn remove_file(path: &Path) -> Result<(), GitError> {
     match fs::remove_file(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),

@@ -21,11 +21,10 @@
 //! ours to carry over. `swarm clean --all` removes the spare.
 
 use std::fs;
-use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use super::command::GitCommand;
-use super::prune::{remove_run, remove_tree_in_parallel};
+use super::prune::{remove_dir, remove_file, remove_run};
 use super::workspace::admin_dir_of;
 use super::{CommitId, GitError, Repo};
 
@@ -48,28 +47,18 @@ pub(crate) fn has_spare(runs_dir: &Path) -> bool {
 /// Removes the spare (and any half of one) under `runs_dir`.
 pub(crate) fn discard_spare(runs_dir: &Path) -> Result<(), GitError> {
     let (folder, index) = spare_paths(runs_dir);
-    if fs::symlink_metadata(&folder).is_ok() {
-        let _ = remove_tree_in_parallel(&folder);
-        match fs::remove_dir_all(&folder) {
-            Err(e) if e.kind() != ErrorKind::NotFound => {
-                return Err(GitError::io("remove", &folder, e))
-            }
-            _ => {}
-        }
-    }
-    match fs::remove_file(&index) {
-        Err(e) if e.kind() != ErrorKind::NotFound => Err(GitError::io("remove", &index, e)),
-        _ => Ok(()),
-    }
+    remove_dir(&folder)?;
+    remove_file(&index)
 }
 
 /// Keeps the worktree at `path` (registered with its admin folder
 /// `admin_dir`) as the spare of `runs_dir`: index copied, `.git` file
 /// removed, folder renamed. The caller then removes the admin folder as
-/// for any finished run. `Ok(false)` when it is not kept (a spare is
-/// already there, the tree has submodules, or there is no index); on an
-/// error the half-made spare is removed and the worktree may be gone.
-pub(crate) fn retire(path: &Path, admin_dir: &Path, runs_dir: &Path) -> Result<bool, GitError> {
+/// for any finished run, which removes the worktree too when it was not
+/// kept (a spare is already there, the tree has submodules, or there is no
+/// index). On an error the half-made spare is removed and the worktree may
+/// be gone.
+pub(crate) fn retire(path: &Path, admin_dir: &Path, runs_dir: &Path) -> Result<(), GitError> {
     let (folder, index) = spare_paths(runs_dir);
     let admin_index = admin_dir.join("index");
     if fs::symlink_metadata(&folder).is_ok()
@@ -77,7 +66,7 @@ pub(crate) fn retire(path: &Path, admin_dir: &Path, runs_dir: &Path) -> Result<b
         || fs::symlink_metadata(path.join(".gitmodules")).is_ok()
         || !admin_index.is_file()
     {
-        return Ok(false);
+        return Ok(());
     }
     let kept = (|| {
         fs::copy(&admin_index, &index).map_err(|e| GitError::io("copy", &admin_index, e))?;
@@ -85,37 +74,25 @@ pub(crate) fn retire(path: &Path, admin_dir: &Path, runs_dir: &Path) -> Result<b
         fs::remove_file(&dot_git).map_err(|e| GitError::io("remove", &dot_git, e))?;
         fs::rename(path, &folder).map_err(|e| GitError::io("rename", path, e))
     })();
-    if let Err(error) = kept {
+    if kept.is_err() {
         let _ = discard_spare(runs_dir);
-        return Err(error);
     }
-    Ok(true)
+    kept
 }
 
 /// Takes the spare of `runs_dir` as the new worktree at `path`, which
 /// `git worktree add --no-checkout` has just registered (admin folder
 /// `admin_dir`, holding only its `.git` file), and brings it to `base`.
-/// `Ok(false)` when there is no spare; on an error the spare is gone and
-/// `path` may hold part of it: the caller removes the run and checks out
-/// afresh.
-pub(crate) fn take(
-    path: &Path,
-    admin_dir: &Path,
-    runs_dir: &Path,
-    base: &CommitId,
-) -> Result<bool, GitError> {
-    if !has_spare(runs_dir) {
-        discard_spare(runs_dir)?;
-        return Ok(false);
-    }
+/// There must be a spare ([`has_spare`]). On an error the spare is gone
+/// and `path` may hold part of it: the caller removes the run and checks
+/// out afresh.
+fn take(path: &Path, admin_dir: &Path, runs_dir: &Path, base: &CommitId) -> Result<(), GitError> {
     let (folder, index) = spare_paths(runs_dir);
     let moved = (|| {
         let dot_git = path.join(".git");
         let spare_git = folder.join(".git");
         // Whatever a test left at the spare's `.git` is not git's.
-        if fs::symlink_metadata(&spare_git).is_ok() {
-            let _ = remove_tree_in_parallel(&spare_git);
-        }
+        remove_dir(&spare_git)?;
         fs::rename(&dot_git, &spare_git).map_err(|e| GitError::io("rename", &dot_git, e))?;
         fs::remove_dir(path).map_err(|e| GitError::io("remove", path, e))?;
         fs::rename(&folder, path).map_err(|e| GitError::io("rename", &folder, e))?;
@@ -128,8 +105,7 @@ pub(crate) fn take(
         let _ = discard_spare(runs_dir);
         return Err(error);
     }
-    super::content::checkout_exactly(path, base)?;
-    Ok(true)
+    super::content::checkout_exactly(path, base)
 }
 
 /// Registers the worktree at `path`, detached at `base`, and returns its
@@ -169,11 +145,9 @@ pub(super) fn checkout_reusing_spare(
     }
     let admin = add_worktree(repo, path, base, true)?;
     match take(path, &admin, runs_dir, base) {
-        Ok(true) => Ok(admin),
-        taken => {
-            if let Err(e) = taken {
-                tracing::debug!("the spare worktree could not be taken: {e}");
-            }
+        Ok(()) => Ok(admin),
+        Err(e) => {
+            tracing::debug!("the spare worktree could not be taken: {e}");
             remove_run(path, Some(&admin), common_dir)?;
             add_worktree(repo, path, base, false)
         }

@@ -329,13 +329,7 @@ print(json.dumps({
 }))"#;
 
 fn origin_info(origin: &Path) -> Result<OriginInfo, ToolError> {
-    let out = ProcessBuilder::new(origin)
-        .args(["-c", ORIGIN_SCRIPT])
-        .timeout(PROBE_TIMEOUT)
-        .run(&Cancel::new())
-        .map_err(|e| {
-            ToolError::Missing(format!("cannot run Python at {}: {e}", origin.display()))
-        })?;
+    let out = run_python(origin, &["-c", ORIGIN_SCRIPT])?;
     let failed = |message: String| ToolError::Failed {
         command: out.command.clone(),
         message,
@@ -398,6 +392,16 @@ fn write_origin_pth(tool_python: &Path, site: &[String]) -> Result<(), ToolError
         command: format!("write {}", pth.display()),
         message: e.to_string(),
     })
+}
+
+/// Runs `python args` for a probe (within [`PROBE_TIMEOUT`]); a
+/// [`ToolError::Missing`] naming the interpreter when it cannot be started.
+fn run_python(python: &Path, args: &[&str]) -> Result<super::process::ProcessOutput, ToolError> {
+    ProcessBuilder::new(python)
+        .args(args)
+        .timeout(PROBE_TIMEOUT)
+        .run(&Cancel::new())
+        .map_err(|e| ToolError::Missing(format!("cannot run Python at {}: {e}", python.display())))
 }
 
 fn expect_success(

@@ -15,9 +15,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{expect_success, PROBE_TIMEOUT};
-use crate::cancel::Cancel;
-use crate::tools::process::{Ending, ProcessBuilder};
+use super::{expect_success, run_python};
+use crate::tools::process::Ending;
 use crate::tools::{PythonLayout, ToolError};
 
 /// One start-up: the layout, then per tool its version, `null` when the
@@ -100,13 +99,7 @@ enum Said {
 /// them (so the caller says how to install them); with them, the layout's
 /// error is the answer. `Err` when the interpreter does not start at all.
 pub(super) fn probe(python: &Path) -> Result<Probe, ToolError> {
-    let out = ProcessBuilder::new(python)
-        .args(["-c", PROBE_SCRIPT])
-        .timeout(PROBE_TIMEOUT)
-        .run(&Cancel::new())
-        .map_err(|e| {
-            ToolError::Missing(format!("cannot run Python at {}: {e}", python.display()))
-        })?;
+    let out = run_python(python, &["-c", PROBE_SCRIPT])?;
     let parsed = expect_success(Ok(out)).and_then(|out| {
         parse(&out.stdout).map_err(|message| ToolError::Failed {
             command: out.command.clone(),
@@ -183,13 +176,7 @@ fn is_version(text: &str) -> bool {
 /// `Some(version)` when `python -m <module> --version` succeeds; `Err` when
 /// the interpreter itself cannot be started.
 fn module_version(python: &Path, module: &str) -> Result<Option<String>, ToolError> {
-    let out = ProcessBuilder::new(python)
-        .args(["-m", module, "--version"])
-        .timeout(PROBE_TIMEOUT)
-        .run(&Cancel::new())
-        .map_err(|e| {
-            ToolError::Missing(format!("cannot run Python at {}: {e}", python.display()))
-        })?;
+    let out = run_python(python, &["-m", module, "--version"])?;
     if out.ending != Ending::Exited(0) {
         return Ok(None);
     }
