@@ -90,15 +90,17 @@ fn main() {
     for size in sizes {
         let (mut colds, mut warms, mut agains) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..runs {
+            // One user: their home and swarm's cache stay across the runs.
             let cache = tempfile::tempdir().expect("temp dir for the cache");
-            let bench = Bench::generate(size);
+            let home = tempfile::tempdir().expect("temp dir for the home");
+            let bench = Bench::generate(size, home.path());
             let cold = measure(size, "cold", &bench, cache.path(), &mut failures);
             let green = cold.failure.is_none();
             colds.push(cold);
             if warm && green {
                 // An identical repository elsewhere (a fresh clone in CI),
                 // with the cache the first run left.
-                let elsewhere = Bench::generate(size);
+                let elsewhere = Bench::generate(size, home.path());
                 warms.push(measure(
                     size,
                     "warm",
@@ -388,13 +390,14 @@ struct Bench {
 }
 
 impl Bench {
-    /// Generates and commits a repository of `size` files.
-    fn generate(size: usize) -> Bench {
+    /// Generates and commits a repository of `size` files, for the user
+    /// whose home is `home`.
+    fn generate(size: usize, home: &Path) -> Bench {
         let tmp = tempfile::tempdir().expect("temp dir");
         let root = tmp.path().join("repo");
-        let home = tmp.path().join("home");
+        let home = home.to_path_buf();
         let cwd = tmp.path().join("cwd");
-        for dir in [&root, &home, &cwd] {
+        for dir in [&root, &cwd] {
             fs::create_dir_all(dir).expect("create a bench folder");
         }
         let started = Instant::now();

@@ -129,10 +129,12 @@ pub fn clean(args: &CleanArgs) -> Result<ExitKind, SwarmError> {
     }
     let mut leftovers = Vec::new();
     let mut spare = None;
-    if args.all && !args.dry_run {
+    if args.all {
         if let Some(root) = &root {
-            leftovers = repo.prune_stale_runs(root)?;
-            spare = repo.discard_spare_worktree(root)?;
+            if !args.dry_run {
+                leftovers = repo.prune_stale_runs(root)?;
+            }
+            spare = repo.discard_spare_worktree(root, args.dry_run)?;
         }
     }
     let text = if args.repo.json {
@@ -147,8 +149,13 @@ pub fn clean(args: &CleanArgs) -> Result<ExitKind, SwarmError> {
     } else {
         let mut text = clean_text(&cleaned, &skipped, &leftovers, args.dry_run);
         if let Some(folder) = &spare {
+            let verb = if args.dry_run {
+                "would remove"
+            } else {
+                "removed"
+            };
             text.push_str(&format!(
-                "removed the spare worktree kept for the next run: {}\n",
+                "{verb} the spare worktree kept for the next run: {}\n",
                 folder.display()
             ));
         }

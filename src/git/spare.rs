@@ -158,16 +158,20 @@ impl super::Repo {
     /// Removes the repository's spare worktree under `worktrees_root` (see
     /// [`super::Repo::worktrees_root`]), unless a run holds the repository
     /// (it may be taking the spare). The spare's folder when one was removed.
+    /// With `dry_run`, only says which folder would go.
     pub fn discard_spare_worktree(
         &self,
         worktrees_root: &Path,
+        dry_run: bool,
     ) -> Result<Option<PathBuf>, GitError> {
         if super::runs::repo_lock_holder(&self.info().common_dir).is_some() {
             return Ok(None);
         }
         let (folder, index) = spare_paths(worktrees_root);
         let there = fs::symlink_metadata(&folder).is_ok() || fs::symlink_metadata(&index).is_ok();
-        discard_spare(worktrees_root)?;
+        if !dry_run {
+            discard_spare(worktrees_root)?;
+        }
         Ok(there.then_some(folder))
     }
 }

@@ -17,6 +17,7 @@ use crate::git::{Repo, RepoInfo, RepoLock, RunWorkspace};
 use crate::llm::Preflight;
 use crate::log::{Event, EventSink, ExperimentLog};
 use crate::stage::{auditor, target_path};
+use crate::tools::memo::ProbeMemo;
 use crate::tools::{self, PythonEnv, Sandbox};
 
 /// What the run works on.
@@ -196,7 +197,8 @@ pub(crate) fn start_workspace(
                     let mut policy = config.sandbox.clone();
                     policy.writable = vec![planned.clone()];
                     policy.scratch_parent = Some(RunWorkspace::scratch_dir_of(&planned));
-                    let sandbox = Sandbox::new(policy, &env)?;
+                    let memo = config.cache_dir.as_deref().map(ProbeMemo::new);
+                    let sandbox = Sandbox::remembering(policy, &env, memo.as_ref())?;
                     Ok((env, sandbox))
                 });
             let ws = checkout.join().unwrap_or_else(|_| {
@@ -214,10 +216,11 @@ pub(crate) fn start_workspace(
             Ok((env, ws, sandbox))
         }
         (Err(e), Ok(ws)) => {
-            // Nothing else holds the worktree yet: take it away again (its
-            // scratch folder, where the sandbox was made, goes with it).
+            // Nothing else holds the worktree yet: put it aside again, as
+            // the spare the next run starts from once the tools are there
+            // (its scratch folder, where the sandbox was made, goes).
             let _ = ws.forget_unmoved_best();
-            let _ = ws.remove();
+            let _ = ws.retire();
             Err(e)
         }
         (made, Err(git)) => {

@@ -24,8 +24,10 @@ use super::process::{Ending, ProcessBuilder};
 use super::{EnvSource, PythonEnv, ToolError};
 use crate::cancel::Cancel;
 
+mod known;
 mod probe;
 
+use crate::tools::memo::ProbeMemo;
 use probe::{Probe, ToolProbe};
 
 /// The pytest version a bootstrapped tool environment pins.
@@ -118,22 +120,38 @@ pub fn resolve_env_with(
     settings: &EnvSettings,
 ) -> Result<PythonEnv, ToolError> {
     let (python, source) = find_interpreter(target, settings)?;
+    // The answer of an earlier run, when nothing it came from has changed
+    // (see `known`).
+    let memo = settings.cache_dir.as_deref().map(ProbeMemo::new);
+    let key = memo
+        .as_ref()
+        .and_then(|_| known::key(&python, source, settings, probe::SCRIPT));
+    if let (Some(memo), Some(key)) = (&memo, &key) {
+        if let Some(env) = memo.recall::<PythonEnv>(key) {
+            return Ok(env);
+        }
+    }
     // One start-up tells the layout and the tools' versions (see `probe`);
     // tools then run the real executable behind a launcher such as pyenv's
     // shim, which costs a few hundred milliseconds a start.
     let Probe {
-        executable,
-        layout,
+        found,
         tools: probe,
     } = probe::probe(&python)?;
     if let (Some(pytest_version), Some(pylint_version)) = (&probe.pytest, &probe.pylint) {
-        return Ok(PythonEnv {
-            python: executable.unwrap_or(python),
+        let env = PythonEnv {
+            python: found.executable.clone().unwrap_or_else(|| python.clone()),
             source,
             pytest_version: pytest_version.clone(),
             pylint_version: pylint_version.clone(),
-            layout,
-        });
+            layout: found.layout.clone(),
+        };
+        if let (Some(memo), Some(key)) = (&memo, &key) {
+            if known::may_remember(&python, &env) {
+                memo.remember(key, &env, known::witnesses(&python, &env, &found));
+            }
+        }
+        return Ok(env);
     }
     let missing = probe.missing().join(" and ");
     if !bootstrap {
@@ -298,11 +316,14 @@ fn ready_env(python: &Path) -> Result<Option<PythonEnv>, ToolError> {
             pytest: Some(pytest_version),
             pylint: Some(pylint_version),
         } => Some(PythonEnv {
-            python: probed.executable.unwrap_or_else(|| python.to_path_buf()),
+            python: probed
+                .found
+                .executable
+                .unwrap_or_else(|| python.to_path_buf()),
             source: EnvSource::Bootstrapped,
             pytest_version,
             pylint_version,
-            layout: probed.layout,
+            layout: probed.found.layout,
         }),
         _ => None,
     })

@@ -18,6 +18,7 @@ mod capture;
 pub mod env;
 pub mod imports;
 pub mod junit;
+pub(crate) mod memo;
 pub mod opener;
 pub mod process;
 pub mod pylint;
@@ -45,7 +46,7 @@ pub enum ToolError {
 }
 
 /// Where the Python interpreter came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum EnvSource {
     /// `$VIRTUAL_ENV/bin/python`.
     ActiveVenv,
@@ -60,7 +61,7 @@ pub enum EnvSource {
 }
 
 /// The interpreter that runs pytest and pylint.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PythonEnv {
     /// The real interpreter (`sys.executable`, not a pyenv shim, which would
     /// need the real HOME); tools run as `python -m pytest` / `python -m pylint`.
@@ -76,7 +77,7 @@ pub struct PythonEnv {
 
 /// The folders an interpreter reads, probed once when the environment is
 /// resolved: the sandbox lets tools read them and nothing else of the user's.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PythonLayout {
     /// `sys.prefix`, `sys.base_prefix`, `sys.exec_prefix`, `sys.base_exec_prefix`.
     pub prefixes: Vec<PathBuf>,

@@ -339,9 +339,14 @@ impl ProcessBuilder {
         }
 
         let started = Instant::now();
-        let mut child = cmd.spawn().map_err(|source| ProcessError::Spawn {
-            command: command.clone(),
-            source,
+        let mut child = cmd.spawn().map_err(|source| {
+            if let Some(confinement) = &self.confinement {
+                confinement.failed_in_child(&source);
+            }
+            ProcessError::Spawn {
+                command: command.clone(),
+                source,
+            }
         })?;
         let (tx, rx) = mpsc::channel();
         let readers = [

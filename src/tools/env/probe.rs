@@ -21,7 +21,7 @@ use crate::tools::{PythonLayout, ToolError};
 
 /// One start-up: the layout, then per tool its version, `null` when the
 /// module is not there, or `"?"` when only running it can tell.
-const PROBE_SCRIPT: &str = r#"import json, os, re, site, sys
+pub(super) const SCRIPT: &str = r#"import json, os, re, site, sys
 user_base = None
 if site.ENABLE_USER_SITE and os.path.isdir(site.getusersitepackages()):
     user_base = site.getuserbase()
@@ -48,6 +48,7 @@ print(json.dumps({
     "prefixes": sorted({sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}),
     "path": [p for p in sys.path if p],
     "user_base": user_base,
+    "user_site": site.getusersitepackages() if site.ENABLE_USER_SITE else None,
     "venv": sys.prefix if sys.prefix != sys.base_prefix else None,
     "tools": {"pytest": tool("pytest"), "pylint": tool("pylint")},
 }))"#;
@@ -55,11 +56,19 @@ print(json.dumps({
 /// What the interpreter at a path is and holds.
 #[derive(Debug)]
 pub(super) struct Probe {
+    pub found: Found,
+    pub tools: ToolProbe,
+}
+
+/// Where the interpreter at a path keeps its files.
+#[derive(Debug, Default)]
+pub(super) struct Found {
     /// `sys.executable` when it names a file: the real interpreter behind
     /// a launcher.
     pub executable: Option<PathBuf>,
     pub layout: PythonLayout,
-    pub tools: ToolProbe,
+    /// The user site-packages folder Python would read if it existed.
+    pub user_site: Option<PathBuf>,
 }
 
 /// Which tools an interpreter can run, and their versions.
@@ -99,14 +108,14 @@ enum Said {
 /// them (so the caller says how to install them); with them, the layout's
 /// error is the answer. `Err` when the interpreter does not start at all.
 pub(super) fn probe(python: &Path) -> Result<Probe, ToolError> {
-    let out = run_python(python, &["-c", PROBE_SCRIPT])?;
+    let out = run_python(python, &["-c", SCRIPT])?;
     let parsed = expect_success(Ok(out)).and_then(|out| {
         parse(&out.stdout).map_err(|message| ToolError::Failed {
             command: out.command.clone(),
             message,
         })
     });
-    let (executable, layout, said) = match parsed {
+    let (found, said) = match parsed {
         Ok(parsed) => parsed,
         Err(layout_error) => {
             let tools = ToolProbe {
@@ -117,13 +126,15 @@ pub(super) fn probe(python: &Path) -> Result<Probe, ToolError> {
                 return Err(layout_error);
             }
             return Ok(Probe {
-                executable: None,
-                layout: PythonLayout::default(),
+                found: Found::default(),
                 tools,
             });
         }
     };
-    let real = executable.clone().unwrap_or_else(|| python.to_path_buf());
+    let real = found
+        .executable
+        .clone()
+        .unwrap_or_else(|| python.to_path_buf());
     let settle = |name: &str, said: Said| -> Result<Option<String>, ToolError> {
         match said {
             Said::Version(version) => Ok(Some(version)),
@@ -133,8 +144,7 @@ pub(super) fn probe(python: &Path) -> Result<Probe, ToolError> {
     };
     let [pytest, pylint] = said;
     Ok(Probe {
-        executable,
-        layout,
+        found,
         tools: ToolProbe {
             pytest: settle("pytest", pytest)?,
             pylint: settle("pylint", pylint)?,
@@ -144,7 +154,7 @@ pub(super) fn probe(python: &Path) -> Result<Probe, ToolError> {
 
 /// The probe's JSON line: the executable, the layout and what it said of
 /// pytest and pylint.
-fn parse(stdout: &str) -> Result<(Option<PathBuf>, PythonLayout, [Said; 2]), String> {
+fn parse(stdout: &str) -> Result<(Found, [Said; 2]), String> {
     let value: serde_json::Value =
         serde_json::from_str(stdout.trim()).map_err(|e| format!("unexpected output: {e}"))?;
     let path = |v: &serde_json::Value| v.as_str().filter(|s| !s.is_empty()).map(PathBuf::from);
@@ -165,7 +175,12 @@ fn parse(stdout: &str) -> Result<(Option<PathBuf>, PythonLayout, [Said; 2]), Str
         user_base: path(&value["user_base"]),
         virtual_env: path(&value["venv"]),
     };
-    Ok((executable, layout, [said("pytest"), said("pylint")]))
+    let found = Found {
+        executable,
+        layout,
+        user_site: path(&value["user_site"]),
+    };
+    Ok((found, [said("pytest"), said("pylint")]))
 }
 
 /// A version as `--version` would print it: starts with a digit.
@@ -219,13 +234,13 @@ mod tests {
     fn the_probe_says_version_missing_or_unsure_per_tool() {
         let line = r#"{"executable": "/x", "prefixes": ["/p"], "path": ["/p/lib"], "user_base": null,
             "venv": null, "tools": {"pytest": "9.2.0", "pylint": null}}"#;
-        let (_, layout, said) = parse(line).unwrap();
+        let (Found { layout, .. }, said) = parse(line).unwrap();
         assert_eq!(layout.sys_path, vec![PathBuf::from("/p/lib")]);
         assert_eq!(said, [Said::Version("9.2.0".into()), Said::Missing]);
         let odd = r#"{"tools": {"pytest": "?", "pylint": "dev"}}"#;
-        assert_eq!(parse(odd).unwrap().2, [Said::Unsure, Said::Unsure]);
+        assert_eq!(parse(odd).unwrap().1, [Said::Unsure, Said::Unsure]);
         // An older swarm's layout-only answer leaves both to `--version`.
-        assert_eq!(parse("{}").unwrap().2, [Said::Unsure, Said::Unsure]);
+        assert_eq!(parse("{}").unwrap().1, [Said::Unsure, Said::Unsure]);
         assert!(parse("Traceback").is_err());
     }
 
@@ -238,7 +253,7 @@ mod tests {
             return;
         };
         let probed = probe(&python).unwrap();
-        let real = probed.executable.clone().unwrap();
+        let real = probed.found.executable.clone().unwrap();
         assert_eq!(
             probed.tools.pytest,
             module_version(&real, "pytest").unwrap()
@@ -249,6 +264,7 @@ mod tests {
         );
         assert!(probed.tools.pytest.is_some(), "the test machine has pytest");
         assert!(probed
+            .found
             .layout
             .sys_path
             .iter()

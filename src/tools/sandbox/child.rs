@@ -29,6 +29,18 @@ pub(crate) struct Confinement {
     pub(super) namespaces: Option<NamespacePlan>,
     pub(super) limits: Option<ResourceLimits>,
     pub(super) landlock: Option<OwnedFd>,
+    /// The remembered probe outcome that promised these layers.
+    pub(super) remembered: Option<std::path::PathBuf>,
+}
+
+impl Confinement {
+    /// A spawn failed in one of the layers: what promised them is wrong
+    /// now, so the next run probes again.
+    pub(crate) fn failed_in_child(&self, err: &io::Error) {
+        if let (Some(entry), Some(_)) = (&self.remembered, Failure::decode(err)) {
+            let _ = std::fs::remove_file(entry);
+        }
+    }
 }
 
 /// A step of the child's setup, named in spawn errors.

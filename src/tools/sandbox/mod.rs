@@ -35,12 +35,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::memo::{MemoKey, ProbeMemo};
 use super::process::{Ending, ProcessBuilder};
 use super::{PythonEnv, ToolError};
 use crate::cancel::Cancel;
 
 pub(crate) mod child;
 mod env;
+mod known;
 mod landlock;
 mod limits;
 mod namespaces;
@@ -193,6 +195,9 @@ pub struct Sandbox {
     landlock_abi: Option<u32>,
     limited: bool,
     cells: AtomicU64,
+    /// The memo entry the layers' outcome came from or went to: a spawn
+    /// that fails in a layer drops it.
+    remembered: Option<PathBuf>,
 }
 
 impl Sandbox {
@@ -200,6 +205,17 @@ impl Sandbox {
     /// the interpreter under it). Fails only when the scratch folder cannot
     /// be made or the interpreter does not start even without the layers.
     pub fn new(policy: SandboxPolicy, env: &PythonEnv) -> Result<Sandbox, ToolError> {
+        Self::remembering(policy, env, None)
+    }
+
+    /// [`Sandbox::new`], taking the probes' outcome from `memo` when an
+    /// earlier run on this machine as it is now probed the same policy,
+    /// and leaving it there otherwise (see [`known`]).
+    pub(crate) fn remembering(
+        policy: SandboxPolicy,
+        env: &PythonEnv,
+        memo: Option<&ProbeMemo>,
+    ) -> Result<Sandbox, ToolError> {
         let failed = |message: String| ToolError::Failed {
             command: "sandbox".to_string(),
             message,
@@ -233,14 +249,47 @@ impl Sandbox {
             landlock_abi: None,
             limited: false,
             cells: AtomicU64::new(0),
+            remembered: None,
         };
-        if let Some(problem) = sandbox.probe_all(policy.isolate) {
-            return Err(failed(format!(
-                "{} does not start with the sandbox's environment: {problem}",
-                env.python.display()
-            )));
+        let key = memo.map(|_| sandbox.memo_key(&policy));
+        let recalled = memo.zip(key.as_ref()).and_then(|(memo, key)| {
+            let probed = memo.recall::<Option<known::Probed>>(key)?;
+            Some((memo, key, probed))
+        });
+        let probed = match recalled {
+            Some((memo, key, probed)) => {
+                sandbox.remembered = Some(memo.entry_path(key));
+                probed
+            }
+            None => {
+                let probed = sandbox.probe_all(policy.isolate).map_err(|problem| {
+                    failed(format!(
+                        "{} does not start with the sandbox's environment: {problem}",
+                        env.python.display()
+                    ))
+                })?;
+                if let Some((memo, key)) = memo.zip(key.as_ref()) {
+                    memo.remember(key, &probed, vec![env.python.clone()]);
+                    sandbox.remembered = Some(memo.entry_path(key));
+                }
+                probed
+            }
+        };
+        if let Some(probed) = probed {
+            sandbox.take_probes(probed);
         }
         Ok(sandbox)
+    }
+
+    /// The memo key of this sandbox's probes under `policy`.
+    fn memo_key(&self, policy: &SandboxPolicy) -> MemoKey {
+        known::key(&known::Policy {
+            isolate: policy.isolate,
+            python: &self.env.python,
+            read_roots: &self.read_roots,
+            limits: format!("{:?}", self.limits),
+            landlock_abi: landlock::abi_version().ok(),
+        })
     }
 
     /// What holds, layer by layer.
@@ -269,14 +318,18 @@ impl Sandbox {
     /// Probes the interpreter under every layer at once, as tools will run;
     /// when that start-up succeeds, every layer holds and one start-up was
     /// enough. Otherwise (or without `isolate`) the layers are probed one
-    /// by one: see [`Sandbox::probe_each`]. Why the interpreter does not
-    /// start even without the layers, when it does not.
-    fn probe_all(&mut self, isolate: bool) -> Option<String> {
+    /// by one: see [`Sandbox::probe_each`]. What the layer probes found
+    /// (`None` without `isolate`), or why the interpreter does not start
+    /// even without the layers.
+    fn probe_all(&self, isolate: bool) -> Result<Option<known::Probed>, String> {
         if isolate {
             if let Ok(abi) = landlock::abi_version() {
                 if self.probe_together(abi).is_none() {
-                    self.take_probes(None, Ok(abi), None);
-                    return None;
+                    return Ok(Some(known::Probed {
+                        namespaces: None,
+                        landlock: Ok(abi),
+                        limits: None,
+                    }));
                 }
             }
         }
@@ -299,6 +352,7 @@ impl Sandbox {
                 namespaces: Some(NamespacePlan::for_current_user()),
                 landlock: Some(ruleset),
                 limits: Some(self.limits.clone()),
+                ..Confinement::default()
             },
         )
     }
@@ -307,8 +361,8 @@ impl Sandbox {
     /// `isolate`, under namespaces, Landlock (with the TCP fallback when
     /// there is no network namespace) and limits, each alone: the four
     /// start-ups run side by side.
-    fn probe_each(&mut self, isolate: bool) -> Option<String> {
-        let this = &*self;
+    fn probe_each(&self, isolate: bool) -> Result<Option<known::Probed>, String> {
+        let this = self;
         let (plain, layers) = std::thread::scope(|scope| {
             let layers = isolate.then(|| {
                 let namespaces = scope.spawn(|| {
@@ -339,22 +393,23 @@ impl Sandbox {
             });
             (plain, joined)
         });
-        if plain.is_some() {
-            return plain;
+        if let Some(problem) = plain {
+            return Err(problem);
         }
-        if let Some((namespaces, landlock, limits)) = layers {
-            self.take_probes(namespaces, landlock, limits);
-        }
-        None
+        Ok(layers.map(|(namespaces, landlock, limits)| known::Probed {
+            namespaces,
+            landlock,
+            limits,
+        }))
     }
 
     /// Records what the layer probes found.
-    fn take_probes(
-        &mut self,
-        namespaces: Option<String>,
-        landlock: Result<u32, String>,
-        limits: Option<String>,
-    ) {
+    fn take_probes(&mut self, probed: known::Probed) {
+        let known::Probed {
+            namespaces,
+            landlock,
+            limits,
+        } = probed;
         self.report.namespaces = match namespaces {
             None => {
                 self.namespaces = true;
@@ -446,6 +501,7 @@ impl Sandbox {
                 Some(abi) => Some(cell.ruleset(self, abi)?),
                 None => None,
             },
+            remembered: self.remembered.clone(),
         };
         cell.confinement = Some(Arc::new(confinement));
         Ok(cell)

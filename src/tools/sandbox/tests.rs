@@ -181,3 +181,55 @@ fn shortfalls_name_every_layer_that_does_not_hold() {
     assert_eq!(json["landlock"]["state"], "disabled");
     assert_eq!(json["limits"]["detail"], "on");
 }
+
+/// The layers' outcome is taken from the memo by a later run with the same
+/// policy (in another worktree, of another repository), and dropped when a
+/// spawn fails in a layer.
+#[test]
+fn the_probes_are_remembered_until_a_spawn_fails_in_a_layer() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let memo = ProbeMemo::new(&dir.path().join("cache"));
+    let env = counting_env(dir.path(), false);
+    // Past the memo's window for files changed a moment ago.
+    std::thread::sleep(Duration::from_millis(200));
+    // Each run writes in its own worktree (and the counting script in
+    // `dir`).
+    let policy = |run: &str| {
+        let mut policy = SandboxPolicy::for_worktree(dir.path().join(run).join("worktree"));
+        policy.writable.push(dir.path().to_path_buf());
+        policy
+    };
+    let first = Sandbox::remembering(policy("run-1"), &env, Some(&memo)).expect("starts");
+    let probed = starts(dir.path());
+    assert!(probed >= 1);
+    let entry = first.remembered.clone().expect("remembered");
+    assert!(entry.is_file());
+
+    let second = Sandbox::remembering(policy("run-2"), &env, Some(&memo)).expect("starts");
+    assert_eq!(starts(dir.path()), probed, "no start-up");
+    assert_eq!(second.report(), first.report());
+    let cell = second.cell("pytest").expect("cell");
+    assert_eq!(
+        cell.confinement.as_ref().and_then(|c| c.remembered.clone()),
+        Some(entry.clone())
+    );
+
+    // A spawn that fails in a layer (here Landlock, given a file that is
+    // not a ruleset) drops the entry...
+    let broken = Confinement {
+        landlock: Some(OwnedFd::from(
+            std::fs::File::open("/dev/null").expect("open"),
+        )),
+        remembered: Some(entry.clone()),
+        ..Confinement::default()
+    };
+    let spawned = ProcessBuilder::new("true")
+        .confine(Arc::new(broken))
+        .run(&Cancel::new());
+    assert!(spawned.is_err());
+    assert!(!entry.exists());
+    // ...so the next run probes again.
+    Sandbox::remembering(policy("run-3"), &env, Some(&memo)).expect("starts");
+    assert_eq!(starts(dir.path()), 2 * probed);
+    assert!(entry.is_file());
+}

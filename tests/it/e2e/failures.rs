@@ -336,4 +336,7 @@ fn missing_tools_end_the_run_with_the_hint_and_leave_no_worktree_or_branch() {
     assert_eq!(fx.repo.worktrees(), vec![fx.repo.root.clone()]);
     assert_eq!(super::repos::leftover_runs(&fx), Vec::<String>::new());
     assert_eq!(fx.repo.git(&["branch", "--list", "--all"]), branches_before);
+    // The checkout is kept as the spare the next run starts from.
+    let spare = super::repos::spare_folder(&fx).expect("the worktree is kept as the spare");
+    assert!(spare.join(&fx.target_rel).is_dir(), "{}", spare.display());
 }

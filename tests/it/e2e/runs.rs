@@ -313,6 +313,11 @@ fn clean_removes_exactly_one_runs_refs_and_all_removes_every_run() {
         "the runs kept a spare worktree"
     );
     let head = fx.repo.head();
+    let out = swarm_on(&fx, &["clean", "--all", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("would remove the spare worktree"), "{said}");
+    assert!(super::repos::spare_folder(&fx).is_some(), "{said}");
     let out = swarm_on(&fx, &["clean", "--all"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let said = String::from_utf8_lossy(&out.stdout);

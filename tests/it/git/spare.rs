@@ -118,8 +118,16 @@ fn a_retired_worktree_is_the_next_runs_checkout_at_exactly_its_base() {
     // A retired worktree can be retired again and then removed for good.
     ws.retire().expect("retired again");
     assert!(root.join("spare").is_dir());
+    // A dry run names it and leaves it.
     assert_eq!(
-        opened.discard_spare_worktree(&root).expect("discard"),
+        opened.discard_spare_worktree(&root, true).expect("dry run"),
+        Some(root.join("spare"))
+    );
+    assert!(root.join("spare").is_dir() && root.join("spare.index").is_file());
+    assert_eq!(
+        opened
+            .discard_spare_worktree(&root, false)
+            .expect("discard"),
         Some(root.join("spare"))
     );
     assert!(!root.join("spare").exists() && !root.join("spare.index").exists());

@@ -302,3 +302,79 @@ echo "real $1" >> {calls:?}
     assert_eq!(calls.lines().nth(1), Some("real -c"), "{calls}");
     assert_eq!(calls.lines().count(), 2, "one start-up in all: {calls}");
 }
+
+#[test]
+fn the_probe_is_remembered_until_the_interpreter_or_its_packages_change() {
+    let dir = project(&[]);
+    let calls = dir.path().join("calls");
+    // A virtualenv of the machine's python (its packages through the
+    // system site), started through a shim that pyenv's shim stands for.
+    let venv = dir.path().join("venv");
+    let made = std::process::Command::new(real_python())
+        .args(["-m", "venv", "--without-pip", "--system-site-packages"])
+        .arg(&venv)
+        .status()
+        .expect("python makes a virtualenv");
+    assert!(made.success());
+    let root = dir.path().join("pyenv");
+    std::fs::create_dir_all(root.join("shims")).expect("mkdir");
+    std::fs::write(root.join("version"), "3.11\n").expect("write version");
+    let shim = script(
+        &root.join("shims"),
+        "python3",
+        &format!(
+            "#!/bin/sh\nexport PYENV_ROOT={root:?}\necho \"$1\" >> {calls:?}\nexec {python:?} \"$@\" # as pyenv exec does\n",
+            python = venv.join("bin/python"),
+        ),
+    );
+    let settings = EnvSettings {
+        swarm_python: Some(shim),
+        cache_dir: Some(dir.path().join("cache")),
+        ..path_only_settings()
+    };
+    let starts = || {
+        std::fs::read_to_string(&calls)
+            .map(|c| c.lines().count())
+            .unwrap_or(0)
+    };
+    let resolve = || resolve_env_with(dir.path(), false, &|_| {}, &settings).expect("resolves");
+    // A change is only seen once the file system's clock has moved on
+    // (see swarm's memo): let it, after each change.
+    let settle = || std::thread::sleep(std::time::Duration::from_millis(200));
+    settle();
+    let first = resolve();
+    assert_eq!(starts(), 1);
+    assert_eq!(first.python, venv.join("bin/python"));
+    assert_eq!(first.layout.virtual_env.as_deref(), Some(venv.as_path()));
+    assert_eq!(resolve(), first);
+    assert_eq!(resolve(), first);
+    assert_eq!(starts(), 1, "later runs start no Python");
+
+    // A package installed into the virtualenv: probed again, once.
+    let site = first
+        .layout
+        .sys_path
+        .iter()
+        .find(|p| p.starts_with(&venv) && p.ends_with("site-packages"))
+        .expect("the virtualenv's site-packages is on sys.path")
+        .clone();
+    std::fs::create_dir(site.join("newpkg-1.0.dist-info")).expect("mkdir");
+    settle();
+    assert_eq!(resolve(), first);
+    assert_eq!(resolve(), first);
+    assert_eq!(starts(), 2);
+
+    // pyenv would pick another version: probed again.
+    std::fs::write(root.join("version"), "3.12\n").expect("write version");
+    settle();
+    resolve();
+    resolve();
+    assert_eq!(starts(), 3);
+    // The interpreter replaced: probed again.
+    std::fs::remove_file(venv.join("bin/python")).expect("rm");
+    std::os::unix::fs::symlink(real_python(), venv.join("bin/python")).expect("symlink");
+    settle();
+    resolve();
+    resolve();
+    assert_eq!(starts(), 4);
+}
