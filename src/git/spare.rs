@@ -44,6 +44,13 @@ pub(crate) fn has_spare(runs_dir: &Path) -> bool {
     folder.is_dir() && index.is_file()
 }
 
+/// Whether any part of a spare (folder or index, whole or not) is under
+/// `runs_dir`.
+fn any_of_a_spare(runs_dir: &Path) -> bool {
+    let (folder, index) = spare_paths(runs_dir);
+    fs::symlink_metadata(folder).is_ok() || fs::symlink_metadata(index).is_ok()
+}
+
 /// Removes the spare (and any half of one) under `runs_dir`.
 pub(crate) fn discard_spare(runs_dir: &Path) -> Result<(), GitError> {
     let (folder, index) = spare_paths(runs_dir);
@@ -61,8 +68,7 @@ pub(crate) fn discard_spare(runs_dir: &Path) -> Result<(), GitError> {
 pub(crate) fn retire(path: &Path, admin_dir: &Path, runs_dir: &Path) -> Result<(), GitError> {
     let (folder, index) = spare_paths(runs_dir);
     let admin_index = admin_dir.join("index");
-    if fs::symlink_metadata(&folder).is_ok()
-        || fs::symlink_metadata(&index).is_ok()
+    if any_of_a_spare(runs_dir)
         || fs::symlink_metadata(path.join(".gitmodules")).is_ok()
         || !admin_index.is_file()
     {
@@ -167,11 +173,10 @@ impl super::Repo {
         if super::runs::repo_lock_holder(&self.info().common_dir).is_some() {
             return Ok(None);
         }
-        let (folder, index) = spare_paths(worktrees_root);
-        let there = fs::symlink_metadata(&folder).is_ok() || fs::symlink_metadata(&index).is_ok();
+        let there = any_of_a_spare(worktrees_root);
         if !dry_run {
             discard_spare(worktrees_root)?;
         }
-        Ok(there.then_some(folder))
+        Ok(there.then(|| spare_paths(worktrees_root).0))
     }
 }

@@ -122,14 +122,15 @@ pub fn resolve_env_with(
     let (python, source) = find_interpreter(target, settings)?;
     // The answer of an earlier run, when nothing it came from has changed
     // (see `known`).
-    let memo = settings.cache_dir.as_deref().map(ProbeMemo::new);
-    let key = memo
+    let memo = settings.cache_dir.as_deref().and_then(|dir| {
+        let key = known::key(&python, source, settings, probe::SCRIPT)?;
+        Some((ProbeMemo::new(dir), key))
+    });
+    if let Some(env) = memo
         .as_ref()
-        .and_then(|_| known::key(&python, source, settings, probe::SCRIPT));
-    if let (Some(memo), Some(key)) = (&memo, &key) {
-        if let Some(env) = memo.recall::<PythonEnv>(key) {
-            return Ok(env);
-        }
+        .and_then(|(memo, key)| memo.recall::<PythonEnv>(&key.key))
+    {
+        return Ok(env);
     }
     // One start-up tells the layout and the tools' versions (see `probe`);
     // tools then run the real executable behind a launcher such as pyenv's
@@ -146,10 +147,8 @@ pub fn resolve_env_with(
             pylint_version: pylint_version.clone(),
             layout: found.layout.clone(),
         };
-        if let (Some(memo), Some(key)) = (&memo, &key) {
-            if known::may_remember(&python, &env) {
-                memo.remember(key, &env, known::witnesses(&python, &env, &found));
-            }
+        if let Some((memo, key)) = memo.filter(|(_, key)| key.may_remember(&python, &env)) {
+            memo.remember(&key.key, &env, known::witnesses(&python, &env, &found));
         }
         return Ok(env);
     }

@@ -39,6 +39,26 @@ enum Launcher {
     Other,
 }
 
+/// The memo key of probing one found interpreter, and what starts when it
+/// is run.
+pub(super) struct EnvKey {
+    pub key: MemoKey,
+    launcher: Launcher,
+}
+
+impl EnvKey {
+    /// Whether the answer for `python` may be remembered: it is the
+    /// interpreter itself (`sys.executable` is the same file), or pyenv's
+    /// shim.
+    pub fn may_remember(&self, python: &Path, env: &PythonEnv) -> bool {
+        self.launcher == Launcher::Pyenv
+            || matches!(
+                (python.canonicalize(), env.python.canonicalize()),
+                (Ok(a), Ok(b)) if a == b
+            )
+    }
+}
+
 /// The memo key for probing `python` (found as `source`), or `None` when
 /// only running it can tell what starts.
 pub(super) fn key(
@@ -46,7 +66,7 @@ pub(super) fn key(
     source: EnvSource,
     settings: &EnvSettings,
     script: &str,
-) -> Option<MemoKey> {
+) -> Option<EnvKey> {
     let vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     key_with(python, source, settings, script, &vars, &current_dir())
 }
@@ -63,7 +83,7 @@ fn key_with(
     script: &str,
     vars: &[(OsString, OsString)],
     cwd: &Path,
-) -> Option<MemoKey> {
+) -> Option<EnvKey> {
     let head = read_head(python)?;
     let launcher = launcher_of(&head);
     if launcher == Launcher::Other {
@@ -115,7 +135,10 @@ fn key_with(
         let global = root.and_then(|root| std::fs::read(root.join("version")).ok());
         key.part("pyenv global", global.unwrap_or_default());
     }
-    Some(key.finish())
+    Some(EnvKey {
+        key: key.finish(),
+        launcher,
+    })
 }
 
 /// The first bytes of the file `python` names (through links).
@@ -149,16 +172,6 @@ fn shim_root(head: &[u8]) -> Option<PathBuf> {
         let value = line.trim().strip_prefix("export PYENV_ROOT=")?;
         Some(PathBuf::from(value.trim_matches('"').trim_matches('\'')))
     })
-}
-
-/// Whether the answer for `python` may be remembered: it is the
-/// interpreter itself (`sys.executable` is the same file), or pyenv's shim.
-pub(super) fn may_remember(python: &Path, env: &PythonEnv) -> bool {
-    let same = match (python.canonicalize(), env.python.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    };
-    same || read_head(python).is_some_and(|head| launcher_of(&head) == Launcher::Pyenv)
 }
 
 /// The files and folders the answer came from (see the module docs).
@@ -211,7 +224,7 @@ mod tests {
         write_exe(&binary, "\x7fELF...");
         let settings = EnvSettings::default();
         let key = |python: &Path, vars: &[(OsString, OsString)], cwd: &Path| {
-            key_with(python, EnvSource::SystemPython, &settings, "s", vars, cwd)
+            key_with(python, EnvSource::SystemPython, &settings, "s", vars, cwd).map(|k| k.key)
         };
         let here = dir.path().join("a");
         let there = dir.path().join("b");

@@ -251,16 +251,12 @@ impl Sandbox {
             cells: AtomicU64::new(0),
             remembered: None,
         };
-        let key = memo.map(|_| sandbox.memo_key(&policy));
-        let recalled = memo.zip(key.as_ref()).and_then(|(memo, key)| {
-            let probed = memo.recall::<Option<known::Probed>>(key)?;
-            Some((memo, key, probed))
-        });
+        let memo = memo.map(|memo| (memo, sandbox.memo_key(&policy)));
+        let recalled = memo
+            .as_ref()
+            .and_then(|(memo, key)| memo.recall::<Option<known::Probed>>(key));
         let probed = match recalled {
-            Some((memo, key, probed)) => {
-                sandbox.remembered = Some(memo.entry_path(key));
-                probed
-            }
+            Some(probed) => probed,
             None => {
                 let probed = sandbox.probe_all(policy.isolate).map_err(|problem| {
                     failed(format!(
@@ -268,13 +264,13 @@ impl Sandbox {
                         env.python.display()
                     ))
                 })?;
-                if let Some((memo, key)) = memo.zip(key.as_ref()) {
+                if let Some((memo, key)) = &memo {
                     memo.remember(key, &probed, vec![env.python.clone()]);
-                    sandbox.remembered = Some(memo.entry_path(key));
                 }
                 probed
             }
         };
+        sandbox.remembered = memo.map(|(memo, key)| memo.entry_path(&key));
         if let Some(probed) = probed {
             sandbox.take_probes(probed);
         }
@@ -362,25 +358,24 @@ impl Sandbox {
     /// there is no network namespace) and limits, each alone: the four
     /// start-ups run side by side.
     fn probe_each(&self, isolate: bool) -> Result<Option<known::Probed>, String> {
-        let this = self;
         let (plain, layers) = std::thread::scope(|scope| {
             let layers = isolate.then(|| {
                 let namespaces = scope.spawn(|| {
-                    this.probe(Confinement {
+                    self.probe(Confinement {
                         namespaces: Some(NamespacePlan::for_current_user()),
                         ..Confinement::default()
                     })
                 });
-                let landlock = scope.spawn(|| this.probe_landlock());
+                let landlock = scope.spawn(|| self.probe_landlock());
                 let limits = scope.spawn(|| {
-                    this.probe(Confinement {
-                        limits: Some(this.limits.clone()),
+                    self.probe(Confinement {
+                        limits: Some(self.limits.clone()),
                         ..Confinement::default()
                     })
                 });
                 (namespaces, landlock, limits)
             });
-            let plain = this.probe(Confinement::default());
+            let plain = self.probe(Confinement::default());
             let joined = layers.map(|(namespaces, landlock, limits)| {
                 let lost = || Some("the probe's thread panicked".to_string());
                 (

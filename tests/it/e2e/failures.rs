@@ -305,14 +305,7 @@ fn missing_tools_end_the_run_with_the_hint_and_leave_no_worktree_or_branch() {
     let before = fx.repo.snapshot();
     let branches_before = fx.repo.git(&["branch", "--list", "--all"]);
     // A real interpreter without pytest and pylint: a bare virtualenv.
-    let bare = fx.repo.tmp().join("bare-venv");
-    let made = std::process::Command::new(crate::support::python::real_python())
-        .args(["-m", "venv", "--without-pip"])
-        .arg(&bare)
-        .status()
-        .expect("python3 runs");
-    assert!(made.success());
-    let python = bare.join("bin/python");
+    let python = crate::support::python::make_venv(&fx.repo.tmp().join("bare-venv"), false);
     let server = LlmServer::start(|_| Reply::status(500, "never asked"));
     let base = format!("{}/v1", server.base_url());
     let target = fx.target.to_string_lossy().into_owned();

@@ -66,6 +66,20 @@ pub fn system_env() -> PythonEnv {
     .clone()
 }
 
+/// A virtualenv of [`real_python`] at `dir`, without pip (fast, offline);
+/// with `system_site`, the machine's packages (pytest, pylint) import in it.
+/// Its interpreter.
+pub fn make_venv(dir: &Path, system_site: bool) -> PathBuf {
+    let mut command = std::process::Command::new(real_python());
+    command.args(["-m", "venv", "--without-pip"]);
+    if system_site {
+        command.arg("--system-site-packages");
+    }
+    let made = command.arg(dir).status().expect("python -m venv runs");
+    assert!(made.success(), "python -m venv {}", dir.display());
+    dir.join("bin/python")
+}
+
 /// The real interpreter binary behind `python3` (not a shim).
 pub fn real_python() -> PathBuf {
     let out = std::process::Command::new("python3")

@@ -84,12 +84,7 @@ fn missing_tools_without_bootstrap_is_a_hint() {
 fn bootstrap_creates_and_reuses_a_tool_venv() {
     let dir = project(&[]);
     let bare = dir.path().join("bare");
-    let made = std::process::Command::new(real_python())
-        .args(["-m", "venv", "--without-pip"])
-        .arg(&bare)
-        .status()
-        .expect("python -m venv");
-    assert!(made.success());
+    make_venv(&bare, false);
     let settings = EnvSettings {
         swarm_python: Some(bare.join("bin/python")),
         cache_dir: Some(dir.path().join("cache")),
@@ -213,12 +208,7 @@ fn a_virtualenv_and_a_user_site_keep_working_in_the_sandbox() {
     let base = dir.path().join("userbase");
     write(&base.join(user_site_suffix()), "userpkg.py", "VALUE = 42\n");
     let venv = dir.path().join("venv");
-    let made = std::process::Command::new(real_python())
-        .args(["-m", "venv", "--without-pip", "--system-site-packages"])
-        .arg(&venv)
-        .status()
-        .expect("python -m venv");
-    assert!(made.success());
+    make_venv(&venv, true);
     let settings = EnvSettings {
         swarm_python: Some(venv.join("bin/python")),
         ..path_only_settings()
@@ -310,12 +300,7 @@ fn the_probe_is_remembered_until_the_interpreter_or_its_packages_change() {
     // A virtualenv of the machine's python (its packages through the
     // system site), started through a shim that pyenv's shim stands for.
     let venv = dir.path().join("venv");
-    let made = std::process::Command::new(real_python())
-        .args(["-m", "venv", "--without-pip", "--system-site-packages"])
-        .arg(&venv)
-        .status()
-        .expect("python makes a virtualenv");
-    assert!(made.success());
+    make_venv(&venv, true);
     let root = dir.path().join("pyenv");
     std::fs::create_dir_all(root.join("shims")).expect("mkdir");
     std::fs::write(root.join("version"), "3.11\n").expect("write version");
