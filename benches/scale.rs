@@ -27,7 +27,9 @@
 //! - `SWARM_SCALE_RUNS=3`: runs of each size and cache (default 1);
 //! - `SWARM_SCALE_WARM=0`: skip the warm and again runs;
 //! - `SWARM_SCALE_KEEP=1`: keep each run's folder (repository, experiment
-//!   log, swarm's stdout and stderr) and say where it is.
+//!   log, swarm's stdout and stderr) and say where it is;
+//! - `SWARM_SCALE_WRAP="perf record -g -o /tmp/swarm.perf --"`: start swarm
+//!   under this command (words split at spaces), to profile or trace it.
 //!
 //! A run that does not end green (exit 0, the bug fixed on the user's
 //! branch) is reported in the table with its error, and the bench then
@@ -458,7 +460,15 @@ fn run(bench: &Bench, cache: &Path) -> Measured {
     let stdout_path = tmp.path().join("stdout");
     let stderr_path = tmp.path().join("stderr");
     let started = Instant::now();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_swarm"));
+    let mut command = match std::env::var("SWARM_SCALE_WRAP") {
+        Ok(wrap) if !wrap.is_empty() => {
+            let mut words = wrap.split_whitespace();
+            let mut wrapped = Command::new(words.next().unwrap_or_default());
+            wrapped.args(words).arg(env!("CARGO_BIN_EXE_swarm"));
+            wrapped
+        }
+        _ => Command::new(env!("CARGO_BIN_EXE_swarm")),
+    };
     command
         .current_dir(cwd)
         .arg("--target_dir")

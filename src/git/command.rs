@@ -4,7 +4,8 @@
 //! `GIT_INDEX_FILE` and friends; inherited by a child `git`, they would make
 //! it act on the wrong repository, index or working tree. Every spawned git
 //! here drops them, runs with hooks disabled (swarm never runs the user's
-//! hook scripts) and keeps its command line and captured output for errors.
+//! hook scripts) and without git's automatic maintenance, and keeps its
+//! command line and captured output for errors.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -125,6 +126,11 @@ impl GitCommand {
             .current_dir(&self.cwd)
             .arg("-c")
             .arg(format!("core.hooksPath={}", null_device()))
+            // No background maintenance (`git maintenance run --auto`,
+            // `gc --auto`) after a merge or checkout: it is not swarm's to
+            // start in the user's repository, and deciding whether to costs
+            // a merge more than its own work.
+            .args(["-c", "maintenance.auto=false", "-c", "gc.auto=0"])
             .args(&self.args)
             .env("GIT_TERMINAL_PROMPT", "0")
             .env("LC_ALL", "C");

@@ -25,7 +25,8 @@ pub(crate) struct DiskState {
     checked_out: CommitId,
     /// Repo-relative paths written (or deleted) since.
     written: BTreeSet<String>,
-    /// Cleared when a reset failed half-way: then nothing on disk is known.
+    /// Cleared when a reset failed half-way, or when something ran in the
+    /// worktree that no reset followed: then nothing on disk is known.
     trusted: bool,
     /// The blob ids of one folder at one commit, by path relative to it.
     listing: Option<Listing>,
@@ -107,6 +108,14 @@ impl RunWorkspace {
         checkout_exactly(&self.path, commit)?;
         disk.reset(commit.clone());
         Ok(())
+    }
+
+    /// Stops vouching for the worktree's files (something ran in it and
+    /// it is not reset): [`committed_blob_ids`](Self::committed_blob_ids)
+    /// knows nothing until the next [`reset_to`](Self::reset_to).
+    pub fn forget_disk(&self) {
+        let mut disk = self.disk.lock().unwrap_or_else(|e| e.into_inner());
+        disk.trusted = false;
     }
 
     /// The blob ids of the regular files under `under` (repo-relative, `""`

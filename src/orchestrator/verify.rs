@@ -5,9 +5,13 @@
 //! by a path no rule foresaw), the state the user receives must pass the
 //! tests the user had: every harness file the run changed (see
 //! [`crate::stage::is_test_harness_path`]), and pylint's `pylintrc` /
-//! `.pylintrc`, is put back to its base version in the worktree, pytest and
-//! pylint run, and the worktree goes back to the best state. With `--allow-test-edits`, test files keep their changes (that is
-//! what the flag is for) but test configuration is still restored.
+//! `.pylintrc`, is put back to its base version in the worktree, and pytest
+//! and pylint run. With `--allow-test-edits`, test files keep their changes
+//! (that is what the flag is for) but test configuration is still restored.
+//!
+//! The check is the worktree's last use: it is then retired, not put back
+//! to the best state (a spare is brought to the next run's base commit when
+//! it is taken, see `git::spare`).
 
 use super::record::Recorder;
 use super::{RunContext, RunState};
@@ -29,7 +33,7 @@ pub struct FinalCheck {
 }
 
 /// Re-measures the best state with the base commit's harness files. Leaves
-/// the worktree at the best state.
+/// the worktree as the measurement left it: only retiring it may follow.
 pub(crate) fn final_check(
     cx: &RunContext<'_>,
     repo: &Repo,
@@ -50,10 +54,8 @@ pub(crate) fn final_check(
             state.facts.baseline.tests.as_ref(),
         )
     });
-    // The worktree goes back to the best state whatever the measurement gave.
-    let restored = ws.reset_to(ws.best());
+    ws.forget_disk();
     let measured = measured?;
-    restored?;
     rec.measurement(Agent::Judge, &measured, None)?;
     let snapshot = &measured.snapshot;
     let check = FinalCheck {

@@ -16,6 +16,7 @@ use crate::cancel::Cancel;
 pub mod behaviour;
 mod capture;
 pub mod env;
+mod exit_watch;
 pub mod imports;
 pub mod junit;
 pub(crate) mod memo;

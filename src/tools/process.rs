@@ -2,8 +2,9 @@
 //! `ProcessBuilder`: it keeps the command line for messages (capped, so a
 //! list of ten thousand files never floods an error), runs the child in its
 //! own session and process group with a parent-death signal, drains stdout
-//! and stderr on threads (no pipe deadlock) into capped buffers, enforces a
-//! timeout, polls the [`Cancel`] flag, and on either kills the whole process
+//! and stderr on threads (no pipe deadlock) into capped buffers, wakes the
+//! moment the child exits (a pidfd), enforces a timeout, polls the
+//! [`Cancel`] flag, and on either kills the whole process
 //! group and reaps it. Unless a sandbox cell gives the exact environment,
 //! the child's environment is scrubbed of secrets and of git's
 //! repository-selecting variables; it is always made deterministic for Python.
@@ -27,6 +28,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 pub use super::capture::{cap_text, CappedBuffer};
+use super::exit_watch::ExitWatch;
 use super::sandbox::child::{describe_spawn_error, ChildPlan, Confinement};
 use crate::cancel::Cancel;
 
@@ -36,7 +38,8 @@ pub const DEFAULT_OUTPUT_CAP: usize = 64 * 1024;
 /// How many arguments a command line shows before it says how many it left out.
 pub const SHOWN_ARGS: usize = 24;
 
-/// The longest pause between two checks of the child, the timeout and the cancel flag.
+/// The longest pause between two checks of the timeout and the cancel flag
+/// (the child's exit ends a pause at once where the kernel has pidfds).
 const MAX_POLL: Duration = Duration::from_millis(50);
 
 /// How long to wait for the output readers once the process group is gone.
@@ -410,7 +413,12 @@ impl ProcessBuilder {
         started: Instant,
         cancel: &Cancel,
     ) -> std::io::Result<Ending> {
-        let mut pause = Duration::from_millis(2);
+        let watch = ExitWatch::new(child);
+        let mut pause = if watch.is_immediate() {
+            MAX_POLL
+        } else {
+            Duration::from_millis(2)
+        };
         loop {
             if exited_without_reaping(child)? {
                 // The leader is a zombie: its pid (= the group id) cannot be
@@ -436,7 +444,7 @@ impl ProcessBuilder {
             if let Some(t) = self.timeout {
                 next = next.min(t.saturating_sub(started.elapsed()));
             }
-            thread::sleep(next.max(Duration::from_millis(1)));
+            watch.wait(next.max(Duration::from_millis(1)));
             pause = (pause * 2).min(MAX_POLL);
         }
     }

@@ -269,3 +269,42 @@ fn a_merge_that_leaves_a_half_state_is_a_failed_delivery() {
     assert_eq!(repo.head(), base.0);
     assert_eq!(repo.git(&["status", "--porcelain"]), "?? .gitattributes");
 }
+
+#[test]
+fn the_fast_forward_starts_no_git_maintenance_in_the_users_repository() {
+    // Two packs and a pack limit of one: the `git maintenance run --auto`
+    // that `git merge` starts would repack them into one (run in the
+    // foreground here, so its effect is there to see when the merge ends).
+    let (repo, opened, base, best) = finished_run("run-gc");
+    repo.git(&["repack", "-d", "-q"]);
+    repo.write("notes.txt", "an object packed on its own\n");
+    let blob = repo.git(&["hash-object", "-w", "notes.txt"]);
+    repo.git(&["tag", "packed-apart", &blob]);
+    repo.git(&["repack", "-d", "-q"]);
+    let packs = || {
+        std::fs::read_dir(repo.root.join(".git/objects/pack"))
+            .expect("pack folder")
+            .filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "pack"))
+            })
+            .count()
+    };
+    assert_eq!(packs(), 2);
+    for (key, value) in [
+        ("gc.autoPackLimit", "1"),
+        ("maintenance.autoDetach", "false"),
+        ("gc.autoDetach", "false"),
+    ] {
+        repo.git(&["config", key, value]);
+    }
+    let outcome = opened
+        .fast_forward(&base, &best, "swarm/run-gc/best", &[])
+        .expect("ff");
+    assert!(
+        matches!(outcome, FastForward::Updated { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(repo.read("pkg/calc.py"), "fixed\n");
+    assert_eq!(packs(), 2, "git's maintenance repacked the user's objects");
+}
