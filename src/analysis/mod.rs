@@ -88,6 +88,12 @@ pub struct FileMetrics {
     pub syntax_errors: Vec<usize>,
     /// See the module doc.
     pub severity: Severity,
+    /// The names its `from … import` statements take, sorted, each once
+    /// (`to_cents` of `from .money import to_cents as tc`): a file that
+    /// calls a function of another module through an import names it here.
+    pub imported_names: Vec<String>,
+    /// Its length in characters, not counting the newlines at its end.
+    pub chars: usize,
 }
 
 /// Measures one file.
@@ -115,6 +121,12 @@ pub fn analyze(path: &str, source: &str) -> FileMetrics {
         loc,
         !hotspots.is_empty(),
     );
+    let mut imported_names: Vec<String> = resolve::bindings_in(root, source)
+        .into_iter()
+        .filter_map(|b| b.name)
+        .collect();
+    imported_names.sort_unstable();
+    imported_names.dedup();
     FileMetrics {
         path: path.to_string(),
         loc,
@@ -122,6 +134,8 @@ pub fn analyze(path: &str, source: &str) -> FileMetrics {
         hotspots,
         syntax_errors,
         severity,
+        imported_names,
+        chars: source.trim_end_matches('\n').chars().count(),
     }
 }
 

@@ -32,9 +32,13 @@ pub struct Call {
 /// (imports inside functions and `if` blocks count too; `*` imports are
 /// left out).
 pub fn import_bindings(source: &str) -> Vec<Binding> {
-    let tree = parse(source);
+    bindings_in(parse(source).root_node(), source)
+}
+
+/// [`import_bindings`] of a parsed module.
+pub(super) fn bindings_in(root: Node<'_>, source: &str) -> Vec<Binding> {
     let mut out = Vec::new();
-    walk(tree.root_node(), |node| match node.kind() {
+    walk(root, |node| match node.kind() {
         "import_statement" => {
             for name in named_children(node) {
                 out.extend(plain_import(name, source));

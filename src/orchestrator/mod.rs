@@ -234,6 +234,14 @@ impl RunState {
     fn is_done(&self) -> bool {
         self.progress.best.is_green(self.facts.baseline.pylint) && self.work.pending_plan.is_empty()
     }
+
+    /// Whether the target-relative `file` still holds the text the audit's
+    /// metrics were made from: no accepted change and no generated test
+    /// wrote it (see `Progress::touched`).
+    pub(crate) fn unchanged_since_audit(&self, file: &str) -> bool {
+        let repo = crate::stage::repo_path(&self.facts.target_rel, file);
+        !self.progress.touched.contains(&repo)
+    }
 }
 
 /// Runs the whole pipeline on `config.target`.

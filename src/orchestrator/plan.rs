@@ -76,11 +76,13 @@ pub(crate) async fn plan_batch(
     let sources = source_files(state);
     let ranked = rank_and_note(state, &sources, &read);
     let failing = state.progress.best.failing();
+    let unchanged = |f: &str| state.unchanged_since_audit(f);
     let input = PlanInput {
         ranked: &ranked,
         metrics: &state.facts.metrics,
         lint: &state.progress.best.lint.messages,
         read: &read,
+        unchanged: &unchanged,
         pylint_score: state.progress.best.pylint,
         tests_summary: state.progress.best.describe(),
         failing,

@@ -190,7 +190,15 @@ fn job_for(cx: &RunContext<'_>, state: &RunState, file: &str) -> FixJob {
         .iter()
         .filter(|case| reach::concerns(case, file, &sources, &read))
         .collect();
-    let related = reach::related_code(file, &concerning, &sources, &read);
+    // What a file imports is in the audit's metrics while the run has not
+    // changed it: the search for callers then reads only candidates.
+    let imported = |f: &str| {
+        let metrics = state.facts.metrics.get(f)?;
+        state
+            .unchanged_since_audit(f)
+            .then_some(metrics.imported_names.as_slice())
+    };
+    let related = reach::related_code(file, &concerning, &sources, &read, &imported);
     let problems = state
         .progress
         .best

@@ -23,7 +23,7 @@ use crate::tools::KnownContent;
 pub const MAX_LISTS: usize = 8;
 
 /// Bumped when the metrics change meaning: older entries are then misses.
-const FORMAT: &str = "metrics-1";
+const FORMAT: &str = "metrics-2";
 
 /// The metrics of one list of files, by path, with the blob id they were
 /// made from.

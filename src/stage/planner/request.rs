@@ -58,6 +58,9 @@ pub struct PlanInput<'a> {
     pub lint: &'a [LintMessage],
     /// Reads a target-relative file's current text.
     pub read: &'a dyn Fn(&str) -> Option<String>,
+    /// Whether a file still holds the text its `metrics` were made from
+    /// (the run has not changed it).
+    pub unchanged: &'a dyn Fn(&str) -> bool,
     pub pylint_score: Option<f64>,
     /// `3/6 passed` or a no-tests description.
     pub tests_summary: String,
@@ -182,8 +185,13 @@ fn sections<'a>(
             rest.push(ranked);
             continue;
         }
-        let section = (input.read)(&ranked.path)
-            .map(|text| section(input, ranked, &text, per_file.min(*left)));
+        let head = section_head(input, ranked);
+        if !could_fit(input, ranked, &head, *left) {
+            rest.push(ranked);
+            continue;
+        }
+        let section =
+            (input.read)(&ranked.path).map(|text| section(head, &text, per_file.min(*left)));
         match section {
             // Only a file the evidence points at is worth showing in part.
             Some((text, partial))
@@ -203,6 +211,28 @@ fn sections<'a>(
         }
     }
     (full, rest)
+}
+
+/// What [`section`] adds around the file's text: the opening and closing
+/// code fence.
+const FENCES: u64 = "```python\n".len() as u64 + "\n```\n".len() as u64;
+
+/// Whether `ranked`'s section (opening with `head`) may fit in `left`,
+/// told without reading the file: one no evidence points at is shown whole
+/// or not at all, and whole it costs at least its head, its fences and a
+/// token per three characters of its text (`budget_tokens` counts three
+/// ASCII characters or one other as a token). Past the budget a large
+/// target's files are then not read one by one to be turned down.
+fn could_fit(input: &PlanInput<'_>, ranked: &Ranked, head: &str, left: u64) -> bool {
+    if ranked.needs_work() || !(input.unchanged)(&ranked.path) {
+        return true;
+    }
+    let Some(metrics) = input.metrics.get(&ranked.path) else {
+        return true;
+    };
+    let ascii = head.chars().filter(char::is_ascii).count() as u64;
+    let other = head.chars().count() as u64 - ascii;
+    (ascii + FENCES + metrics.chars as u64).div_ceil(3) + other <= left
 }
 
 /// One line each for `rest` while they fit in `left`; the files past that
@@ -280,9 +310,8 @@ fn head(input: &PlanInput<'_>) -> String {
     p
 }
 
-/// A file in full: its facts, pylint messages and source (cut to
-/// `max_tokens`, then marked partial). Empty when not even the facts fit.
-fn section(input: &PlanInput<'_>, ranked: &Ranked, text: &str, max_tokens: u64) -> (String, bool) {
+/// The facts and pylint messages a file's section opens with.
+fn section_head(input: &PlanInput<'_>, ranked: &Ranked) -> String {
     let mut s = String::new();
     let metrics = input.metrics.get(&ranked.path);
     let _ = write!(s, "\n### {}\n", ranked.path);
@@ -318,6 +347,12 @@ fn section(input: &PlanInput<'_>, ranked: &Ranked, text: &str, max_tokens: u64) 
             m.message_id, m.symbol, m.line, m.message
         );
     }
+    s
+}
+
+/// A file in full: `head` (see [`section_head`]) and its source (cut to
+/// `max_tokens`, then marked partial). Empty when not even the facts fit.
+fn section(mut s: String, text: &str, max_tokens: u64) -> (String, bool) {
     let used = budget_tokens(&s) + 16;
     if used >= max_tokens {
         return (String::new(), false);
@@ -449,12 +484,26 @@ mod tests {
     }
 
     fn build(n: usize, allowance: Allowance) -> Result<(ChatRequest, Selection), PlanTooBig> {
+        build_reading(n, allowance, true).0
+    }
+
+    /// [`build`], saying whether the metrics still describe the files, and
+    /// counting the files read.
+    fn build_reading(
+        n: usize,
+        allowance: Allowance,
+        unchanged: bool,
+    ) -> (Result<(ChatRequest, Selection), PlanTooBig>, usize) {
         let (sources, texts) = project(n);
         let metrics: BTreeMap<String, FileMetrics> = texts
             .iter()
             .map(|(p, t)| (p.clone(), crate::analysis::analyze(p, t)))
             .collect();
-        let read = |p: &str| texts.get(p).cloned();
+        let reads = std::cell::Cell::new(0);
+        let read = |p: &str| {
+            reads.set(reads.get() + 1);
+            texts.get(p).cloned()
+        };
         let failing = failing();
         let facts = Facts {
             sources: &sources,
@@ -465,18 +514,41 @@ mod tests {
         };
         let ranked = rank(&facts);
         let planned = BTreeSet::new();
-        plan_request(&PlanInput {
+        reads.set(0);
+        let built = plan_request(&PlanInput {
             ranked: &ranked,
             metrics: &metrics,
             lint: &[],
             read: &read,
+            unchanged: &|_| unchanged,
             pylint_score: Some(9.5),
             tests_summary: "0/1 passed".into(),
             failing: &failing,
             planned: &planned,
             batch: 1,
             allowance,
-        })
+        });
+        (built, reads.get())
+    }
+
+    #[test]
+    fn files_past_the_allowance_are_turned_down_without_being_read() {
+        let allowance = Budget::default().plan;
+        let (known, reads_known) = build_reading(1_000, allowance, true);
+        let (unknown, reads_all) = build_reading(1_000, allowance, false);
+        let (known, unknown) = (known.expect("fits"), unknown.expect("fits"));
+        // The same request either way: only what could not fit is not read.
+        assert_eq!(known.0.messages[0].content, unknown.0.messages[0].content);
+        assert_eq!(known.1, unknown.1);
+        assert_eq!(
+            reads_all, 1_001,
+            "each file read once to be shown or turned down"
+        );
+        assert!(
+            reads_known < known.1.in_full.len() + 100,
+            "{reads_known} reads for {} files shown",
+            known.1.in_full.len()
+        );
     }
 
     #[test]
@@ -550,6 +622,7 @@ mod tests {
             metrics: &metrics,
             lint: &[],
             read: &read,
+            unchanged: &|_| true,
             pylint_score: None,
             tests_summary: "no tests".into(),
             failing: &[],

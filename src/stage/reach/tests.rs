@@ -272,8 +272,9 @@ fn related_code_shows_what_the_file_calls_elsewhere_and_its_callers() {
     let files = ledger_sources();
     let sources: Vec<&String> = files.iter().filter(|f| !is_test_path(f)).collect();
     let read = reader(LEDGER);
+    let unknown = |_: &str| None;
     let pay = failed("tests/test_ledger.py::TestWallet::test_pay");
-    let related = related_code("ledger/wallet.py", &[&pay], &sources, &read);
+    let related = related_code("ledger/wallet.py", &[&pay], &sources, &read, &unknown);
     let named: Vec<(&str, &str, &str)> = related
         .iter()
         .map(|r| (r.file.as_str(), r.name.as_str(), r.why.as_str()))
@@ -286,7 +287,7 @@ fn related_code_shows_what_the_file_calls_elsewhere_and_its_callers() {
     assert_eq!((related[0].start, related[0].end), (1, 2));
 
     let alias = failed("tests/test_ledger.py::test_alias");
-    let related = related_code("ledger/money.py", &[&alias], &sources, &read);
+    let related = related_code("ledger/money.py", &[&alias], &sources, &read, &unknown);
     let named: Vec<(&str, &str, &str)> = related
         .iter()
         .map(|r| (r.file.as_str(), r.name.as_str(), r.why.as_str()))
@@ -299,5 +300,71 @@ fn related_code_shows_what_the_file_calls_elsewhere_and_its_callers() {
         ]
     );
     // Nothing failing: nothing related.
-    assert!(related_code("ledger/money.py", &[], &sources, &read).is_empty());
+    assert!(related_code("ledger/money.py", &[], &sources, &read, &unknown).is_empty());
+}
+
+#[test]
+fn callers_are_found_without_reading_the_files_known_to_import_none_of_the_names() {
+    // Besides the ledger, modules that take other names or none.
+    const MORE: &[(&str, &str)] = &[
+        (
+            "ledger/labels.py",
+            "from os.path import sep\n\ndef label(to_cents):\n    return to_cents + sep\n",
+        ),
+        ("ledger/limits.py", "MAX = 10\n"),
+    ];
+    let mut files = ledger_sources();
+    files.extend(MORE.iter().map(|(p, _)| p.to_string()));
+    let sources: Vec<&String> = files.iter().filter(|f| !is_test_path(f)).collect();
+    let (ledger, more) = (reader(LEDGER), reader(MORE));
+    let plain = |p: &str| ledger(p).or_else(|| more(p));
+    let read_paths = std::cell::RefCell::new(Vec::new());
+    let read = |p: &str| {
+        read_paths.borrow_mut().push(p.to_string());
+        plain(p)
+    };
+    let metrics: std::collections::BTreeMap<String, crate::analysis::FileMetrics> = LEDGER
+        .iter()
+        .chain(MORE)
+        .map(|(path, text)| (path.to_string(), crate::analysis::analyze(path, text)))
+        .collect();
+    assert_eq!(
+        metrics["ledger/__init__.py"].imported_names,
+        ["apply_discount", "to_cents", "total_line"]
+    );
+    // wallet.py is known only by its text: a file the run changed.
+    let imported = |f: &str| {
+        (f != "ledger/wallet.py")
+            .then(|| metrics.get(f).map(|m| m.imported_names.as_slice()))
+            .flatten()
+    };
+    let alias = failed("tests/test_ledger.py::test_alias");
+    let unknown = |_: &str| None;
+    let everything = related_code("ledger/money.py", &[&alias], &sources, &plain, &unknown);
+    let known = related_code("ledger/money.py", &[&alias], &sources, &read, &imported);
+    assert_eq!(known, everything);
+    assert_eq!(known.len(), 2, "{known:?}");
+    let read_paths = read_paths.into_inner();
+    // `ledger/__init__.py` takes `to_cents` and is read; no file that takes
+    // none of the names is, and the changed wallet.py is read for its text.
+    assert!(
+        read_paths.iter().any(|p| p == "ledger/wallet.py"),
+        "{read_paths:?}"
+    );
+    let takes_none: Vec<&String> = sources
+        .iter()
+        .copied()
+        .filter(|f| {
+            metrics
+                .get(*f)
+                .is_some_and(|m| !m.imported_names.iter().any(|n| n == "to_cents"))
+        })
+        .filter(|f| f.as_str() != "ledger/money.py" && f.as_str() != "ledger/wallet.py")
+        .collect();
+    // labels.py mentions `to_cents` (so its text passes the cheap test) but
+    // takes only `sep`.
+    assert_eq!(takes_none, ["ledger/labels.py", "ledger/limits.py"]);
+    for f in takes_none {
+        assert!(!read_paths.contains(f), "{f} was read: {read_paths:?}");
+    }
 }
