@@ -22,7 +22,7 @@ use std::path::Path;
 use git2::{ErrorCode, Repository};
 
 use super::command::{first_lines, GitCommand};
-use super::repo::{changed_paths, dirty_paths, head_state, tree_files};
+use super::repo::{changed_paths, dirty_paths_among, head_state, tree_files};
 use super::{CommitId, FastForward, GitError, Repo};
 
 /// The undo ref written before the user's branch moves.
@@ -111,7 +111,7 @@ impl Repo {
             .into_iter()
             .collect();
         changed.extend(touched.iter().cloned());
-        let dirty = dirty_paths(&git)?;
+        let dirty = dirty_paths_among(&git, &changed)?;
         let blocking: Vec<&str> = changed
             .iter()
             .map(String::as_str)

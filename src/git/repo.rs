@@ -446,7 +446,34 @@ fn unopenable_git_dir_above(target: &Path) -> Option<(PathBuf, String)> {
 
 /// See [`Repo::dirty_paths`].
 pub(crate) fn dirty_paths(repo: &Repository) -> Result<Vec<String>, GitError> {
+    dirty_paths_with(repo, StatusOptions::new())
+}
+
+/// Which of `paths` (repo-relative, exact) are dirty as
+/// [`Repo::dirty_paths`] tells it; only those paths are looked at, not
+/// the whole working tree.
+pub(crate) fn dirty_paths_among<'a>(
+    repo: &Repository,
+    paths: impl IntoIterator<Item = &'a String>,
+) -> Result<Vec<String>, GitError> {
     let mut options = StatusOptions::new();
+    let mut any = false;
+    for path in paths {
+        options.pathspec(path);
+        any = true;
+    }
+    // No pathspec would mean every path.
+    if !any {
+        return Ok(Vec::new());
+    }
+    options.disable_pathspec_match(true);
+    dirty_paths_with(repo, options)
+}
+
+fn dirty_paths_with(
+    repo: &Repository,
+    mut options: StatusOptions,
+) -> Result<Vec<String>, GitError> {
     options
         .include_untracked(true)
         .recurse_untracked_dirs(true)

@@ -35,15 +35,29 @@ fn assert_skipped(outcome: FastForward, run: &str, reason_has: &str) {
 
 #[test]
 fn fast_forward_refuses_when_a_touched_file_is_dirty() {
-    let touched = vec!["pkg/calc.py".to_string(), "pkg/added.py".to_string()];
+    let touched = vec![
+        "pkg/calc.py".to_string(),
+        "pkg/added.py".to_string(),
+        "newpkg/sub/added.py".to_string(),
+    ];
     type MakeDirty = fn(&TestRepo);
-    let cases: [(&str, MakeDirty); 3] = [
+    let cases: [(&str, MakeDirty); 6] = [
         ("modified", |r| r.write("pkg/calc.py", "user edit\n")),
         ("staged", |r| {
             r.write("pkg/calc.py", "user edit\n");
             r.git(&["add", "pkg/calc.py"]);
         }),
         ("untracked", |r| r.write("pkg/added.py", "user file\n")),
+        ("untracked in a new folder", |r| {
+            r.write("newpkg/sub/added.py", "user file\n")
+        }),
+        ("deleted", |r| {
+            r.git(&["rm", "-q", "--cached", "pkg/calc.py"]);
+        }),
+        ("staged elsewhere, then moved here", |r| {
+            r.git(&["mv", "pkg/calc.py", "pkg/renamed.py"]);
+            r.write("pkg/calc.py", "user file\n");
+        }),
     ];
     for (what, make_dirty) in cases {
         let (repo, opened, base, best) = finished_run("run-dirty");
