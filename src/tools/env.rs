@@ -26,6 +26,7 @@ use crate::cancel::Cancel;
 
 mod known;
 mod probe;
+mod pyenv;
 
 use crate::tools::memo::ProbeMemo;
 use probe::{Probe, ToolProbe};
@@ -138,7 +139,7 @@ pub fn resolve_env_with(
     let Probe {
         found,
         tools: probe,
-    } = probe::probe(&python)?;
+    } = probe::probe(&known::to_start(&python))?;
     if let (Some(pytest_version), Some(pylint_version)) = (&probe.pytest, &probe.pylint) {
         let env = PythonEnv {
             python: found.executable.clone().unwrap_or_else(|| python.clone()),

@@ -19,7 +19,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::probe::Found;
-use super::EnvSettings;
+use super::{pyenv, EnvSettings};
 use crate::tools::memo::{KeyBuilder, MemoKey};
 use crate::tools::{EnvSource, PythonEnv};
 
@@ -121,19 +121,9 @@ fn key_with(
         key.path("cwd", cwd);
     }
     if launcher == Launcher::Pyenv {
-        let start = var("PYENV_DIR").unwrap_or_else(|| cwd.to_path_buf());
-        let local = start
-            .ancestors()
-            .map(|dir| dir.join(".python-version"))
-            .find(|file| file.is_file())
-            .and_then(|file| std::fs::read(file).ok());
-        key.part("pyenv local", local.unwrap_or_default());
-        // The shim sets the root it was made for, over the environment's.
-        let root = shim_root(&head)
-            .or_else(|| var("PYENV_ROOT"))
-            .or_else(|| var("HOME").map(|home| home.join(".pyenv")));
-        let global = root.and_then(|root| std::fs::read(root.join("version")).ok());
-        key.part("pyenv global", global.unwrap_or_default());
+        let selection = pyenv::selection(&head, vars, cwd);
+        key.part("pyenv local", selection.local.unwrap_or_default());
+        key.part("pyenv global", selection.global.unwrap_or_default());
     }
     Some(EnvKey {
         key: key.finish(),
@@ -155,23 +145,22 @@ fn read_head(python: &Path) -> Option<Vec<u8>> {
 
 fn launcher_of(head: &[u8]) -> Launcher {
     if !head.starts_with(b"#!") {
-        return Launcher::Binary;
-    }
-    let text = String::from_utf8_lossy(head);
-    if text.contains("pyenv") && text.contains("exec") {
+        Launcher::Binary
+    } else if pyenv::is_shim(head) {
         Launcher::Pyenv
     } else {
         Launcher::Other
     }
 }
 
-/// `PYENV_ROOT` as pyenv's shim sets it (`export PYENV_ROOT="..."`).
-fn shim_root(head: &[u8]) -> Option<PathBuf> {
-    let text = String::from_utf8_lossy(head);
-    text.lines().find_map(|line| {
-        let value = line.trim().strip_prefix("export PYENV_ROOT=")?;
-        Some(PathBuf::from(value.trim_matches('"').trim_matches('\'')))
-    })
+/// What to start to probe `python`: the version's own program when it is
+/// pyenv's shim and pyenv's files name the version for sure (see
+/// [`pyenv`]), else `python` itself.
+pub(super) fn to_start(python: &Path) -> PathBuf {
+    let vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    read_head(python)
+        .and_then(|head| pyenv::target(python, &head, &vars, &current_dir()))
+        .unwrap_or_else(|| python.to_path_buf())
 }
 
 /// The files and folders the answer came from (see the module docs).

@@ -363,3 +363,62 @@ fn the_probe_is_remembered_until_the_interpreter_or_its_packages_change() {
     resolve();
     assert_eq!(starts(), 4);
 }
+
+#[test]
+fn pyenvs_shim_is_not_started_when_its_files_name_the_version() {
+    let dir = project(&[]);
+    let calls = dir.path().join("calls");
+    // A virtualenv as a pyenv version (as pyenv-virtualenv makes one),
+    // behind a counting stand-in for pyenv's shim.
+    let venv = dir.path().join("venv");
+    make_venv(&venv, true);
+    let root = dir.path().join("pyenv");
+    std::fs::create_dir_all(root.join("shims")).expect("mkdir");
+    std::fs::create_dir_all(root.join("versions")).expect("mkdir");
+    std::os::unix::fs::symlink(&venv, root.join("versions/tools-3")).expect("symlink");
+    std::fs::write(root.join("version"), "tools-3\n").expect("write version");
+    let shim = script(
+        &root.join("shims"),
+        "python3",
+        &format!(
+            "#!/bin/sh\nexport PYENV_ROOT={root:?}\necho \"$1\" >> {calls:?}\nexec {python:?} \"$@\" # as pyenv exec does\n",
+            python = root.join("versions/tools-3/bin/python3"),
+        ),
+    );
+    let settings = EnvSettings {
+        swarm_python: Some(shim),
+        ..path_only_settings()
+    };
+    let starts = || {
+        std::fs::read_to_string(&calls)
+            .map(|c| c.lines().count())
+            .unwrap_or(0)
+    };
+    let resolve = || resolve_env_with(dir.path(), false, &|_| {}, &settings).expect("resolves");
+    // A version picked by this process's own environment (PYENV_VERSION, a
+    // .python-version above the tests' folder) is not in this pyenv: then
+    // only the shim can tell, and is started.
+    let picked_here = std::env::var_os("PYENV_VERSION").is_some_and(|v| !v.is_empty())
+        || std::env::var_os("PYENV_DIR").is_some()
+        || std::env::current_dir()
+            .expect("cwd")
+            .ancestors()
+            .any(|d| d.join(".python-version").is_file());
+    let direct = resolve();
+    assert_eq!(starts(), usize::from(picked_here));
+    assert_eq!(
+        direct
+            .layout
+            .virtual_env
+            .as_deref()
+            .map(|v| v.canonicalize().expect("venv")),
+        Some(venv.canonicalize().expect("venv"))
+    );
+    // Two versions named: only pyenv can pick, the shim runs.
+    std::fs::write(root.join("version"), "tools-3\nother\n").expect("write version");
+    let through_shim = resolve();
+    assert_eq!(starts(), 1 + usize::from(picked_here));
+    assert_eq!(through_shim.pytest_version, direct.pytest_version);
+    assert_eq!(through_shim.pylint_version, direct.pylint_version);
+    assert_eq!(through_shim.layout.sys_path, direct.layout.sys_path);
+}
