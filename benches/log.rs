@@ -8,6 +8,11 @@
 //! scans the whole file once. For scale, it also times what the older
 //! version did for every entry: read and parse the whole array, write it
 //! all again pretty-printed, sync and rename.
+//!
+//! Then the report a run writes at its end, with the log holding that many
+//! entries of earlier runs before it: read back from the log's end to the
+//! run's start, against one pass over the whole log (what `swarm report
+//! <run>` does, and what the run's own report did before).
 
 use std::fs;
 use std::io::{BufWriter, Write};
@@ -107,6 +112,44 @@ fn spread(mut times: Vec<Duration>) -> (f64, f64) {
     (ms(times[times.len() / 2]), ms(times[times.len() - 1]))
 }
 
+/// Times the report of a run of 20 entries appended after `size` entries of
+/// an earlier run: (at the run's end, one whole pass), median of 5 each.
+fn report_times(dir: &Path, size: usize) -> (Duration, Duration) {
+    use swarm::report::{self, Which};
+    let path = dir.join(format!("report-{size}.json"));
+    write_lines(&path, size);
+    let run = "20261123-090000-0b1c";
+    let mut log = ExperimentLog::open(&path).expect("open");
+    for (n, kind) in ["run_start"]
+        .into_iter()
+        .chain(std::iter::repeat_n("tool", 18))
+        .chain(["run_end"])
+        .enumerate()
+    {
+        log.record(entry(n).detail("run_id", run).detail("kind", kind))
+            .expect("record");
+    }
+    log.sync().expect("sync");
+    let prices = swarm::llm::PriceTable::new();
+    let time = |which: Which<'_>| {
+        let mut times: Vec<Duration> = (0..5)
+            .map(|_| {
+                let started = Instant::now();
+                let written = report::write(&path, which, &prices).expect("report");
+                let took = started.elapsed();
+                assert_eq!(written.run_id, run);
+                took
+            })
+            .collect();
+        times.sort();
+        times[times.len() / 2]
+    };
+    let at_end = time(Which::Ended(run));
+    let whole = time(Which::Named(run));
+    fs::remove_file(&path).expect("remove");
+    (at_end, whole)
+}
+
 fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
     println!(
@@ -169,6 +212,17 @@ fn main() {
             ms(scan_open),
             ms(first),
             ms(second),
+        );
+    }
+    println!(
+        "\nentries  a run's report: at its end (from the log's end)   one pass over the whole log"
+    );
+    for &size in SIZES {
+        let (at_end, whole) = report_times(dir.path(), size);
+        println!(
+            "{size:>7}  median {:>7.2} ms                                median {:>8.2} ms",
+            ms(at_end),
+            ms(whole)
         );
     }
 }

@@ -137,6 +137,77 @@ pub(crate) fn scan(path: &Path, want: Option<&str>) -> Result<Scanned, ReportErr
     }
 }
 
+/// How much of the log [`scan_back`] reads at a time, from its end.
+const BACK_CHUNK: u64 = 64 * 1024;
+
+/// The entries of `run`, read from the end of the log backwards until its
+/// `run_start`: the run that just ended appended its entries last, so its
+/// report reads them (and any another run appended meanwhile), not the
+/// whole history. Each entry is one line of the file as swarm appends it.
+/// `None` when no `run_start` of `run` is found that way (a start moved
+/// aside by a repair, a log written by hand): then only [`scan`] can tell.
+pub(crate) fn scan_back(path: &Path, run: &str) -> Result<Option<Vec<Value>>, ReportError> {
+    use std::os::unix::fs::FileExt;
+    let read_error = |source| ReportError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = File::open(path).map_err(|source| match source.kind() {
+        std::io::ErrorKind::NotFound => ReportError::NoLog {
+            path: path.to_path_buf(),
+        },
+        _ => read_error(source),
+    })?;
+    let mut pos = file.metadata().map_err(read_error)?.len();
+    let mut found: Vec<Value> = Vec::new();
+    // The bytes after the last newline seen: the end of a line whose start
+    // is in a chunk not read yet.
+    let mut tail: Vec<u8> = Vec::new();
+    while pos > 0 {
+        let n = BACK_CHUNK.min(pos);
+        pos -= n;
+        let mut chunk = vec![0u8; usize::try_from(n).unwrap_or(usize::MAX)];
+        file.read_exact_at(&mut chunk, pos).map_err(read_error)?;
+        chunk.extend_from_slice(&tail);
+        let mut end = chunk.len();
+        while let Some(newline) = chunk[..end].iter().rposition(|&b| b == b'\n') {
+            if take_line(&chunk[newline + 1..end], run, &mut found) {
+                found.reverse();
+                return Ok(Some(found));
+            }
+            end = newline;
+        }
+        chunk.truncate(end);
+        tail = chunk;
+    }
+    if take_line(&tail, run, &mut found) {
+        found.reverse();
+        return Ok(Some(found));
+    }
+    Ok(None)
+}
+
+/// Keeps `line` in `found` when it is an entry of `run`; `true` when it is
+/// the run's `run_start`.
+fn take_line(line: &[u8], run: &str, found: &mut Vec<Value>) -> bool {
+    let line = line.trim_ascii();
+    let line = line.strip_prefix(b"[").unwrap_or(line).trim_ascii();
+    let line = line.strip_suffix(b",").unwrap_or(line);
+    if !line.starts_with(b"{") {
+        return false;
+    }
+    let Ok(probe) = serde_json::from_slice::<Probe>(line) else {
+        return false;
+    };
+    if probe.details.run_id.as_deref() != Some(run) {
+        return false;
+    }
+    if let Ok(entry) = serde_json::from_slice(line) {
+        found.push(entry);
+    }
+    probe.details.kind.as_deref() == Some("run_start")
+}
+
 /// The run `wanted` names (a run id or a unique prefix of one), or the
 /// newest run when it is `None`.
 pub(crate) fn pick_run(
@@ -207,6 +278,53 @@ mod tests {
             .map(|e| e["details"]["n"].as_u64().unwrap())
             .collect();
         assert_eq!(ns, [1, 3, 5]);
+    }
+
+    #[test]
+    fn the_ended_run_is_read_from_the_end_back_to_its_start() {
+        let dir = tempfile::tempdir().unwrap();
+        // What comes before the run's start is not read: here it is not
+        // even JSON, which a whole pass turns down.
+        let text = format!(
+            "[\n{{ this is not read ,\n{},\n{},\n{},\n{},\n{},\n{}\n]\n",
+            entry("r1", "run_start", 1),
+            entry("r2", "run_start", 2),
+            entry("r2", "review", 3),
+            entry("r1", "review", 4),
+            entry("r2", "run_end", 5),
+            entry("r2", "report", 6),
+        );
+        let path = write_log(dir.path(), &text);
+        let ns = |entries: Vec<Value>| -> Vec<u64> {
+            entries
+                .iter()
+                .map(|e| e["details"]["n"].as_u64().unwrap())
+                .collect()
+        };
+        assert_eq!(ns(scan_back(&path, "r2").unwrap().unwrap()), [2, 3, 5, 6]);
+        assert!(scan(&path, Some("r2")).is_err(), "a whole pass fails");
+        // A run whose start is not there: only a whole pass can tell.
+        let path = write_log(
+            dir.path(),
+            &format!(
+                "[\n{},\n{}\n]\n",
+                entry("r1", "review", 1),
+                entry("r1", "run_end", 2)
+            ),
+        );
+        assert_eq!(scan_back(&path, "r1").unwrap(), None);
+        assert_eq!(ns(scan(&path, Some("r1")).unwrap().entries), [1, 2]);
+        // Lines longer than what is read at a time, and a first line that
+        // is the array's opening and the entry together.
+        let long = "x".repeat(200_000);
+        let big = format!(
+            r#"{{"id":"y","details":{{"run_id":"r3","kind":"review","n":8,"text":"{long}"}}}}"#
+        );
+        let path = write_log(
+            dir.path(),
+            &format!("[{},\n{big},\n{big}\n]\n", entry("r3", "run_start", 7)),
+        );
+        assert_eq!(ns(scan_back(&path, "r3").unwrap().unwrap()), [7, 8, 8]);
     }
 
     #[test]

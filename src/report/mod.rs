@@ -96,8 +96,15 @@ pub fn write(
             (run_id, newest)
         }
     };
-    let scanned = entries::scan(log_file, Some(&run_id))?;
-    let report = model::gather(&run_id, &scanned.entries, prices);
+    let back = match which {
+        Which::Ended(run) => entries::scan_back(log_file, run)?,
+        _ => None,
+    };
+    let entries = match back {
+        Some(entries) => entries,
+        None => entries::scan(log_file, Some(&run_id))?.entries,
+    };
+    let report = model::gather(&run_id, &entries, prices);
     let page = render::render(&report);
     let path = report_path(log_file, &run_id);
     write_atomically(&path, &page)?;
