@@ -103,6 +103,7 @@ impl RunWorkspace {
     /// untracked and ignored files such as `__pycache__` and
     /// `.pytest_cache`; the worktree's HEAD is left detached at `commit`.
     pub fn reset_to(&self, commit: &CommitId) -> Result<(), GitError> {
+        self.refresh.settle();
         let mut disk = self.disk.lock().unwrap_or_else(|e| e.into_inner());
         disk.trusted = false;
         checkout_exactly(&self.path, commit)?;

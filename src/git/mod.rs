@@ -19,6 +19,7 @@ mod fastforward;
 mod location;
 mod lock;
 mod prune;
+mod refresh;
 mod repo;
 mod runs;
 mod spare;
@@ -202,6 +203,8 @@ pub struct RunWorkspace {
     removed: bool,
     /// What swarm put on disk in the worktree (see `content`).
     disk: std::sync::Mutex<content::DiskState>,
+    /// The index refreshed once its checkout's second is over (see `refresh`).
+    refresh: refresh::IndexRefresh,
 }
 
 /// What the final step did.

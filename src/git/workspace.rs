@@ -33,6 +33,7 @@ use super::content::DiskState;
 use super::location::{check_outside_repo, resolve_lexically};
 use super::lock::{LockFile, TryLock};
 use super::prune::remove_run;
+use super::refresh::IndexRefresh;
 use super::repo::{
     canonical, changed_paths, check_rel_path, file_at, open_objects, signature, tree_id_at,
 };
@@ -170,6 +171,7 @@ impl RunWorkspace {
                 return Err(error);
             }
         };
+        let refresh = IndexRefresh::start(&path);
         Ok(RunWorkspace {
             run_id: run_id.to_string(),
             path,
@@ -181,6 +183,7 @@ impl RunWorkspace {
             best: base.clone(),
             removed: false,
             disk: std::sync::Mutex::new(DiskState::at(base.clone())),
+            refresh,
         })
     }
 
@@ -443,6 +446,7 @@ impl RunWorkspace {
     /// (unregistered) as the repository's spare for the next run when they
     /// can be (see `spare`): a run at its end then deletes no file.
     pub fn retire(mut self) -> Result<(), GitError> {
+        self.refresh.settle();
         if let Some(runs_dir) = self.path.parent() {
             if let Err(e) = spare::retire(&self.path, &self.admin_dir, runs_dir) {
                 tracing::debug!("the worktree is removed, not kept as the spare: {e}");
@@ -452,6 +456,7 @@ impl RunWorkspace {
     }
 
     fn remove_all(&mut self) -> Result<(), GitError> {
+        self.refresh.settle();
         self.removed = true;
         remove_run(&self.path, Some(&self.admin_dir), &self.common_dir)?;
         if let Some(lock) = self.lock.take() {

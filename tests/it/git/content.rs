@@ -66,3 +66,46 @@ fn committed_blob_ids_are_gits_less_the_files_written_since_the_reset() {
     assert_eq!(ids.len(), 3);
     assert_eq!(ids["new.py"], blob_id(b"N = 1\n"));
 }
+
+/// The whole seconds of a file's modification time.
+fn mtime_secs(path: &std::path::Path) -> u64 {
+    fs::metadata(path)
+        .expect("stat")
+        .modified()
+        .expect("mtime")
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs()
+}
+
+#[test]
+fn a_fresh_checkouts_index_is_rewritten_once_its_second_is_over() {
+    let repo = sample();
+    let opened = open(&repo.root);
+    let base = opened.info().head.clone();
+    let ws = create(&repo, &opened, "run-1", &base).expect("create");
+    let newest_file = repo
+        .git_at(ws.path(), &["ls-files"])
+        .lines()
+        .map(|f| mtime_secs(&ws.path().join(f)))
+        .max()
+        .expect("files");
+    let index =
+        std::path::PathBuf::from(repo.git_at(ws.path(), &["rev-parse", "--git-dir"])).join("index");
+    // git trusts the times it keeps only for files older than its index:
+    // a second later the index is rewritten, and a reset reads no file.
+    std::thread::sleep(std::time::Duration::from_millis(2_300));
+    assert!(
+        mtime_secs(&index) > newest_file,
+        "the index ({}) is not newer than the files ({newest_file})",
+        mtime_secs(&index)
+    );
+    ws.reset_to(&base).expect("reset");
+    assert_eq!(repo.git_at(ws.path(), &["status", "--porcelain"]), "");
+    ws.retire().expect("retire");
+
+    // A reset or an end before the refresh is due calls it off.
+    let ws = create(&repo, &opened, "run-2", &base).expect("create");
+    ws.reset_to(&base).expect("reset");
+    ws.remove().expect("remove");
+}
