@@ -77,7 +77,6 @@ pub(crate) async fn open(
     })?;
     let info = repo.info().clone();
     let (files, submodules) = python_files_and_submodules(&repo, &info, &target)?;
-    tell_about_uncommitted(&repo, &info, &notice)?;
     if let Some(provider) = &config.preflight {
         if let Preflight::Doubtful(note) = crate::llm::preflight(provider).await? {
             notice(note);
@@ -190,6 +189,9 @@ pub(crate) fn start_workspace(
                     &opened.info.head,
                 )
             });
+            // The user's uncommitted files are counted meanwhile too (a
+            // status of the whole working tree).
+            let uncommitted = scope.spawn(|| uncommitted_under_target(&opened.repo, &opened.info));
             let progress = |m: &str| notice(m.to_string());
             let tools = tools::resolve_env(&opened.target, config.bootstrap, &progress)
                 .map_err(SwarmError::from)
@@ -206,6 +208,16 @@ pub(crate) fn start_workspace(
                     op: "create the run worktree".to_string(),
                     message: "its thread panicked".to_string(),
                 })
+            });
+            let uncommitted = uncommitted.join().unwrap_or_else(|_| {
+                Err(crate::git::GitError::Failed {
+                    op: "read the status of the working tree".to_string(),
+                    message: "its thread panicked".to_string(),
+                })
+            });
+            let tools = tools.and_then(|made| {
+                tell_about_uncommitted(uncommitted?, &opened.info, &notice);
+                Ok(made)
             });
             (tools, ws)
         })
@@ -265,23 +277,22 @@ fn open_or_init(target: &Path, notice: &dyn Fn(String)) -> Result<Repo, SwarmErr
     Ok(repo)
 }
 
-/// Says so when files under the target have uncommitted changes: the run
-/// starts from HEAD and leaves them alone.
-fn tell_about_uncommitted(
-    repo: &Repo,
-    info: &RepoInfo,
-    notice: &dyn Fn(String),
-) -> Result<(), SwarmError> {
-    let dirty = repo
+/// How many files under the target have uncommitted changes.
+fn uncommitted_under_target(repo: &Repo, info: &RepoInfo) -> Result<usize, crate::git::GitError> {
+    Ok(repo
         .dirty_paths()?
         .iter()
         .filter(|p| target_path(&info.target_rel, p).is_some())
-        .count();
+        .count())
+}
+
+/// Says so when `dirty` files under the target have uncommitted changes:
+/// the run starts from HEAD and leaves them alone.
+fn tell_about_uncommitted(dirty: usize, info: &RepoInfo, notice: &dyn Fn(String)) {
     if dirty > 0 {
         notice(format!(
             "{dirty} file(s) under the target have uncommitted changes; the run starts from the committed state (HEAD {}) and leaves them alone",
             info.head.short()
         ));
     }
-    Ok(())
 }

@@ -52,8 +52,9 @@ pub fn implicated_files(
         }
     };
     for case in failing {
+        let mentioned = mentioned_paths(case);
         for src in &sources {
-            if traceback_mentions(case, src) {
+            if names_file(&mentioned, src) {
                 push(src);
             }
         }
@@ -126,6 +127,12 @@ pub(crate) fn test_module(case: &TestCase) -> Option<&str> {
 
 /// Whether a case's message or traceback names `file` (target-relative).
 pub(crate) fn traceback_mentions(case: &TestCase, file: &str) -> bool {
+    names_file(&mentioned_paths(case), file)
+}
+
+/// The `.py` paths a case's message and traceback name, `/`-separated: read
+/// once per case when many files are asked about.
+pub(crate) fn mentioned_paths(case: &TestCase) -> Vec<String> {
     static PATH: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
     let re = PATH.get_or_init(|| Regex::new(r"([A-Za-z0-9_./\\-]+\.py)").expect("static regex"));
     [case.message.as_deref(), case.details.as_deref()]
@@ -133,7 +140,17 @@ pub(crate) fn traceback_mentions(case: &TestCase, file: &str) -> bool {
         .flatten()
         .flat_map(|text| re.captures_iter(text))
         .map(|m| m[1].replace('\\', "/"))
-        .any(|p| p == file || p.ends_with(&format!("/{file}")))
+        .collect()
+}
+
+/// Whether one of `mentioned` (see [`mentioned_paths`]) is `file`
+/// (target-relative), or ends in it after a `/`.
+pub(crate) fn names_file(mentioned: &[String], file: &str) -> bool {
+    mentioned.iter().any(|p| {
+        p == file
+            || p.strip_suffix(file)
+                .is_some_and(|before| before.ends_with('/'))
+    })
 }
 
 /// Whether `modules` (from [`imported_modules`]) include the module of `file`.

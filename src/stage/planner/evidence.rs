@@ -145,8 +145,9 @@ fn evidence(facts: &Facts<'_>) -> Vec<(String, Reason)> {
     let mut found = Vec::new();
     for case in facts.failing {
         let test = || case.id.clone();
+        let mentioned = reach::mentioned_paths(case);
         for path in facts.sources {
-            if reach::traceback_mentions(case, path) {
+            if reach::names_file(&mentioned, path) {
                 found.push((path.clone(), Reason::Traceback { test: test() }));
             }
         }

@@ -18,7 +18,10 @@ fn uncommitted_work_in_other_files_survives_the_fast_forward() {
     let out = run_openai(&fx, &server, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains("uncommitted changes"), "{stderr}");
+    assert!(
+        stderr.contains("2 file(s) under the target have uncommitted changes"),
+        "{stderr}"
+    );
     assert_ne!(fx.repo.head(), start);
     assert_eq!(fx.repo.read("NOTES.md"), "my notes, not committed\n");
     assert_eq!(fx.repo.read("test_stats.py"), test_text);
