@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex};
 use sha2::{Digest, Sha256};
 
 use super::deps::ModuleIndex;
+pub(super) use super::import_memo::ImportMemo;
 use crate::tools::{LintMessage, PythonEnv};
 
 /// The configuration files pylint reads from the folders it runs in.
@@ -84,6 +85,9 @@ impl LintCache {
     pub fn new(cache_dir: Option<&Path>) -> Self {
         Self {
             dir: cache_dir.map(|dir| dir.join("pylint")),
+            imports: Mutex::new(ImportMemo::kept_in(
+                cache_dir.map(|dir| dir.join("pylint-imports")),
+            )),
             ..Self::in_memory()
         }
     }
@@ -205,40 +209,6 @@ pub struct KnownContent {
     pub id_of: Option<fn(&[u8]) -> String>,
 }
 
-/// The direct imports of every file, remembered by file and content for one
-/// list of files (imports resolve against the list), so that a file whose
-/// content is known need not be read for them again.
-#[derive(Debug, Default)]
-pub(super) struct ImportMemo {
-    /// The hash of the file list the memo is for.
-    listing: [u8; 32],
-    /// By file index: the content digest the imports were read from, and
-    /// the indexes of the files imported.
-    by_file: HashMap<usize, (String, Vec<usize>)>,
-}
-
-impl ImportMemo {
-    /// Forgets everything when `files` is not the list the memo is for.
-    fn follow(&mut self, files: &[String]) {
-        let mut hash = Sha256::new();
-        for file in files {
-            field(&mut hash, file.as_bytes());
-        }
-        let listing: [u8; 32] = hash.finalize().into();
-        if listing != self.listing {
-            self.listing = listing;
-            self.by_file.clear();
-        }
-    }
-
-    fn imports(&self, of: usize, digest: &str) -> Option<&[usize]> {
-        self.by_file
-            .get(&of)
-            .filter(|(d, _)| d == digest)
-            .map(|(_, deps)| deps.as_slice())
-    }
-}
-
 /// Makes cache keys for the files of one lint root.
 pub(super) struct Keys {
     base: [u8; 32],
@@ -340,8 +310,7 @@ impl Keys {
                     continue;
                 };
                 let deps = index.imports_of(i, &String::from_utf8_lossy(&content));
-                memo.by_file
-                    .insert(i, (digest.clone(), deps.into_iter().collect()));
+                memo.remember(i, digest, deps.into_iter().collect());
                 contents[i] = Some(content);
             }
             let deps = memo.imports(i, digest).unwrap_or_default();
@@ -358,12 +327,13 @@ impl Keys {
                 bytes: contents[i].as_ref().map(|c| c.len() as u64),
             });
         }
+        memo.keep();
         facts
     }
 }
 
 /// Adds a length-prefixed field, so no two field lists hash alike.
-fn field(hash: &mut Sha256, bytes: &[u8]) {
+pub(super) fn field(hash: &mut Sha256, bytes: &[u8]) {
     hash.update((bytes.len() as u64).to_le_bytes());
     hash.update(bytes);
 }
@@ -536,5 +506,46 @@ mod tests {
             listed[0].key, None,
             "a.py is off the disk and its imports unknown"
         );
+    }
+
+    #[test]
+    fn a_later_run_over_the_same_files_reads_none_of_them_for_their_keys() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let cache = tempfile::tempdir().expect("cache dir");
+        let root = dir.path();
+        let files: Vec<String> = (0..100).map(|i| format!("m{i}.py")).collect();
+        for (i, file) in files.iter().enumerate() {
+            let text = match i {
+                0 => "X = 0\n".to_string(),
+                _ => format!("import m{}\n", i - 1),
+            };
+            std::fs::write(root.join(file), text).expect("write");
+        }
+        let known = KnownContent {
+            ids: files
+                .iter()
+                .map(|f| {
+                    let content = std::fs::read(root.join(f)).expect("read");
+                    (f.clone(), fake_blob_id(&content))
+                })
+                .collect(),
+            id_of: Some(fake_blob_id),
+        };
+        let env = python_env();
+        let keys = Keys::new(&env, root, root);
+        let kept = || ImportMemo::kept_in(Some(cache.path().join("pylint-imports")));
+        let first = keys.files(root, &files, Some(&known), &mut kept());
+        assert!(first.iter().all(|f| f.bytes.is_some()), "read for imports");
+        // The next run: a new memo, the same files off the disk.
+        for f in &files {
+            std::fs::remove_file(root.join(f)).expect("rm");
+        }
+        let later = keys.files(root, &files, Some(&known), &mut kept());
+        let key_list =
+            |facts: &[FileFacts]| facts.iter().map(|f| f.key.clone()).collect::<Vec<_>>();
+        assert_eq!(key_list(&later), key_list(&first), "same keys, no reads");
+        // Without the kept memo the files would have to be read.
+        let unkept = keys.files(root, &files, Some(&known), &mut ImportMemo::default());
+        assert!(unkept.iter().all(|f| f.key.is_none()));
     }
 }
