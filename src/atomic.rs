@@ -17,3 +17,21 @@ pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> std::io::Resul
     temp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
+
+/// Removes the oldest `.json` files of `dir` (by modification time) past
+/// `keep` of them, never `current`: a cache folder of one file per list
+/// stays bounded.
+pub fn keep_newest_json(dir: &Path, keep: usize, current: &Path) {
+    let mut lists: Vec<(std::time::SystemTime, std::path::PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json") && e.path() != current)
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    lists.sort();
+    let extra = (lists.len() + 1).saturating_sub(keep);
+    for (_, path) in lists.into_iter().take(extra) {
+        let _ = std::fs::remove_file(path);
+    }
+}

@@ -104,9 +104,9 @@ impl<'de> Visitor<'de> for Collect<'_> {
     }
 }
 
-/// Reads the log at `path`: every run id, and the entries of `want`.
-pub(crate) fn scan(path: &Path, want: Option<&str>) -> Result<Scanned, ReportError> {
-    let file = File::open(path).map_err(|source| match source.kind() {
+/// The log at `path`, opened for reading.
+fn open_log(path: &Path) -> Result<File, ReportError> {
+    File::open(path).map_err(|source| match source.kind() {
         std::io::ErrorKind::NotFound => ReportError::NoLog {
             path: path.to_path_buf(),
         },
@@ -114,7 +114,12 @@ pub(crate) fn scan(path: &Path, want: Option<&str>) -> Result<Scanned, ReportErr
             path: path.to_path_buf(),
             source,
         },
-    })?;
+    })
+}
+
+/// Reads the log at `path`: every run id, and the entries of `want`.
+pub(crate) fn scan(path: &Path, want: Option<&str>) -> Result<Scanned, ReportError> {
+    let file = open_log(path)?;
     let mut out = Scanned::default();
     let mut de = serde_json::Deserializer::from_reader(BufReader::new(file));
     let read = de.deserialize_seq(Collect {
@@ -152,12 +157,7 @@ pub(crate) fn scan_back(path: &Path, run: &str) -> Result<Option<Vec<Value>>, Re
         path: path.to_path_buf(),
         source,
     };
-    let file = File::open(path).map_err(|source| match source.kind() {
-        std::io::ErrorKind::NotFound => ReportError::NoLog {
-            path: path.to_path_buf(),
-        },
-        _ => read_error(source),
-    })?;
+    let file = open_log(path)?;
     let mut pos = file.metadata().map_err(read_error)?.len();
     let mut found: Vec<Value> = Vec::new();
     // The bytes after the last newline seen: the end of a line whose start

@@ -27,6 +27,8 @@ use crate::cancel::Cancel;
 mod known;
 mod probe;
 mod pyenv;
+#[cfg(test)]
+mod test_files;
 
 use crate::tools::memo::ProbeMemo;
 use probe::{Probe, ToolProbe};

@@ -90,7 +90,9 @@ impl MetricsCache {
             stored.format = FORMAT.to_string();
             stored.files.retain(|f, _| out.contains_key(f));
             if crate::atomic::write_json(&path, &stored).is_ok() {
-                self.prune(MAX_LISTS, &path);
+                if let Some(dir) = &self.dir {
+                    crate::atomic::keep_newest_json(dir, MAX_LISTS, &path);
+                }
             }
         }
         out
@@ -105,25 +107,6 @@ impl MetricsCache {
             hash.update(file.as_bytes());
         }
         Some(dir.join(format!("{}.json", &hex::encode(hash.finalize())[..32])))
-    }
-
-    /// Removes the oldest lists past `keep`, never `current`.
-    fn prune(&self, keep: usize, current: &Path) {
-        let Some(dir) = &self.dir else {
-            return;
-        };
-        let mut lists: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter(|e| e.path().extension().is_some_and(|x| x == "json") && e.path() != current)
-            .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
-            .collect();
-        lists.sort();
-        let extra = (lists.len() + 1).saturating_sub(keep);
-        for (_, path) in lists.into_iter().take(extra) {
-            let _ = std::fs::remove_file(path);
-        }
     }
 }
 

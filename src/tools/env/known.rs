@@ -192,19 +192,7 @@ pub(super) fn witnesses(python: &Path, env: &PythonEnv, found: &Found) -> Vec<Pa
 mod tests {
     use super::*;
 
-    fn write_exe(path: &Path, text: &str) {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-
-    fn vars(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
-        pairs
-            .iter()
-            .map(|(n, v)| (OsString::from(n), OsString::from(v)))
-            .collect()
-    }
+    use super::super::test_files::{vars, write_exe};
 
     #[test]
     fn the_key_follows_what_picks_the_interpreter() {

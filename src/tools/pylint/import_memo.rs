@@ -15,7 +15,7 @@
 //! swarm that resolves imports differently starts afresh.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use sha2::{Digest, Sha256};
@@ -124,32 +124,15 @@ impl ImportMemo {
         };
         if crate::atomic::write_json(&path, &stored).is_ok() {
             self.fresh = 0;
-            prune(&path);
+            if let Some(dir) = path.parent() {
+                crate::atomic::keep_newest_json(dir, MAX_LISTS, &path);
+            }
         }
     }
 
     fn path(&self) -> Option<PathBuf> {
         let dir = self.dir.as_ref()?;
         Some(dir.join(format!("{}.json", &hex::encode(self.listing)[..32])))
-    }
-}
-
-/// Removes the oldest memos past [`MAX_LISTS`], never `current`.
-fn prune(current: &Path) {
-    let Some(dir) = current.parent() else {
-        return;
-    };
-    let mut lists: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.path().extension().is_some_and(|x| x == "json") && e.path() != current)
-        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
-        .collect();
-    lists.sort();
-    let extra = (lists.len() + 1).saturating_sub(MAX_LISTS);
-    for (_, path) in lists.into_iter().take(extra) {
-        let _ = std::fs::remove_file(path);
     }
 }
 

@@ -293,6 +293,31 @@ echo "real $1" >> {calls:?}
     assert_eq!(calls.lines().count(), 2, "one start-up in all: {calls}");
 }
 
+/// A stand-in for pyenv's shim at `<root>/shims/python3`: it says it is
+/// pyenv's (its `PYENV_ROOT`), counts its starts in `calls` (one line each)
+/// and runs `python`. Returns the shim and a counter of its starts.
+fn counting_shim(
+    root: &std::path::Path,
+    calls: &std::path::Path,
+    python: &std::path::Path,
+) -> (std::path::PathBuf, impl Fn() -> usize) {
+    std::fs::create_dir_all(root.join("shims")).expect("mkdir");
+    let shim = script(
+        &root.join("shims"),
+        "python3",
+        &format!(
+            "#!/bin/sh\nexport PYENV_ROOT={root:?}\necho \"$1\" >> {calls:?}\nexec {python:?} \"$@\" # as pyenv exec does\n",
+        ),
+    );
+    let calls = calls.to_path_buf();
+    let starts = move || {
+        std::fs::read_to_string(&calls)
+            .map(|c| c.lines().count())
+            .unwrap_or(0)
+    };
+    (shim, starts)
+}
+
 #[test]
 fn the_probe_is_remembered_until_the_interpreter_or_its_packages_change() {
     let dir = project(&[]);
@@ -302,25 +327,12 @@ fn the_probe_is_remembered_until_the_interpreter_or_its_packages_change() {
     let venv = dir.path().join("venv");
     make_venv(&venv, true);
     let root = dir.path().join("pyenv");
-    std::fs::create_dir_all(root.join("shims")).expect("mkdir");
+    let (shim, starts) = counting_shim(&root, &calls, &venv.join("bin/python"));
     std::fs::write(root.join("version"), "3.11\n").expect("write version");
-    let shim = script(
-        &root.join("shims"),
-        "python3",
-        &format!(
-            "#!/bin/sh\nexport PYENV_ROOT={root:?}\necho \"$1\" >> {calls:?}\nexec {python:?} \"$@\" # as pyenv exec does\n",
-            python = venv.join("bin/python"),
-        ),
-    );
     let settings = EnvSettings {
         swarm_python: Some(shim),
         cache_dir: Some(dir.path().join("cache")),
         ..path_only_settings()
-    };
-    let starts = || {
-        std::fs::read_to_string(&calls)
-            .map(|c| c.lines().count())
-            .unwrap_or(0)
     };
     let resolve = || resolve_env_with(dir.path(), false, &|_| {}, &settings).expect("resolves");
     // A change is only seen once the file system's clock has moved on
@@ -373,26 +385,13 @@ fn pyenvs_shim_is_not_started_when_its_files_name_the_version() {
     let venv = dir.path().join("venv");
     make_venv(&venv, true);
     let root = dir.path().join("pyenv");
-    std::fs::create_dir_all(root.join("shims")).expect("mkdir");
     std::fs::create_dir_all(root.join("versions")).expect("mkdir");
     std::os::unix::fs::symlink(&venv, root.join("versions/tools-3")).expect("symlink");
     std::fs::write(root.join("version"), "tools-3\n").expect("write version");
-    let shim = script(
-        &root.join("shims"),
-        "python3",
-        &format!(
-            "#!/bin/sh\nexport PYENV_ROOT={root:?}\necho \"$1\" >> {calls:?}\nexec {python:?} \"$@\" # as pyenv exec does\n",
-            python = root.join("versions/tools-3/bin/python3"),
-        ),
-    );
+    let (shim, starts) = counting_shim(&root, &calls, &root.join("versions/tools-3/bin/python3"));
     let settings = EnvSettings {
         swarm_python: Some(shim),
         ..path_only_settings()
-    };
-    let starts = || {
-        std::fs::read_to_string(&calls)
-            .map(|c| c.lines().count())
-            .unwrap_or(0)
     };
     let resolve = || resolve_env_with(dir.path(), false, &|_| {}, &settings).expect("resolves");
     // A version picked by this process's own environment (PYENV_VERSION, a
