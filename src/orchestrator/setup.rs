@@ -203,18 +203,8 @@ pub(crate) fn start_workspace(
                     let sandbox = Sandbox::remembering(policy, &env, memo.as_ref())?;
                     Ok((env, sandbox))
                 });
-            let ws = checkout.join().unwrap_or_else(|_| {
-                Err(crate::git::GitError::Failed {
-                    op: "create the run worktree".to_string(),
-                    message: "its thread panicked".to_string(),
-                })
-            });
-            let uncommitted = uncommitted.join().unwrap_or_else(|_| {
-                Err(crate::git::GitError::Failed {
-                    op: "read the status of the working tree".to_string(),
-                    message: "its thread panicked".to_string(),
-                })
-            });
+            let ws = joined(checkout, "create the run worktree");
+            let uncommitted = joined(uncommitted, "read the status of the working tree");
             let tools = tools.and_then(|made| {
                 tell_about_uncommitted(uncommitted?, &opened.info, &notice);
                 Ok(made)
@@ -275,6 +265,19 @@ fn open_or_init(target: &Path, notice: &dyn Fn(String)) -> Result<Repo, SwarmErr
         target.display()
     ));
     Ok(repo)
+}
+
+/// What a git step on its own thread gave; its panic is the step's error.
+fn joined<T>(
+    step: std::thread::ScopedJoinHandle<'_, Result<T, crate::git::GitError>>,
+    op: &str,
+) -> Result<T, crate::git::GitError> {
+    step.join().unwrap_or_else(|_| {
+        Err(crate::git::GitError::Failed {
+            op: op.to_string(),
+            message: "its thread panicked".to_string(),
+        })
+    })
 }
 
 /// How many files under the target have uncommitted changes.

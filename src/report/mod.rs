@@ -85,20 +85,17 @@ pub fn write(
         Which::Named(run) => Some(run),
         _ => None,
     };
-    let (run_id, newest) = match which {
-        // The ending run's entries are in the log even if its start is not
-        // (a log moved aside by a repair during the run).
-        Which::Ended(run) => (run.to_string(), true),
+    // The ending run's entries are read from the log's end back to its
+    // start; they are in the log even if its start is not (a log moved
+    // aside by a repair during the run), and then the whole log is read.
+    let (run_id, newest, back) = match which {
+        Which::Ended(run) => (run.to_string(), true, entries::scan_back(log_file, run)?),
         _ => {
             let listing = entries::scan(log_file, None)?;
             let run_id = entries::pick_run(log_file, &listing.runs, wanted)?;
             let newest = listing.runs.last() == Some(&run_id);
-            (run_id, newest)
+            (run_id, newest, None)
         }
-    };
-    let back = match which {
-        Which::Ended(run) => entries::scan_back(log_file, run)?,
-        _ => None,
     };
     let entries = match back {
         Some(entries) => entries,

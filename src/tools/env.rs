@@ -125,8 +125,9 @@ pub fn resolve_env_with(
     let (python, source) = find_interpreter(target, settings)?;
     // The answer of an earlier run, when nothing it came from has changed
     // (see `known`).
+    let launch = known::Launch::read(&python);
     let memo = settings.cache_dir.as_deref().and_then(|dir| {
-        let key = known::key(&python, source, settings, probe::SCRIPT)?;
+        let key = launch.key(source, settings, probe::SCRIPT)?;
         Some((ProbeMemo::new(dir), key))
     });
     if let Some(env) = memo
@@ -141,7 +142,7 @@ pub fn resolve_env_with(
     let Probe {
         found,
         tools: probe,
-    } = probe::probe(&known::to_start(&python))?;
+    } = probe::probe(&launch.to_start())?;
     if let (Some(pytest_version), Some(pylint_version)) = (&probe.pytest, &probe.pylint) {
         let env = PythonEnv {
             python: found.executable.clone().unwrap_or_else(|| python.clone()),

@@ -27,7 +27,6 @@
 //! remembered (the next run's probe will be).
 
 use std::fs::Metadata;
-use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -126,9 +125,7 @@ impl Seen {
             ..Seen::from(&own)
         })
     }
-}
 
-impl Seen {
     /// Changed less than [`RACY`] before `now` (or after it), here or in
     /// what a link points at.
     fn is_racy(&self, now: std::time::SystemTime) -> bool {
@@ -226,17 +223,8 @@ impl ProbeMemo {
             witnesses,
             value,
         };
-        let Ok(text) = serde_json::to_vec(&entry) else {
-            return;
-        };
         let path = self.entry_path(key);
-        let written = std::fs::create_dir_all(&self.dir).and_then(|()| {
-            let mut file = tempfile::NamedTempFile::new_in(&self.dir)?;
-            file.write_all(&text)?;
-            file.persist(&path).map_err(|e| e.error)?;
-            Ok(())
-        });
-        if let Err(e) = written {
+        if let Err(e) = crate::atomic::write_json(&path, &entry) {
             tracing::debug!("could not remember a probe in {}: {e}", path.display());
         }
     }

@@ -59,76 +59,100 @@ impl EnvKey {
     }
 }
 
-/// The memo key for probing `python` (found as `source`), or `None` when
-/// only running it can tell what starts.
-pub(super) fn key(
-    python: &Path,
-    source: EnvSource,
-    settings: &EnvSettings,
-    script: &str,
-) -> Option<EnvKey> {
-    let vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-    key_with(python, source, settings, script, &vars, &current_dir())
+/// The found interpreter path as read before anything runs, once for both
+/// the memo key and what the probe starts: its first bytes, the process's
+/// variables and folder, and for pyenv's shim the version it would pick.
+pub(super) struct Launch<'a> {
+    python: &'a Path,
+    /// `None` when the file cannot be read.
+    head: Option<Vec<u8>>,
+    vars: Vec<(OsString, OsString)>,
+    cwd: PathBuf,
+    pyenv: Option<pyenv::Selection>,
 }
 
-fn current_dir() -> PathBuf {
-    std::env::current_dir().unwrap_or_default()
-}
+impl<'a> Launch<'a> {
+    /// Reads `python` with this process's variables and folder.
+    pub fn read(python: &'a Path) -> Self {
+        let cwd = std::env::current_dir().unwrap_or_default();
+        Self::with(python, std::env::vars_os().collect(), cwd)
+    }
 
-/// [`key`] with the process's variables and folder passed in.
-fn key_with(
-    python: &Path,
-    source: EnvSource,
-    settings: &EnvSettings,
-    script: &str,
-    vars: &[(OsString, OsString)],
-    cwd: &Path,
-) -> Option<EnvKey> {
-    let head = read_head(python)?;
-    let launcher = launcher_of(&head);
-    if launcher == Launcher::Other {
-        return None;
+    /// Reads `python` with the variables `vars` and the folder `cwd`.
+    fn with(python: &'a Path, vars: Vec<(OsString, OsString)>, cwd: PathBuf) -> Self {
+        let head = read_head(python);
+        let pyenv = head
+            .as_deref()
+            .filter(|head| pyenv::is_shim(head))
+            .map(|head| pyenv::selection(head, &vars, &cwd));
+        Self {
+            python,
+            head,
+            vars,
+            cwd,
+            pyenv,
+        }
     }
-    let mut key = KeyBuilder::new("python");
-    key.part("script", script)
-        .path("python", python)
-        .part("source", format!("{source:?}"));
-    if let Some(path) = &settings.path {
-        key.path("search path", Path::new(path));
+
+    /// What to start to probe the interpreter: the version's own program
+    /// when it is pyenv's shim and pyenv's files name the version for sure
+    /// (see [`pyenv`]), else the found path itself.
+    pub fn to_start(&self) -> PathBuf {
+        self.head
+            .as_deref()
+            .zip(self.pyenv.as_ref())
+            .and_then(|(head, picked)| pyenv::target(self.python, head, picked, &self.vars))
+            .unwrap_or_else(|| self.python.to_path_buf())
     }
-    let mut keyed: Vec<&(OsString, OsString)> = vars
-        .iter()
-        .filter(|(name, _)| {
-            let name = name.to_string_lossy();
-            KEYED_NAMES.contains(&name.as_ref())
-                || KEYED_PREFIXES.iter().any(|p| name.starts_with(p))
+
+    /// The memo key for probing the interpreter (found as `source`), or
+    /// `None` when only running it can tell what starts.
+    pub fn key(&self, source: EnvSource, settings: &EnvSettings, script: &str) -> Option<EnvKey> {
+        let (python, vars, cwd) = (self.python, &self.vars, self.cwd.as_path());
+        let launcher = launcher_of(self.head.as_deref()?);
+        if launcher == Launcher::Other {
+            return None;
+        }
+        let mut key = KeyBuilder::new("python");
+        key.part("script", script)
+            .path("python", python)
+            .part("source", format!("{source:?}"));
+        if let Some(path) = &settings.path {
+            key.path("search path", Path::new(path));
+        }
+        let mut keyed: Vec<&(OsString, OsString)> = vars
+            .iter()
+            .filter(|(name, _)| {
+                let name = name.to_string_lossy();
+                KEYED_NAMES.contains(&name.as_ref())
+                    || KEYED_PREFIXES.iter().any(|p| name.starts_with(p))
+            })
+            .collect();
+        keyed.sort();
+        for (name, value) in keyed {
+            key.path(&name.to_string_lossy(), Path::new(value));
+        }
+        let var = |name: &str| {
+            vars.iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| PathBuf::from(v))
+        };
+        // A relative entry of PYTHONPATH (an empty one is the current folder)
+        // reads from where swarm runs.
+        if var("PYTHONPATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|entry| !entry.is_absolute()))
+        {
+            key.path("cwd", cwd);
+        }
+        if let Some(picked) = &self.pyenv {
+            key.part("pyenv local", picked.local.as_deref().unwrap_or_default());
+            key.part("pyenv global", picked.global.as_deref().unwrap_or_default());
+        }
+        Some(EnvKey {
+            key: key.finish(),
+            launcher,
         })
-        .collect();
-    keyed.sort();
-    for (name, value) in keyed {
-        key.path(&name.to_string_lossy(), Path::new(value));
     }
-    let var = |name: &str| {
-        vars.iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| PathBuf::from(v))
-    };
-    // A relative entry of PYTHONPATH (an empty one is the current folder)
-    // reads from where swarm runs.
-    if var("PYTHONPATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|entry| !entry.is_absolute()))
-    {
-        key.path("cwd", cwd);
-    }
-    if launcher == Launcher::Pyenv {
-        let selection = pyenv::selection(&head, vars, cwd);
-        key.part("pyenv local", selection.local.unwrap_or_default());
-        key.part("pyenv global", selection.global.unwrap_or_default());
-    }
-    Some(EnvKey {
-        key: key.finish(),
-        launcher,
-    })
 }
 
 /// The first bytes of the file `python` names (through links).
@@ -151,16 +175,6 @@ fn launcher_of(head: &[u8]) -> Launcher {
     } else {
         Launcher::Other
     }
-}
-
-/// What to start to probe `python`: the version's own program when it is
-/// pyenv's shim and pyenv's files name the version for sure (see
-/// [`pyenv`]), else `python` itself.
-pub(super) fn to_start(python: &Path) -> PathBuf {
-    let vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-    read_head(python)
-        .and_then(|head| pyenv::target(python, &head, &vars, &current_dir()))
-        .unwrap_or_else(|| python.to_path_buf())
 }
 
 /// The files and folders the answer came from (see the module docs).
@@ -201,7 +215,9 @@ mod tests {
         write_exe(&binary, "\x7fELF...");
         let settings = EnvSettings::default();
         let key = |python: &Path, vars: &[(OsString, OsString)], cwd: &Path| {
-            key_with(python, EnvSource::SystemPython, &settings, "s", vars, cwd).map(|k| k.key)
+            Launch::with(python, vars.to_vec(), cwd.to_path_buf())
+                .key(EnvSource::SystemPython, &settings, "s")
+                .map(|k| k.key)
         };
         let here = dir.path().join("a");
         let there = dir.path().join("b");

@@ -89,29 +89,23 @@ pub(super) fn selection(head: &[u8], vars: &[(OsString, OsString)], cwd: &Path) 
     }
 }
 
-/// The program pyenv's shim at `python` (first bytes `head`) would start,
-/// when its files name it for sure (see the module docs); `None`: run the
-/// shim.
+/// The program pyenv's shim at `python` (first bytes `head`, its
+/// [`selection`] `picked`) would start, when its files name it for sure
+/// (see the module docs); `None`: run the shim.
 pub(super) fn target(
     python: &Path,
     head: &[u8],
+    picked: &Selection,
     vars: &[(OsString, OsString)],
-    cwd: &Path,
 ) -> Option<PathBuf> {
     if !is_shim(head) {
         return None;
     }
     let program = python.file_name()?;
-    let Selection {
-        root,
-        local,
-        global,
-        pinned,
-    } = selection(head, vars, cwd);
-    let root = root?;
-    let chosen = match (pinned, local, global) {
+    let root = picked.root.as_ref()?;
+    let chosen = match (&picked.pinned, &picked.local, &picked.global) {
         (Some(pinned), _, _) => pinned.split(':').map(str::to_string).collect(),
-        (None, Some(file), _) | (None, None, Some(file)) => versions_in(&file),
+        (None, Some(file), _) | (None, None, Some(file)) => versions_in(file),
         (None, None, None) => return None,
     };
     let [version] = chosen.as_slice() else {
@@ -123,7 +117,7 @@ pub(super) fn target(
         && version
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c));
-    if !plain || has_other_hooks(&root, head, vars) {
+    if !plain || has_other_hooks(root, head, vars) {
         return None;
     }
     let exe = root
@@ -242,7 +236,10 @@ mod tests {
         let here = dir.path().join("project/src");
         std::fs::create_dir_all(&here).unwrap();
         let base = vars(&[("HOME", "/nowhere")]);
-        let target = |vars: &[(OsString, OsString)], cwd: &Path| target(&shim, head, vars, cwd);
+        let target_for = |python: &Path, head: &[u8], vars: &[(OsString, OsString)], cwd: &Path| {
+            target(python, head, &selection(head, vars, cwd), vars)
+        };
+        let target = |vars: &[(OsString, OsString)], cwd: &Path| target_for(&shim, head, vars, cwd);
         let version = |v: &str| Some(root.join(format!("versions/{v}/bin/python3")));
 
         // No version file at all: pyenv would run the system's Python.
@@ -273,7 +270,7 @@ mod tests {
         assert_eq!(target(&base, &here), version("3.11.7"));
         // A program the version lacks, and a hook pyenv would run.
         let pip = root.join("shims/pip");
-        assert_eq!(super::target(&pip, head, &base, &here), None);
+        assert_eq!(target_for(&pip, head, &base, &here), None);
         write_exe(&root.join("plugins/other/etc/pyenv.d/exec/wrap.bash"), "");
         assert_eq!(target(&base, &here), None);
         std::fs::remove_dir_all(root.join("plugins/other")).unwrap();
@@ -288,6 +285,6 @@ mod tests {
 
         // Not pyenv's shim at all.
         let wrapper = b"#!/bin/sh\nexec /opt/python/bin/python3 \"$@\"\n";
-        assert_eq!(super::target(&shim, wrapper, &base, &here), None);
+        assert_eq!(target_for(&shim, wrapper, &base, &here), None);
     }
 }
