@@ -408,10 +408,20 @@ impl Bench {
         git(&root, &home, &["config", "user.name", "Bench User"]);
         git(&root, &home, &["config", "user.email", "bench@example.com"]);
         git(&root, &home, &["add", "-A"]);
+        // git's automatic gc, which a commit of thousands of files starts,
+        // finishes here as part of the import instead of repacking in the
+        // background while swarm is measured.
         git(
             &root,
             &home,
-            &["commit", "--quiet", "-m", "import the project"],
+            &[
+                "-c",
+                "gc.autoDetach=false",
+                "commit",
+                "--quiet",
+                "-m",
+                "import the project",
+            ],
         );
         let start = git_output(&root, &home, &["rev-parse", "HEAD"]);
         eprintln!(
@@ -457,6 +467,10 @@ fn run(bench: &Bench, cache: &Path) -> Measured {
         &bench.project,
     );
     let model = ModelServer::start(project.clone());
+    // Every run starts on a quiet disk: what the bench wrote (the generated
+    // repository, the undo, the last run's files) is on the disk first, so
+    // its write-back is not timed as this run's.
+    settle_disk();
     let stdout_path = tmp.path().join("stdout");
     let stderr_path = tmp.path().join("stderr");
     let started = Instant::now();
@@ -591,7 +605,13 @@ fn peak_rss_kib(pid: u32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Runs git in `dir` with a hermetic environment; panics when it fails.
+/// Writes every dirty page to the disk (`sync`); a failure only warns.
+fn settle_disk() {
+    if !Command::new("sync").status().is_ok_and(|s| s.success()) {
+        eprintln!("scale: `sync` failed; the run may pay for the bench's own writes");
+    }
+}
+
 /// `git args` in `dir`; its stdout, trimmed.
 fn git_output(dir: &Path, home: &Path, args: &[&str]) -> String {
     let output = Command::new("git")
@@ -605,6 +625,7 @@ fn git_output(dir: &Path, home: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).trim().to_string()
 }
 
+/// Runs git in `dir` with a hermetic environment; panics when it fails.
 fn git(dir: &Path, home: &Path, args: &[&str]) {
     let output = Command::new("git")
         .current_dir(dir)
