@@ -11,7 +11,10 @@
 //! repository elsewhere with the cache the first run left (warm: a fresh
 //! clone in CI), then on the first repository again after its delivery was
 //! undone (again: a second run on the same repository, which also takes
-//! the spare worktree the first run kept).
+//! the spare worktree the first run kept). A repository is committed as
+//! `git add -A && git commit` leaves it, its automatic gc finished, and
+//! every run starts after `sync`: neither a background repack nor the
+//! write-back of the bench's own files is timed as swarm's.
 //!
 //! From each run's experiment log it also reads where the time went (see
 //! [`timing`]): per attempt, the worktree update, apply, commit and the
