@@ -446,6 +446,25 @@ mod tests {
         format!("blob-{}", hex::encode(Sha256::digest(content)))
     }
 
+    /// `files` (under `root`) known by the ids of their content on disk.
+    fn known_as_on_disk(root: &Path, files: &[String]) -> KnownContent {
+        KnownContent {
+            ids: files
+                .iter()
+                .map(|f| {
+                    let content = std::fs::read(root.join(f)).expect("read");
+                    (f.clone(), fake_blob_id(&content))
+                })
+                .collect(),
+            id_of: Some(fake_blob_id),
+        }
+    }
+
+    /// The files' keys, in order.
+    fn key_list(facts: &[FileFacts]) -> Vec<Option<String>> {
+        facts.iter().map(|f| f.key.clone()).collect()
+    }
+
     #[test]
     fn files_known_by_their_id_are_not_read_and_key_like_read_ones() {
         let dir = tempfile::tempdir().expect("temp dir");
@@ -470,22 +489,11 @@ mod tests {
 
         // The same content known by its ids: with the imports remembered,
         // no file is read; proven by taking the files off the disk.
-        let known = KnownContent {
-            ids: ["a.py", "b.py", "c.py"]
-                .iter()
-                .map(|f| {
-                    let content = std::fs::read(root.join(f)).expect("read");
-                    (f.to_string(), fake_blob_id(&content))
-                })
-                .collect(),
-            id_of: Some(fake_blob_id),
-        };
+        let known = known_as_on_disk(root, &files);
         for f in &files {
             std::fs::remove_file(root.join(f)).expect("rm");
         }
         let unread = keys.files(root, &files, Some(&known), &mut memo);
-        let key_list =
-            |facts: &[FileFacts]| facts.iter().map(|f| f.key.clone()).collect::<Vec<_>>();
         assert_eq!(key_list(&unread), key_list(&read), "same keys, no reads");
         assert!(unread.iter().all(|f| f.bytes.is_none()), "no file was read");
 
@@ -521,16 +529,7 @@ mod tests {
             };
             std::fs::write(root.join(file), text).expect("write");
         }
-        let known = KnownContent {
-            ids: files
-                .iter()
-                .map(|f| {
-                    let content = std::fs::read(root.join(f)).expect("read");
-                    (f.clone(), fake_blob_id(&content))
-                })
-                .collect(),
-            id_of: Some(fake_blob_id),
-        };
+        let known = known_as_on_disk(root, &files);
         let env = python_env();
         let keys = Keys::new(&env, root, root);
         let kept = || ImportMemo::kept_in(Some(cache.path().join("pylint-imports")));
@@ -541,8 +540,6 @@ mod tests {
             std::fs::remove_file(root.join(f)).expect("rm");
         }
         let later = keys.files(root, &files, Some(&known), &mut kept());
-        let key_list =
-            |facts: &[FileFacts]| facts.iter().map(|f| f.key.clone()).collect::<Vec<_>>();
         assert_eq!(key_list(&later), key_list(&first), "same keys, no reads");
         // Without the kept memo the files would have to be read.
         let unkept = keys.files(root, &files, Some(&known), &mut ImportMemo::default());
