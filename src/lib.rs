@@ -16,6 +16,7 @@ mod lockfile;
 pub mod log;
 pub mod orchestrator;
 pub mod patch;
+pub mod pipeline;
 pub mod report;
 pub mod stage;
 pub mod tools;

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use crate::stage::judge::Verdict;
+use crate::pipeline::Verdict;
 
 /// One step worth telling the user about.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]

@@ -13,12 +13,12 @@ use super::{RunContext, RunState};
 use crate::error::SwarmError;
 use crate::git::{CommitId, RunWorkspace};
 use crate::log::{Agent, Event};
+use crate::pipeline::{Change, Measurement, Proposal, ReplyProblem, Snapshot, Unusable, Verdict};
 use crate::stage::executor::{self, AttemptRecord};
-use crate::stage::fixer::{Proposal, ReplyProblem, Unusable};
-use crate::stage::judge::behaviour::{BehaviourOutcome, BehaviourRun, ChangedModule, Verification};
+use crate::stage::judge::behaviour::{BehaviourRun, ChangedModule, Verification};
 use crate::stage::judge::{self, behaviour};
 use crate::stage::prompt::{self, PastAttempt};
-use crate::stage::reviewer::{self, Change, Review, ReviewContext, Step};
+use crate::stage::reviewer::{self, Review, ReviewContext, Step};
 use crate::tools::imports::is_importable_module;
 
 /// Which step of a split proposal an attempt is (1-based).
@@ -311,11 +311,10 @@ fn judge_and_commit(
         apply_and_measure(cx, ws, state, tried.change, &stage)?;
     let judging = Instant::now();
     rec.measurement(Agent::Judge, &measured, Some(k))?;
-    let mut verdict = judge::compare(
-        &state.progress.best,
-        &measured.snapshot,
-        state.facts.baseline.pylint,
-    );
+    let mut verdict = state
+        .facts
+        .bar
+        .verdict(&state.progress.best, &measured.snapshot);
     // Only a change the tests would accept is worth the behaviour check.
     let behaviour = if verdict.is_accepted() {
         Some(check_behaviour(
@@ -332,9 +331,7 @@ fn judge_and_commit(
     let check = behaviour.as_ref().and_then(|b| b.check.as_ref());
     if let Some(check) = check {
         rec.behaviour(check, k)?;
-        if check.outcome == BehaviourOutcome::Regressed {
-            verdict = judge::Verdict::Regressed;
-        }
+        verdict = state.facts.bar.after_behaviour(verdict, check.outcome);
     }
     // The Judge's time: the measurement, and the behaviour check.
     let judge_time = measure_time + judging.elapsed();
@@ -385,8 +382,8 @@ fn judge_and_commit(
 /// What the Judge made of attempt `k`, and its commit.
 struct Judged<'a> {
     k: u32,
-    verdict: judge::Verdict,
-    result: &'a judge::Snapshot,
+    verdict: Verdict,
+    result: &'a Snapshot,
     commit: &'a CommitId,
     /// The behaviour check's finding (`; …`), or empty.
     note: &'a str,
@@ -415,7 +412,7 @@ fn tell_and_remember(
         pylint: result.pylint,
         commit: commit.short().to_string(),
     });
-    let broke = if verdict == judge::Verdict::Regressed {
+    let broke = if verdict == Verdict::Regressed {
         prompt::broken_tests(&state.progress.best, result)
     } else {
         Vec::new()
@@ -446,7 +443,7 @@ fn apply_and_measure(
     state: &RunState,
     change: &Change,
     stage: &str,
-) -> Result<(Vec<String>, judge::Measurement, Duration, Duration), SwarmError> {
+) -> Result<(Vec<String>, Measurement, Duration, Duration), SwarmError> {
     let started = Instant::now();
     executor::write_to_worktree(ws, change)?;
     let apply_time = started.elapsed();
@@ -478,8 +475,8 @@ fn commit_message(
     state: &RunState,
     tried: &Tried<'_>,
     k: u32,
-    verdict: judge::Verdict,
-    result: &judge::Snapshot,
+    verdict: Verdict,
+    result: &Snapshot,
 ) -> String {
     let record = AttemptRecord {
         run_id: &state.facts.run_id,
@@ -508,7 +505,7 @@ fn commit_message(
 fn adopt(
     state: &mut RunState,
     change: &Change,
-    best: judge::Snapshot,
+    best: Snapshot,
     behaviour: Option<&BehaviourRun>,
     files: Vec<String>,
 ) {
@@ -534,7 +531,7 @@ fn check_behaviour(
     ws: &RunWorkspace,
     state: &RunState,
     change: &Change,
-    (snapshot, files): (&judge::Snapshot, &[String]),
+    (snapshot, files): (&Snapshot, &[String]),
     stage: &str,
 ) -> Result<BehaviourRun, SwarmError> {
     let read = |p: &str| crate::stage::read_source_text(cx.root, p);

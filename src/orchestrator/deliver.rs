@@ -12,7 +12,7 @@ use super::{Delivery, FinalCheck, RunConfig, RunState, StopReason, Summary, Test
 use crate::cancel::Cancel;
 use crate::error::{ExitKind, SwarmError};
 use crate::git::{CommitId, FastForward, Repo};
-use crate::stage::judge::Snapshot;
+use crate::pipeline::Snapshot;
 
 /// How the loop ended, with everything the summary reports.
 pub(crate) struct Ending {
@@ -37,11 +37,8 @@ pub(crate) fn deliver(
     cancel: &Cancel,
     rec: &mut Recorder<'_>,
 ) -> Result<Summary, SwarmError> {
-    let green = ending
-        .state
-        .progress
-        .best
-        .is_green(ending.state.facts.baseline.pylint)
+    let facts = &ending.state.facts;
+    let green = facts.bar.is_green(&ending.state.progress.best)
         && ending.final_check.as_ref().is_none_or(|check| check.passed);
     let interrupted = ending.stop == StopReason::Interrupted || cancel.is_cancelled();
     let delivery = match &ending.branch {

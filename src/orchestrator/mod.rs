@@ -32,9 +32,10 @@ use crate::error::SwarmError;
 use crate::git::RunWorkspace;
 use crate::llm::{ChatModel, PriceTable, ProviderConfig, Secret, Usage, Windowed};
 use crate::log::{Event, EventSink, Step};
+use crate::pipeline::{Bar, Snapshot};
 use crate::stage::baseline_cache::{BaselineCache, BaselineKey, KeyInputs};
 use crate::stage::budget::{Budget, BudgetSettings};
-use crate::stage::judge::{self, Limits, Snapshot};
+use crate::stage::judge::{self, Limits};
 use crate::stage::planner::Plan;
 use crate::stage::prompt::PastAttempt;
 use crate::stage::reviewer::{ShownVersions, SizeLimits};
@@ -156,6 +157,9 @@ pub(crate) struct Facts {
     pub metrics: BTreeMap<String, FileMetrics>,
     pub severities: BTreeMap<String, Severity>,
     pub baseline: Snapshot,
+    /// What the run's states are held to (green, better), fixed by the
+    /// baseline: every verdict of the run asks it.
+    pub bar: Bar,
 }
 
 /// What is left to do: the plan, how far plans reached, and what the model
@@ -232,7 +236,7 @@ impl RunState {
     }
 
     fn is_done(&self) -> bool {
-        self.progress.best.is_green(self.facts.baseline.pylint) && self.work.pending_plan.is_empty()
+        self.facts.bar.is_green(&self.progress.best) && self.work.pending_plan.is_empty()
     }
 
     /// Whether the target-relative `file` still holds the text the audit's
@@ -353,7 +357,7 @@ fn close_workspace(
 fn wants_final_check(state: &RunState, stop: StopReason, ws: &RunWorkspace) -> bool {
     stop != StopReason::Interrupted
         && ws.best() != ws.base()
-        && state.progress.best.is_green(state.facts.baseline.pylint)
+        && state.facts.bar.is_green(&state.progress.best)
 }
 
 /// Audits, plans and runs the rounds; the state reached and why it stopped.
@@ -430,6 +434,7 @@ fn audit(
             submodules,
             metrics: audit.metrics,
             severities: audit.severities,
+            bar: Bar::of(&snapshot),
             baseline: snapshot.clone(),
         },
         work: Work::default(),

@@ -9,10 +9,8 @@ use super::{RunConfig, Summary};
 use crate::analysis::FileMetrics;
 use crate::error::SwarmError;
 use crate::log::{Action, Agent, Entry, ExperimentLog, Status};
-use crate::stage::excerpt::Excerpt;
-use crate::stage::judge::{Measurement, Verdict};
-use crate::stage::prompt::clip;
-use crate::stage::reviewer::{Change, Rejection};
+use crate::pipeline::{clip, Change, Excerpt, Measurement, Verdict};
+use crate::stage::reviewer::Rejection;
 use crate::stage::ModelCall;
 
 /// How much tool output an entry keeps.

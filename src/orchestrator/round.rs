@@ -21,12 +21,13 @@ use crate::git::RunWorkspace;
 use crate::llm::LlmError;
 use crate::log::{Action, Event, Step};
 use crate::patch::ReplyContext;
+use crate::pipeline::Proposal;
+use crate::pipeline::{LintMessage, TestCase};
 use crate::stage::budget::Allowance;
-use crate::stage::fixer::{self, Proposal};
+use crate::stage::fixer;
 use crate::stage::prompt::{FixInput, PastAttempt};
 use crate::stage::ruff_fixer::{self, ProposalSource};
 use crate::stage::{auditor, is_test_path, reach, ModelCall};
-use crate::tools::{LintMessage, TestCase};
 
 /// At most this many files are worked on in one round.
 const MAX_FILES_PER_ROUND: usize = 6;
@@ -111,7 +112,7 @@ fn choose_files(state: &RunState, root: &Path) -> Vec<String> {
     others.extend(planned.into_iter().cloned());
     let read = |p: &str| crate::stage::read_source_text(root, p);
     let mut files = reach::implicated_files(failing, &state.facts.files, &read, &others);
-    if files.is_empty() && !state.progress.best.is_green(state.facts.baseline.pylint) {
+    if files.is_empty() && !state.facts.bar.is_green(&state.progress.best) {
         files = state
             .facts
             .files
@@ -423,7 +424,7 @@ fn try_proposal(
     }
     let accepted = attempt::attempt(cx, ws, rec, state, proposal)?;
     let tries = state.work.pending_plan.get(file).copied().unwrap_or(0);
-    let green = state.progress.best.is_green(state.facts.baseline.pylint);
+    let green = state.facts.bar.is_green(&state.progress.best);
     if accepted || (tries >= PLAN_TRIES && green) {
         state.work.pending_plan.remove(file);
     }

@@ -29,12 +29,13 @@ use crate::error::SwarmError;
 use crate::git::{FileWrite, RunWorkspace};
 use crate::llm::ProviderKind;
 use crate::log::{Action, Agent, Event};
+use crate::pipeline::Verdict;
+use crate::pipeline::{TestCase, TestOutcome};
 use crate::stage::executor::{self, AttemptRecord};
+use crate::stage::judge;
 use crate::stage::judge::behaviour::Verification;
-use crate::stage::judge::{self, Verdict};
 use crate::stage::tester::{self, Generated};
 use crate::stage::{is_test_path, read_source_text, repo_path};
-use crate::tools::{TestCase, TestOutcome};
 
 /// Generates, validates and commits tests for the plan's untested files.
 pub(super) async fn generate(
@@ -297,7 +298,7 @@ fn commit_tests(
     state: &mut RunState,
     kept: &[(&Generated, String)],
     writes: &[FileWrite],
-    measured: &judge::Measurement,
+    measured: &crate::pipeline::Measurement,
     (apply, judge_time): (std::time::Duration, std::time::Duration),
 ) -> Result<Vec<String>, SwarmError> {
     let k = state.progress.commits.len() as u32 + 1;

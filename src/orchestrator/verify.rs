@@ -59,7 +59,7 @@ pub(crate) fn final_check(
     rec.measurement(Agent::Judge, &measured, None)?;
     let snapshot = &measured.snapshot;
     let check = FinalCheck {
-        passed: snapshot.is_green(state.facts.baseline.pylint),
+        passed: state.facts.bar.is_green(snapshot),
         tests: snapshot.describe(),
         restored: overlay.into_iter().map(|w| w.path).collect(),
     };

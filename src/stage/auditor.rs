@@ -7,10 +7,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::baseline_cache::{BaselineCache, BaselineKey};
-use super::judge::{self, Limits, Measurement};
+use super::judge::{self, Limits};
 use crate::analysis::{FileMetrics, Severity};
 use crate::cancel::Cancel;
-use crate::tools::{LintMessage, ToolError};
+use crate::pipeline::LintMessage;
+use crate::pipeline::Measurement;
+use crate::tools::ToolError;
 
 mod metrics_cache;
 pub use metrics_cache::MetricsCache;

@@ -25,10 +25,10 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use super::judge::{self, Limits, Measurement};
-use crate::tools::{
-    ImportCheck, LintMessage, LintReport, PythonEnv, SandboxReport, TestCase, TestOutcome, TestRun,
-};
+use super::judge::{self, Limits};
+use crate::pipeline::Measurement;
+use crate::pipeline::{ImportCheck, LintMessage, LintReport, TestCase, TestOutcome, TestRun};
+use crate::tools::{PythonEnv, SandboxReport};
 
 /// Bumped whenever an entry's layout or meaning changes.
 const FORMAT: u32 = 1;

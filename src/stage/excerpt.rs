@@ -17,7 +17,8 @@
 
 use crate::analysis::{self, DefinitionKind, Outline};
 use crate::llm::budget_tokens;
-use crate::tools::{LintMessage, TestCase};
+use crate::pipeline::Excerpt;
+use crate::pipeline::{LintMessage, TestCase};
 
 mod targets;
 
@@ -29,15 +30,6 @@ const CONTEXT: usize = 3;
 const IMPORTS_SHARE: u64 = 8;
 /// The outline takes at most this share of the room.
 const OUTLINE_SHARE: u64 = 5;
-
-/// One piece of the file shown in a prompt: lines `start..=end` (1-based)
-/// and why they were chosen.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Excerpt {
-    pub start: usize,
-    pub end: usize,
-    pub why: String,
-}
 
 /// What points at parts of a file.
 #[derive(Clone, Copy, Debug)]

@@ -4,9 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::judge::{Snapshot, Verdict};
-use super::reviewer::Change;
 use crate::git::{CommitId, GitError, RunWorkspace};
+use crate::pipeline::{Change, Snapshot, Verdict};
 use crate::tools::KnownContent;
 
 /// Everything the commit message says.
@@ -110,8 +109,8 @@ pub fn settle(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stage::judge::TestState;
-    use crate::tools::LintReport;
+    use crate::pipeline::LintReport;
+    use crate::pipeline::TestState;
 
     fn snap(passed: usize, total: usize, pylint: f64) -> Snapshot {
         Snapshot {

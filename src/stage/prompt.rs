@@ -4,10 +4,12 @@
 use std::fmt::Write as _;
 
 use super::budget::{Allowance, FOLLOW_UP_TOKENS};
-use super::excerpt::{self, Evidence, Excerpt};
+use super::excerpt::{self, Evidence};
 use super::reach::Related;
 use crate::llm::{self, ChatMessage, ChatRequest, Role};
-use crate::tools::{LintMessage, TestCase};
+pub use crate::pipeline::clip;
+use crate::pipeline::Excerpt;
+use crate::pipeline::{LintMessage, TestCase};
 use evidence::{evidence_text, TRIMS};
 pub use regression::broken_tests;
 
@@ -245,19 +247,6 @@ pub fn one_line(message: Option<&str>) -> String {
         .unwrap_or("(no message)");
     clip(line, 300).to_string()
 }
-
-/// At most `max` bytes of `text`, cut at a char boundary.
-pub fn clip(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
-}
-
 /// The last `n` lines of `text`.
 pub fn tail_lines(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();

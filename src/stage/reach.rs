@@ -11,7 +11,7 @@ use regex::Regex;
 
 use super::is_test_path;
 use crate::analysis;
-use crate::tools::TestCase;
+use crate::pipeline::TestCase;
 
 /// Packages re-exporting from packages are followed this deep.
 const REEXPORT_DEPTH: usize = 3;

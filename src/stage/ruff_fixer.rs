@@ -6,11 +6,11 @@
 
 use std::path::Path;
 
-use super::fixer::{Proposal, ReplyProblem, Unusable};
 use super::ModelCall;
 use crate::cancel::Cancel;
 use crate::llm::{ChatModel, ChatRequest, ChatResponse, Finish, LlmError, ProviderKind, Usage};
 use crate::patch::{self, ReplyContext};
+use crate::pipeline::{Proposal, ReplyProblem, Unusable};
 use crate::tools::ruff::{Ruff, RULES};
 use crate::tools::ToolError;
 

@@ -1,7 +1,8 @@
 use std::collections::BTreeSet;
 
 use super::*;
-use crate::tools::{EnvSource, LayerState, LintKind, PythonLayout};
+use crate::pipeline::LintKind;
+use crate::tools::{EnvSource, LayerState, PythonLayout};
 
 fn env() -> PythonEnv {
     PythonEnv {
@@ -317,7 +318,7 @@ fn results_that_hit_a_time_limit_are_not_kept() {
         .snapshot
         .lint
         .skipped
-        .push(crate::tools::SkippedLint {
+        .push(crate::pipeline::SkippedLint {
             path: "calc.py".into(),
             reason: "timed out".into(),
         });

@@ -5,9 +5,10 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::{Evidence, Excerpt, CONTEXT};
+use super::{Evidence, CONTEXT};
 use crate::analysis::{DefinitionKind, Outline};
-use crate::tools::LintMessage;
+use crate::pipeline::Excerpt;
+use crate::pipeline::LintMessage;
 
 /// At most this many definitions one name in the tests or plan may point at.
 const MAX_PER_NAME: usize = 3;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::tools::TestOutcome;
+use crate::pipeline::TestOutcome;
 use regex::Regex;
 
 /// A module of `n` small functions `f_0000 … ` (5 lines each after a

@@ -1,6 +1,6 @@
 use super::*;
 use crate::llm::{ChatRequest, ChatResponse, ProviderKind, Usage};
-use crate::tools::{TestCase, TestOutcome};
+use crate::pipeline::{TestCase, TestOutcome};
 use std::sync::Mutex;
 
 /// Answers with canned replies in order and keeps the requests. A

@@ -27,6 +27,7 @@ use serde::Serialize;
 
 use super::{Limits, Tools, IMPORT_TIMEOUT};
 use crate::cancel::Cancel;
+use crate::pipeline::BehaviourOutcome;
 use crate::stage::{is_test_path, reach};
 use crate::tools::behaviour::{self, ProbeRequest, ProbeResult, ProbedCall};
 use crate::tools::ToolError;
@@ -50,28 +51,6 @@ const MAX_DIFFERENCES: usize = 8;
 pub struct ChangedModule {
     pub file: String,
     pub original: String,
-}
-
-/// The check's overall finding.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BehaviourOutcome {
-    /// Every compared call gave the same result.
-    Same,
-    /// At least one call differs: the change is a regression.
-    Regressed,
-    /// Nothing could be compared (see the files' reasons).
-    NotChecked,
-}
-
-impl BehaviourOutcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BehaviourOutcome::Same => "same",
-            BehaviourOutcome::Regressed => "regressed",
-            BehaviourOutcome::NotChecked => "not_checked",
-        }
-    }
 }
 
 /// One call whose result changed.

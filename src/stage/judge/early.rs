@@ -28,34 +28,13 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use super::{
-    measure, measure_linted, pylint_higher, pylint_lower, Limits, Measurement, Snapshot, TestState,
-    Tools, Verdict, PYTEST_ITSELF,
-};
+use super::{measure, measure_linted, Limits, Tools};
 use crate::cancel::Cancel;
-use crate::tools::{self, LintReport, LintSettings, SelectedRun, TestOutcome, ToolError};
-
-/// Why the Judge did not run the full suite, for the log and the Fixer.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct EarlyStop {
-    /// The tests that failed at the best state, run first; all still fail.
-    pub rerun: Vec<String>,
-    /// Tests the full suite would have run.
-    pub collected: usize,
-    /// The verdict that is certain without the full suite.
-    pub verdict: Verdict,
-}
-
-impl EarlyStop {
-    /// One line for the log and the attempt's record.
-    pub fn describe(&self) -> String {
-        format!(
-            "stopped early: the {} test(s) failing at the best state still fail and pylint cannot tip it, so the other {} test(s) were not run",
-            self.rerun.len(),
-            self.collected.saturating_sub(self.rerun.len())
-        )
-    }
-}
+use crate::pipeline::state::PYTEST_ITSELF;
+use crate::pipeline::verdict::{pylint_higher, pylint_lower};
+use crate::pipeline::{EarlyStop, Measurement, Snapshot, TestState, Verdict};
+use crate::pipeline::{LintReport, TestOutcome};
+use crate::tools::{self, LintSettings, SelectedRun, ToolError};
 
 /// Measures an attempt against `best`: the previously failing tests first,
 /// and the full suite (see [`measure`]) unless the attempt is certain not
@@ -202,7 +181,7 @@ fn stopped(selected: SelectedRun, lint: LintReport, stop: EarlyStop) -> Measurem
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::{TestCase, TestRun};
+    use crate::pipeline::{TestCase, TestRun};
 
     fn case(id: &str, outcome: TestOutcome) -> TestCase {
         TestCase {
@@ -305,10 +284,8 @@ mod tests {
         let tests = m.snapshot.tests.as_ref().expect("tests");
         assert!(tests.stopped_early);
         assert!(tests.describe().contains("stopped early"));
-        assert!(!super::super::compare(&best, &m.snapshot, Some(5.0)).is_accepted());
-        assert_eq!(
-            super::super::compare(&best, &m.snapshot, Some(5.0)),
-            Verdict::NotImproved
-        );
+        let verdict = crate::pipeline::Bar::of(&best).verdict(&best, &m.snapshot);
+        assert!(!verdict.is_accepted());
+        assert_eq!(verdict, Verdict::NotImproved);
     }
 }

@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 
 use crate::analysis::{FileMetrics, Severity};
+use crate::pipeline::{LintMessage, TestCase};
 use crate::stage::reach;
-use crate::tools::{LintMessage, TestCase};
 
 /// Why a file is where it is in the ranking.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -192,7 +192,7 @@ fn imported_by(case: &TestCase, facts: &Facts<'_>) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::TestOutcome;
+    use crate::pipeline::TestOutcome;
 
     fn failing(id: &str, details: &str) -> TestCase {
         TestCase {

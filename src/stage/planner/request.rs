@@ -14,10 +14,11 @@ use std::fmt::Write as _;
 use super::evidence::Ranked;
 use crate::analysis::{FileMetrics, Severity};
 use crate::llm::{budget_tokens, prompt_tokens, ChatMessage, ChatRequest, Role};
+use crate::pipeline::clip;
+use crate::pipeline::{LintMessage, TestCase};
 use crate::stage::auditor::lint_for;
 use crate::stage::budget::{Allowance, PLAN_REPLY};
-use crate::stage::prompt::{clip, one_line, stable};
-use crate::tools::{LintMessage, TestCase};
+use crate::stage::prompt::{one_line, stable};
 
 const PLAN_SYSTEM: &str = "You are the Auditor of swarm, an automated refactoring tool for Python \
 projects. You read static analysis results, test results and source code, and write a precise, \
@@ -452,9 +453,9 @@ fn counted_section(counts: &BTreeMap<String, FolderCount>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::TestOutcome;
     use crate::stage::budget::{Budget, BudgetSettings};
     use crate::stage::planner::evidence::{rank, Facts};
-    use crate::tools::TestOutcome;
 
     /// A project of `n` clean modules in folders of 50, plus `buggy.py`
     /// whose failing test's traceback runs through it.

@@ -2,8 +2,8 @@
 //! in excerpts, and the re-ask.
 
 use super::*;
+use crate::pipeline::TestOutcome;
 use crate::stage::budget::{Budget, MIN_PROMPT_TOKENS};
-use crate::tools::TestOutcome;
 
 /// A module of `n` small functions; `f_{i}` starts at line `5 + 5 * i`.
 fn module(n: usize) -> String {

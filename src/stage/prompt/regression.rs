@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use super::evidence::Trim;
 use super::{clip, one_line, stable, tail_lines, PastAttempt};
-use crate::stage::judge::Snapshot;
-use crate::tools::TestCase;
+use crate::pipeline::Snapshot;
+use crate::pipeline::TestCase;
 
 /// At most this many broken tests are named.
 const MAX_BROKEN: usize = 4;
@@ -92,8 +92,8 @@ pub(super) fn regression_section(p: &mut String, history: &[PastAttempt], trim: 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stage::judge::TestState;
-    use crate::tools::TestOutcome;
+    use crate::pipeline::TestOutcome;
+    use crate::pipeline::TestState;
 
     fn case(id: &str, message: &str) -> TestCase {
         TestCase {

@@ -5,7 +5,7 @@
 
 use super::resolve::{called_definitions, Files, Resolved};
 use crate::analysis::{self, Definition, DefinitionKind};
-use crate::tools::TestCase;
+use crate::pipeline::TestCase;
 
 /// At most this many related definitions are collected for one file.
 const MAX_RELATED: usize = 4;

@@ -6,7 +6,7 @@
 
 use super::test_module;
 use crate::analysis::{self, Binding, DefinitionKind};
-use crate::tools::TestCase;
+use crate::pipeline::TestCase;
 
 /// Re-exports are followed this many modules deep.
 const DEPTH: usize = 4;

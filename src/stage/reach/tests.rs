@@ -1,5 +1,5 @@
 use super::*;
-use crate::tools::TestOutcome;
+use crate::pipeline::TestOutcome;
 
 #[test]
 fn traceback_files_come_first_then_imports() {

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::patch::{EditOp, FileEdit, ReplyContext};
+use crate::pipeline::Rebased;
 
 const ORIGINAL: &str = "\"\"\"Money.\"\"\"\n\n\ndef to_cents(amount):\n    return round(amount * 10)\n\n\ndef apply_discount(price, percent):\n    return price * percent / 100\n";
 

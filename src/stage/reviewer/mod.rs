@@ -39,15 +39,15 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-pub use rebase::{Rebased, ShownVersion, ShownVersions};
+pub use rebase::{ShownVersion, ShownVersions};
 pub use rules::Rejection;
 pub use split::{split, SplitFailure, Step};
 
-use super::fixer::{Proposal, ReplyProblem};
 use super::repo_path;
 use crate::analysis::Severity;
 use crate::git::FileWrite;
 use crate::patch::{self, PatchError};
+use crate::pipeline::{Change, Proposal, ReplyProblem};
 use rules::{ChangedFile, FILE_RULES, PATH_RULES};
 
 /// Changed-line limits per severity (defaults from the multi-agent
@@ -116,23 +116,6 @@ pub struct ReviewContext<'a> {
     /// What the model was shown of each file in this run, to rebase
     /// replies written against an earlier version.
     pub shown: &'a ShownVersions,
-}
-
-/// An accepted change, ready for the Executor.
-#[derive(Clone, Debug)]
-pub struct Change {
-    /// Repo-relative writes.
-    pub writes: Vec<FileWrite>,
-    /// Target-relative paths touched.
-    pub files: Vec<String>,
-    pub changed_lines: usize,
-    /// The change as a unified diff (for logs and later prompts).
-    pub diff: String,
-    /// Identifies the resulting content, to refuse repeats.
-    pub hash: String,
-    /// Files whose diff was written against an earlier version and merged
-    /// onto the current text.
-    pub rebased: Vec<Rebased>,
 }
 
 /// The Reviewer's answer.

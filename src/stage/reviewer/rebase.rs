@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use super::Rejection;
 use crate::patch::{self, EditOp, FileEdit, FileOutcome, MergeConflict, Rebase};
+use crate::pipeline::Rebased;
 
 /// At most this many versions of one file are remembered: the first shown
 /// (usually the original) and the most recent others.
@@ -56,25 +57,6 @@ impl ShownVersions {
     /// The versions of `file`, most recent first.
     pub fn of(&self, file: &str) -> impl Iterator<Item = &ShownVersion> {
         self.by_file.get(file).into_iter().flatten().rev()
-    }
-}
-
-/// A file whose diff was rebased onto its current text.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Rebased {
-    /// Target-relative path.
-    pub file: String,
-    /// The round whose prompt showed the version the diff was written against.
-    pub shown_in_round: u32,
-}
-
-impl std::fmt::Display for Rebased {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} (written against the version shown in round {}, merged onto the current text)",
-            self.file, self.shown_in_round
-        )
     }
 }
 

@@ -11,7 +11,7 @@ use super::harness;
 use super::ReviewContext;
 use crate::analysis::{self, Severity};
 use crate::patch::{MergeConflict, PatchError};
-use crate::stage::fixer::Unusable;
+use crate::pipeline::Unusable;
 use crate::stage::{is_startup_file, is_test_path, PYTEST_CONFIG_FILES, SHARED_CONFIG_FILES};
 
 /// Why the Reviewer turned a proposal down: one variant per rule.

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::patch::{EditOp, FileEdit, ReplyContext};
-use crate::stage::fixer::Unusable;
+use crate::pipeline::Unusable;
 
 const STATS: &str = "def mean(xs):\n    return sum(xs) / len(xs)\n";
 const FIXED: &str = "def mean(xs):\n    \"\"\"The mean; 0.0 for no values.\"\"\"\n    return sum(xs) / len(xs) if xs else 0.0\n";

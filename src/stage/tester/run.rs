@@ -11,9 +11,10 @@ use std::time::{Duration, Instant};
 
 use super::{Generated, Step, StepResult};
 use crate::cancel::Cancel;
+use crate::pipeline::{TestCase, TestOutcome};
 use crate::stage::judge::{Limits, Tools};
 use crate::stage::prompt::one_line;
-use crate::tools::{self, TestCase, TestLimits, TestOutcome, ToolError};
+use crate::tools::{self, TestLimits, ToolError};
 
 /// Runs in a row a kept test must pass.
 pub const RUNS: usize = 3;

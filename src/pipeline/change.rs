@@ -1,0 +1,41 @@
+//! What the Reviewer hands on: an accepted [`Change`] (the writes, the
+//! files, its size and diff), ready for the Executor and the Judge, and the
+//! files whose diff was merged onto a newer text ([`Rebased`]).
+
+use crate::git::FileWrite;
+
+/// An accepted change, ready for the Executor.
+#[derive(Clone, Debug)]
+pub struct Change {
+    /// Repo-relative writes.
+    pub writes: Vec<FileWrite>,
+    /// Target-relative paths touched.
+    pub files: Vec<String>,
+    pub changed_lines: usize,
+    /// The change as a unified diff (for logs and later prompts).
+    pub diff: String,
+    /// Identifies the resulting content, to refuse repeats.
+    pub hash: String,
+    /// Files whose diff was written against an earlier version and merged
+    /// onto the current text.
+    pub rebased: Vec<Rebased>,
+}
+
+/// A file whose diff was rebased onto its current text.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Rebased {
+    /// Target-relative path.
+    pub file: String,
+    /// The round whose prompt showed the version the diff was written against.
+    pub shown_in_round: u32,
+}
+
+impl std::fmt::Display for Rebased {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (written against the version shown in round {}, merged onto the current text)",
+            self.file, self.shown_in_round
+        )
+    }
+}
