@@ -13,7 +13,9 @@ use super::{RunContext, RunState};
 use crate::error::SwarmError;
 use crate::git::{CommitId, RunWorkspace};
 use crate::log::{Agent, Event};
-use crate::pipeline::{Change, Measurement, Proposal, ReplyProblem, Snapshot, Unusable, Verdict};
+use crate::pipeline::{
+    Change, Measurement, Proposal, ReplyProblem, RepoPath, Snapshot, Unusable, Verdict,
+};
 use crate::stage::executor::{self, AttemptRecord};
 use crate::stage::judge::behaviour::{BehaviourRun, ChangedModule, Verification};
 use crate::stage::judge::{self, behaviour};
@@ -168,7 +170,7 @@ fn review(
     let ctx = ReviewContext {
         base: &base,
         root: cx.root,
-        target_rel: &state.facts.target_rel,
+        target: &state.facts.target,
         severities: &state.facts.severities,
         limits: cx.config.size_limits,
         allow_test_edits: cx.config.allow_test_edits,
@@ -251,7 +253,7 @@ fn refused(
         ReviewNote { step, split_into },
     )?;
     cx.events.emit(Event::Rejected {
-        file: file.clone(),
+        file: file.to_string(),
         reason: reason.to_string(),
         rule: reason.rule(),
     });
@@ -449,12 +451,12 @@ fn apply_and_measure(
     let apply_time = started.elapsed();
     let mut files = state.facts.files.clone();
     for f in &change.files {
-        if f.ends_with(".py") && !files.contains(f) {
-            files.push(f.clone());
+        if f.ends_with(".py") && !files.iter().any(|g| f == g) {
+            files.push(f.to_string());
         }
     }
     let started = Instant::now();
-    let known = executor::worktree_content(ws, &state.facts.target_rel)?;
+    let known = executor::worktree_content(ws, &state.facts.target)?;
     let measured = tokio::task::block_in_place(|| {
         judge::measure_attempt(
             cx.tools_knowing(stage, &known),
@@ -484,7 +486,7 @@ fn commit_message(
         attempt: k,
         model: &state.facts.model_id,
         summary: &tried.summary,
-        file: &crate::stage::repo_path(&state.facts.target_rel, tried.file),
+        file: &state.facts.target.repo_path(tried.file),
         verdict,
         baseline: &state.facts.baseline,
         result,
@@ -514,7 +516,7 @@ fn adopt(
     progress.accepted += 1;
     progress
         .touched
-        .extend(change.writes.iter().map(|w| w.path.clone()));
+        .extend(change.writes.iter().map(|w| RepoPath::new(w.path.as_str())));
     state.work.declined.clear();
     if let Some(run) = behaviour {
         for file in change.files.iter().filter(|f| is_importable_module(f)) {
@@ -538,7 +540,7 @@ fn check_behaviour(
     let untested = behaviour::untested_modules(&change.files, files, snapshot.has_tests(), &read);
     let mut modules = Vec::new();
     for file in &untested {
-        let path = crate::stage::repo_path(&state.facts.target_rel, file);
+        let path = state.facts.target.repo_path(file);
         if let Some(bytes) = ws.file_at_best(&path)? {
             let original = String::from_utf8_lossy(&bytes).into_owned();
             let file = file.clone();

@@ -74,7 +74,12 @@ fn fast_forward(
     branch: &str,
     state: &RunState,
 ) -> Result<Delivery, SwarmError> {
-    let touched: Vec<String> = state.progress.touched.iter().cloned().collect();
+    let touched: Vec<String> = state
+        .progress
+        .touched
+        .iter()
+        .map(|p| p.to_string())
+        .collect();
     // The merge cannot be interrupted half way (see git::fastforward);
     // a Ctrl-C that arrives during it takes effect after it.
     let outcome = tokio::task::block_in_place(|| repo.fast_forward(start, best, branch, &touched))?;

@@ -32,7 +32,7 @@ use crate::error::SwarmError;
 use crate::git::RunWorkspace;
 use crate::llm::{ChatModel, PriceTable, ProviderConfig, Secret, Usage, Windowed};
 use crate::log::{Event, EventSink, Step};
-use crate::pipeline::{Bar, Snapshot};
+use crate::pipeline::{Bar, RepoPath, Snapshot, TargetDir};
 use crate::stage::baseline_cache::{BaselineCache, BaselineKey, KeyInputs};
 use crate::stage::budget::{Budget, BudgetSettings};
 use crate::stage::judge::{self, Limits};
@@ -43,9 +43,8 @@ pub use crate::stage::ruff_fixer::ProposalSource;
 use crate::stage::{auditor, executor};
 use crate::tools::{LintCache, PythonEnv, Sandbox, SandboxPolicy};
 use record::Recorder;
-pub use summary::{Delivery, Safety, Spend, StopReason, Summary, TestCount};
+pub use summary::{Delivery, FinalCheck, Safety, Spend, StopReason, Summary, TestCount};
 use timing::{Stage, StageClock};
-pub use verify::FinalCheck;
 
 /// Everything a run needs besides the model.
 #[derive(Clone, Debug)]
@@ -149,7 +148,8 @@ pub(crate) struct RunState {
 pub(crate) struct Facts {
     pub run_id: String,
     pub model_id: String,
-    pub target_rel: String,
+    /// The target folder in the repository.
+    pub target: TargetDir,
     pub files: Vec<String>,
     /// Submodules under the target, target-relative: not ours to change.
     pub submodules: Vec<String>,
@@ -195,15 +195,15 @@ pub(crate) struct Progress {
     /// Rounds run so far.
     pub iterations: u32,
     pub accepted: u32,
-    /// Repo-relative files changed by accepted attempts.
-    pub touched: BTreeSet<String>,
+    /// Files changed by accepted attempts.
+    pub touched: BTreeSet<RepoPath>,
     /// What verified the last accepted change to each file (target-relative).
     pub verified: BTreeMap<String, crate::stage::judge::behaviour::Verification>,
     /// The Tester's work per module (target-relative), kept tests or not.
     pub generated: BTreeMap<String, crate::stage::tester::Generated>,
-    /// Repo-relative test files the Tester committed: swarm's own, so the
-    /// final check does not put them back to the base commit.
-    pub generated_files: BTreeSet<String>,
+    /// Test files the Tester committed: swarm's own, so the final check
+    /// does not put them back to the base commit.
+    pub generated_files: BTreeSet<RepoPath>,
 }
 
 impl Progress {
@@ -243,7 +243,7 @@ impl RunState {
     /// metrics were made from: no accepted change and no generated test
     /// wrote it (see `Progress::touched`).
     pub(crate) fn unchanged_since_audit(&self, file: &str) -> bool {
-        let repo = crate::stage::repo_path(&self.facts.target_rel, file);
+        let repo = self.facts.target.repo_path(file);
         !self.progress.touched.contains(&repo)
     }
 }
@@ -395,21 +395,21 @@ fn audit(
 ) -> Result<RunState, SwarmError> {
     let setup::Scope {
         run_id,
-        target_rel,
+        target,
         files,
         submodules,
     } = scope;
     let cache = cx.config.cache_dir.as_deref().map(BaselineCache::new);
     let reuse = cache
         .as_ref()
-        .zip(baseline_key(cx, ws, &target_rel, &files))
+        .zip(baseline_key(cx, ws, &target, &files))
         .map(|(cache, key)| auditor::BaselineReuse {
             cache,
             key,
             run_id: &run_id,
             worktree: ws.path(),
         });
-    let known = executor::worktree_content(ws, &target_rel)?;
+    let known = executor::worktree_content(ws, &target)?;
     let audit = tokio::task::block_in_place(|| {
         auditor::audit(
             cx.tools_knowing("audit", &known),
@@ -429,7 +429,7 @@ fn audit(
         facts: Facts {
             run_id,
             model_id: cx.model.model().to_string(),
-            target_rel,
+            target,
             files: audit.files,
             submodules,
             metrics: audit.metrics,
@@ -449,7 +449,7 @@ fn audit(
 fn baseline_key(
     cx: &RunContext<'_>,
     ws: &RunWorkspace,
-    target_rel: &str,
+    target: &TargetDir,
     files: &[String],
 ) -> Option<BaselineKey> {
     let tree = ws.base_tree_id("").ok().flatten()?;
@@ -457,7 +457,7 @@ fn baseline_key(
     Some(
         KeyInputs {
             tree: &tree,
-            target_rel,
+            target_rel: target.as_str(),
             files,
             empty_submodules: ws.empty_submodules(),
             env: cx.env,
@@ -563,4 +563,22 @@ pub fn new_run_id() -> String {
         chrono::Local::now().format("%Y%m%d-%H%M%S"),
         fastrand::u16(..)
     )
+}
+
+/// Awaits `fut` unless the run is interrupted first.
+pub(crate) async fn cancellable<F: std::future::Future>(
+    cancel: &Cancel,
+    fut: F,
+) -> Result<F::Output, SwarmError> {
+    tokio::pin!(fut);
+    loop {
+        tokio::select! {
+            out = &mut fut => return Ok(out),
+            _ = tokio::time::sleep(std::time::Duration::from_millis(100)) => {
+                if cancel.is_cancelled() {
+                    return Err(SwarmError::interrupted());
+                }
+            }
+        }
+    }
 }

@@ -6,8 +6,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::cancellable;
 use super::record::Recorder;
-use super::round::cancellable;
 use super::{RunContext, RunState, StopReason};
 use crate::error::SwarmError;
 use crate::log::{Action, Agent, Event, Step};

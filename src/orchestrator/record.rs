@@ -442,7 +442,7 @@ impl<'a> Recorder<'a> {
     }
 
     /// The final check of the best state with the base commit's harness.
-    pub fn final_check(&mut self, check: &super::verify::FinalCheck) -> Result<(), SwarmError> {
+    pub fn final_check(&mut self, check: &super::FinalCheck) -> Result<(), SwarmError> {
         let restored = if check.restored.is_empty() {
             "no harness file changed".to_string()
         } else {

@@ -4,18 +4,15 @@
 //! concurrently (at most `--jobs` at once), then each proposal attempted in
 //! turn on the best state ([`super::attempt`]).
 
-use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::attempt;
 use super::record::Recorder;
-use super::{RunContext, RunState, StopReason};
-use crate::cancel::Cancel;
+use super::{cancellable, RunContext, RunState, StopReason};
 use crate::error::SwarmError;
 use crate::git::RunWorkspace;
 use crate::llm::LlmError;
@@ -38,24 +35,6 @@ const PLAN_TRIES: u32 = 2;
 pub(crate) struct RoundOutcome {
     pub accepted: u32,
     pub stop: Option<StopReason>,
-}
-
-/// Awaits `fut` unless the run is interrupted first.
-pub(crate) async fn cancellable<F: Future>(
-    cancel: &Cancel,
-    fut: F,
-) -> Result<F::Output, SwarmError> {
-    tokio::pin!(fut);
-    loop {
-        tokio::select! {
-            out = &mut fut => return Ok(out),
-            _ = tokio::time::sleep(Duration::from_millis(100)) => {
-                if cancel.is_cancelled() {
-                    return Err(SwarmError::interrupted());
-                }
-            }
-        }
-    }
 }
 
 /// Everything one Fixer call needs, owned so it can run on its own task.
@@ -146,7 +125,7 @@ fn revisit(
     files
         .iter()
         .filter(|f| {
-            let repo = crate::stage::repo_path(&state.facts.target_rel, f);
+            let repo = state.facts.target.repo_path(f);
             state.progress.touched.contains(&repo)
                 && (failing.iter().any(|c| reach::traceback_mentions(c, f))
                     || called.iter().any(|r| &r.file == *f))
@@ -179,7 +158,14 @@ fn job_for(cx: &RunContext<'_>, state: &RunState, file: &str) -> FixJob {
     .into_iter()
     .take(8)
     .cloned()
-    .chain(super::tester::evidence_for(state, file))
+    .chain(
+        state
+            .progress
+            .generated
+            .get(file)
+            .map(crate::stage::tester::Generated::evidence)
+            .unwrap_or_default(),
+    )
     .collect();
     let sources: Vec<&String> = state
         .facts
@@ -284,7 +270,7 @@ pub(crate) async fn run_round(
         }
         if try_proposal(cx, ws, rec, state, &proposal)? {
             accepted += 1;
-            accepted_files.push(proposal.file.clone());
+            accepted_files.push(proposal.file.to_string());
         }
     }
     count_fruitless(state, &files, &accepted_files);
@@ -316,7 +302,7 @@ async fn ask_all(
             .remember(file, state.progress.iterations, &job.text);
         let model = Arc::clone(cx.model);
         let ctx = ReplyContext {
-            target_prefix: state.facts.target_rel.clone(),
+            target_prefix: state.facts.target.as_str().to_string(),
             requested: vec![file.clone()],
         };
         // Taking the permit before spawning starts the calls in file order,
@@ -367,7 +353,7 @@ fn ask_ruff(
             .shown
             .remember(file, state.progress.iterations, &text);
         let ctx = ReplyContext {
-            target_prefix: state.facts.target_rel.clone(),
+            target_prefix: state.facts.target.as_str().to_string(),
             requested: vec![file.clone()],
         };
         let _asking = Step::start(
@@ -418,7 +404,7 @@ fn try_proposal(
     state: &mut RunState,
     proposal: &Proposal,
 ) -> Result<bool, SwarmError> {
-    let file = &proposal.file;
+    let file = proposal.file.as_str();
     if let Some(tries) = state.work.pending_plan.get_mut(file) {
         *tries += 1;
     }

@@ -16,7 +16,8 @@ use crate::error::SwarmError;
 use crate::git::{Repo, RepoInfo, RepoLock, RunWorkspace};
 use crate::llm::Preflight;
 use crate::log::{Event, EventSink, ExperimentLog};
-use crate::stage::{auditor, target_path};
+use crate::pipeline::TargetDir;
+use crate::stage::auditor;
 use crate::tools::memo::ProbeMemo;
 use crate::tools::{self, PythonEnv, Sandbox};
 
@@ -24,8 +25,8 @@ use crate::tools::{self, PythonEnv, Sandbox};
 #[derive(Default)]
 pub(crate) struct Scope {
     pub run_id: String,
-    /// The target folder relative to the repository root (`""` for the root).
-    pub target_rel: String,
+    /// The target folder in the repository.
+    pub target: TargetDir,
     /// Python files under the target in HEAD's tree, target-relative.
     pub files: Vec<String>,
     /// Submodule paths under the target, target-relative: not ours to change.
@@ -93,7 +94,7 @@ pub(crate) async fn open(
     Ok(Opened {
         scope: Scope {
             run_id,
-            target_rel: info.target_rel.clone(),
+            target: TargetDir::new(info.target_rel.as_str()),
             files,
             submodules,
         },
@@ -138,7 +139,8 @@ fn python_files_and_submodules(
     info: &RepoInfo,
     target: &Path,
 ) -> Result<(Vec<String>, Vec<String>), SwarmError> {
-    let files = auditor::python_files(&repo.tracked_files()?, &info.target_rel);
+    let target_dir = TargetDir::new(info.target_rel.as_str());
+    let files = auditor::python_files(&repo.tracked_files()?, &target_dir);
     if files.is_empty() {
         return Err(SwarmError::invalid(format!(
             "no committed Python files under {}: point --target_dir at a folder with .py files tracked by git",
@@ -148,7 +150,7 @@ fn python_files_and_submodules(
     let submodules = repo
         .submodule_paths()?
         .iter()
-        .filter_map(|p| target_path(&info.target_rel, p).map(str::to_string))
+        .filter_map(|p| target_dir.relative(p).map(str::to_string))
         .collect();
     Ok((files, submodules))
 }
@@ -191,7 +193,8 @@ pub(crate) fn start_workspace(
             });
             // The user's uncommitted files are counted meanwhile too (a
             // status of the whole working tree).
-            let uncommitted = scope.spawn(|| uncommitted_under_target(&opened.repo, &opened.info));
+            let uncommitted =
+                scope.spawn(|| uncommitted_under_target(&opened.repo, &opened.scope.target));
             let progress = |m: &str| notice(m.to_string());
             let tools = tools::resolve_env(&opened.target, config.bootstrap, &progress)
                 .map_err(SwarmError::from)
@@ -281,11 +284,14 @@ fn joined<T>(
 }
 
 /// How many files under the target have uncommitted changes.
-fn uncommitted_under_target(repo: &Repo, info: &RepoInfo) -> Result<usize, crate::git::GitError> {
+fn uncommitted_under_target(
+    repo: &Repo,
+    target: &TargetDir,
+) -> Result<usize, crate::git::GitError> {
     Ok(repo
         .dirty_paths()?
         .iter()
-        .filter(|p| target_path(&info.target_rel, p).is_some())
+        .filter(|p| target.relative(p).is_some())
         .count())
 }
 

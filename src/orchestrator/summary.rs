@@ -154,3 +154,15 @@ impl Safety {
         }
     }
 }
+
+/// What the final check found.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct FinalCheck {
+    /// Whether the best state is green with the base commit's harness.
+    pub passed: bool,
+    /// `6/6 passed`, as measured with the base harness.
+    pub tests: String,
+    /// Repo-relative files put back to their base version for the check
+    /// (a file the run created is removed for it).
+    pub restored: Vec<String>,
+}

@@ -21,21 +21,20 @@
 
 use std::time::Instant;
 
+use super::cancellable;
 use super::record::Recorder;
-use super::round::cancellable;
 use super::timing::AttemptTimes;
 use super::{RunContext, RunState};
 use crate::error::SwarmError;
 use crate::git::{FileWrite, RunWorkspace};
 use crate::llm::ProviderKind;
 use crate::log::{Action, Agent, Event};
-use crate::pipeline::Verdict;
-use crate::pipeline::{TestCase, TestOutcome};
+use crate::pipeline::{RepoPath, Verdict};
 use crate::stage::executor::{self, AttemptRecord};
 use crate::stage::judge;
 use crate::stage::judge::behaviour::Verification;
 use crate::stage::tester::{self, Generated};
-use crate::stage::{is_test_path, read_source_text, repo_path};
+use crate::stage::{is_test_path, read_source_text};
 
 /// Generates, validates and commits tests for the plan's untested files.
 pub(super) async fn generate(
@@ -152,7 +151,11 @@ async fn generate_for(
         return Ok(Some(generated));
     }
     let candidate = FileWrite {
-        path: repo_path(&state.facts.target_rel, &generated.test_file),
+        path: state
+            .facts
+            .target
+            .repo_path(&generated.test_file)
+            .into_string(),
         content: Some(generated.source.clone().into_bytes()),
     };
     ws.write_files(&[candidate])?;
@@ -189,7 +192,7 @@ fn deliver(
     state: &mut RunState,
     done: &mut [Generated],
 ) -> Result<bool, SwarmError> {
-    let target_rel = state.facts.target_rel.clone();
+    let target = state.facts.target.clone();
     let kept: Vec<(&Generated, String)> = done
         .iter()
         .filter_map(|g| {
@@ -204,7 +207,7 @@ fn deliver(
     let writes: Vec<FileWrite> = kept
         .iter()
         .map(|(g, text)| FileWrite {
-            path: repo_path(&target_rel, &g.test_file),
+            path: target.repo_path(&g.test_file).into_string(),
             content: Some(text.clone().into_bytes()),
         })
         .collect();
@@ -258,6 +261,7 @@ fn deliver(
         (apply, judge_time),
     )?;
     state.progress.best = measured.snapshot;
+    let names: Vec<RepoPath> = names.into_iter().map(RepoPath::new).collect();
     state.progress.touched.extend(names.iter().cloned());
     state.progress.generated_files.extend(names);
     state.facts.files = files;
@@ -364,36 +368,6 @@ fn commit_tests(
     Ok(names)
 }
 
-/// The tests set aside for failing on the original code, as failing tests
-/// the Fixer of `file` is shown (marked as possible evidence, not orders).
-pub(super) fn evidence_for(state: &RunState, file: &str) -> Vec<TestCase> {
-    let Some(generated) = state.progress.generated.get(file) else {
-        return Vec::new();
-    };
-    generated
-        .tests
-        .iter()
-        .filter(|t| t.fails_on_original && !t.kept)
-        .map(|t| {
-            let failure = t
-                .steps
-                .iter()
-                .find(|s| s.step == tester::Step::PassesOnOriginal && !s.passed)
-                .map(|s| s.detail.clone())
-                .unwrap_or_default();
-            TestCase {
-                id: format!("{}::{}", generated.test_file, t.test),
-                outcome: TestOutcome::Failed,
-                message: Some(format!(
-                    "a generated test that fails on the original code (not committed; possible \
-                     evidence of a bug: fix the code for it only if the plan says so): {failure}"
-                )),
-                details: generated.function_text(&t.test).map(str::to_string),
-            }
-        })
-        .collect()
-}
-
 /// After the rounds: each test set aside for failing on the original code
 /// is run on the best state. It is committed (with the file's kept tests)
 /// when it passes there and the plan calls what it tests a bug or a
@@ -433,7 +407,7 @@ pub(super) fn settle_evidence(
         generated.seconds += (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
         let plan_item = state.work.plan.items.get(&file).cloned();
         let original = ws
-            .file_at_base(&repo_path(&state.facts.target_rel, &file))?
+            .file_at_base(&state.facts.target.repo_path(&file))?
             .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
         for (test, failed) in verdicts {
             let intended = generated.intended(&test, plan_item.as_deref(), original.as_deref());
@@ -484,7 +458,11 @@ fn rerun_on_best(
         .map(|t| t.test.as_str())
         .collect();
     let trial = FileWrite {
-        path: repo_path(&state.facts.target_rel, &generated.test_file),
+        path: state
+            .facts
+            .target
+            .repo_path(&generated.test_file)
+            .into_string(),
         content: Some(generated.text_with(&module, &names).into_bytes()),
     };
     ws.write_files(&[trial])?;

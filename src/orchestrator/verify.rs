@@ -14,23 +14,11 @@
 //! it is taken, see `git::spare`).
 
 use super::record::Recorder;
-use super::{RunContext, RunState};
+use super::{FinalCheck, RunContext, RunState};
 use crate::error::SwarmError;
 use crate::git::{FileWrite, Repo, RunWorkspace};
 use crate::log::Agent;
-use crate::stage::{is_test_harness_path, is_test_path, judge, target_path};
-
-/// What the final check found.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct FinalCheck {
-    /// Whether the best state is green with the base commit's harness.
-    pub passed: bool,
-    /// `6/6 passed`, as measured with the base harness.
-    pub tests: String,
-    /// Repo-relative files put back to their base version for the check
-    /// (a file the run created is removed for it).
-    pub restored: Vec<String>,
-}
+use crate::stage::{is_test_harness_path, is_test_path, judge};
 
 /// Re-measures the best state with the base commit's harness files. Leaves
 /// the worktree as the measurement left it: only retiring it may follow.
@@ -43,7 +31,7 @@ pub(crate) fn final_check(
 ) -> Result<FinalCheck, SwarmError> {
     let overlay = base_harness(repo, ws, state, cx.config.allow_test_edits)?;
     ws.write_files(&overlay)?;
-    let known = crate::stage::executor::worktree_content(ws, &state.facts.target_rel)?;
+    let known = crate::stage::executor::worktree_content(ws, &state.facts.target)?;
     let measured = tokio::task::block_in_place(|| {
         judge::measure(
             cx.tools_knowing("final check with the base commit's tests", &known),
@@ -79,11 +67,11 @@ fn base_harness(
     for path in ws.files_changed_since_base()? {
         // Paths outside the target cannot change; judge the rest by their
         // place in the target, as the Reviewer does.
-        let Some(rel) = target_path(&state.facts.target_rel, &path) else {
+        let Some(rel) = state.facts.target.relative(&path) else {
             continue;
         };
         // The Tester's own files are part of the result, not the harness.
-        if state.progress.generated_files.contains(&path) {
+        if state.progress.generated_files.contains(path.as_str()) {
             continue;
         }
         let keep_edit = allow_test_edits && is_test_path(rel) && !is_configuration(rel);

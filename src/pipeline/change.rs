@@ -2,6 +2,7 @@
 //! files, its size and diff), ready for the Executor and the Judge, and the
 //! files whose diff was merged onto a newer text ([`Rebased`]).
 
+use super::path::TargetPath;
 use crate::git::FileWrite;
 
 /// An accepted change, ready for the Executor.
@@ -9,8 +10,8 @@ use crate::git::FileWrite;
 pub struct Change {
     /// Repo-relative writes.
     pub writes: Vec<FileWrite>,
-    /// Target-relative paths touched.
-    pub files: Vec<String>,
+    /// The files it touches.
+    pub files: Vec<TargetPath>,
     pub changed_lines: usize,
     /// The change as a unified diff (for logs and later prompts).
     pub diff: String,
@@ -24,8 +25,7 @@ pub struct Change {
 /// A file whose diff was rebased onto its current text.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Rebased {
-    /// Target-relative path.
-    pub file: String,
+    pub file: TargetPath,
     /// The round whose prompt showed the version the diff was written against.
     pub shown_in_round: u32,
 }

@@ -75,6 +75,24 @@ macro_rules! relative_path {
             }
         }
 
+        impl PartialEq<String> for $name {
+            fn eq(&self, other: &String) -> bool {
+                &self.0 == other
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(path: &str) -> Self {
+                Self(path.to_string())
+            }
+        }
+
+        impl From<String> for $name {
+            fn from(path: String) -> Self {
+                Self(path)
+            }
+        }
+
         impl PartialEq<&str> for $name {
             fn eq(&self, other: &&str) -> bool {
                 self.0 == *other

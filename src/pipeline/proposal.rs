@@ -2,13 +2,14 @@
 //! from it or why none could be), and the parts of the file its prompt
 //! showed ([`Excerpt`]). Read by the Reviewer, logged by the orchestrator.
 
+use super::path::TargetPath;
 use crate::patch::{self, FileEdit};
 
 /// What the model proposed for a file.
 #[derive(Clone, Debug)]
 pub struct Proposal {
-    /// Target-relative path the prompt was about.
-    pub file: String,
+    /// The file the prompt was about.
+    pub file: TargetPath,
     /// The raw reply that was used.
     pub reply: String,
     /// What the reply is, or why nothing in it can be used.

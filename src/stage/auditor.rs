@@ -3,6 +3,7 @@
 //! measurement, and grades each file's severity. What the plan shows of all
 //! this is the Planner's business.
 
+use crate::pipeline::TargetDir;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -125,10 +126,10 @@ const SKIPPED_DIRS: &[&str] = &[
 ];
 
 /// Target-relative Python files among `tracked` (repo-relative) paths.
-pub fn python_files(tracked: &[String], target_rel: &str) -> Vec<String> {
+pub fn python_files(tracked: &[String], target: &TargetDir) -> Vec<String> {
     let mut files: Vec<String> = tracked
         .iter()
-        .filter_map(|p| super::target_path(target_rel, p))
+        .filter_map(|p| target.relative(p))
         .filter(|p| p.ends_with(".py"))
         .filter(|p| {
             let dirs: Vec<&str> = p.split('/').collect();
@@ -181,9 +182,9 @@ mod tests {
         .map(|s| s.to_string())
         .collect();
         assert_eq!(
-            python_files(&tracked, "svc"),
+            python_files(&tracked, &TargetDir::new("svc")),
             vec!["a.py", "pkg/b.py", "tests/test_a.py"]
         );
-        assert_eq!(python_files(&tracked, "").len(), 4);
+        assert_eq!(python_files(&tracked, &TargetDir::default()).len(), 4);
     }
 }

@@ -2,6 +2,7 @@
 //! on its attempt branch with `Swarm-` trailers once the Judge has spoken,
 //! and moves the run branch only for an improvement.
 
+use crate::pipeline::TargetDir;
 use std::time::{Duration, Instant};
 
 use crate::git::{CommitId, GitError, RunWorkspace};
@@ -61,9 +62,9 @@ pub fn write_to_worktree(ws: &RunWorkspace, change: &Change) -> Result<(), GitEr
 /// the blob ids of those under the target folder `target_rel` that hold
 /// the committed content (see [`RunWorkspace::committed_blob_ids`]), and
 /// git's way to make such an id for the others.
-pub fn worktree_content(ws: &RunWorkspace, target_rel: &str) -> Result<KnownContent, GitError> {
+pub fn worktree_content(ws: &RunWorkspace, target: &TargetDir) -> Result<KnownContent, GitError> {
     Ok(KnownContent {
-        ids: ws.committed_blob_ids(target_rel)?,
+        ids: ws.committed_blob_ids(target.as_str())?,
         id_of: Some(crate::git::blob_id),
     })
 }

@@ -9,7 +9,7 @@ use super::prompt::{self, FixInput, FixPrompt};
 use super::{call_model, ModelCall};
 use crate::llm::{self, ChatModel, Finish, LlmError};
 use crate::patch::{self, FileEdit, ReplyContext};
-use crate::pipeline::{Proposal, ReplyProblem, Unusable};
+use crate::pipeline::{Proposal, ReplyProblem, TargetPath, Unusable};
 
 /// What stands in for a reply whose bytes could not be read, in the
 /// follow-up request's history.
@@ -26,7 +26,7 @@ pub async fn propose(
     let FixPrompt { request, excerpts } = prompt::fix_prompt(input);
     let debugging = input.is_debugging();
     let proposal = |reply: String, edits| Proposal {
-        file: input.path.to_string(),
+        file: TargetPath::new(input.path),
         reply,
         edits,
         debugging,

@@ -31,26 +31,6 @@ pub mod reviewer;
 pub mod ruff_fixer;
 pub mod tester;
 
-/// Joins the target folder (repo-relative) and a target-relative path.
-pub fn repo_path(target_rel: &str, rel: &str) -> String {
-    if target_rel.is_empty() {
-        rel.to_string()
-    } else {
-        format!("{target_rel}/{rel}")
-    }
-}
-
-/// The inverse of [`repo_path`]: a repo-relative path made relative to the
-/// target folder; `None` when it lies outside the target.
-pub fn target_path<'a>(target_rel: &str, repo_rel: &'a str) -> Option<&'a str> {
-    if target_rel.is_empty() {
-        return Some(repo_rel);
-    }
-    repo_rel
-        .strip_prefix(target_rel)
-        .and_then(|rest| rest.strip_prefix('/'))
-}
-
 pub use crate::tools::is_test_path;
 
 /// Files that configure pytest wherever they are: their whole content
@@ -129,16 +109,6 @@ mod tests {
         ] {
             assert!(!is_test_harness_path(p), "{p}");
         }
-    }
-
-    #[test]
-    fn paths_go_between_the_repository_and_the_target() {
-        assert_eq!(target_path("", "a/b.py"), Some("a/b.py"));
-        assert_eq!(target_path("svc", "svc/a.py"), Some("a.py"));
-        assert_eq!(target_path("svc", "svc2/a.py"), None);
-        assert_eq!(target_path("svc", "svc"), None);
-        assert_eq!(target_path("svc", "other/a.py"), None);
-        assert_eq!(repo_path("svc", "a.py"), "svc/a.py");
     }
 
     #[test]

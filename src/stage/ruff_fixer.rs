@@ -10,7 +10,7 @@ use super::ModelCall;
 use crate::cancel::Cancel;
 use crate::llm::{ChatModel, ChatRequest, ChatResponse, Finish, LlmError, ProviderKind, Usage};
 use crate::patch::{self, ReplyContext};
-use crate::pipeline::{Proposal, ReplyProblem, Unusable};
+use crate::pipeline::{Proposal, ReplyProblem, TargetPath, Unusable};
 use crate::tools::ruff::{Ruff, RULES};
 use crate::tools::ToolError;
 
@@ -63,7 +63,7 @@ pub fn propose(
         elapsed_ms: started.elapsed().as_millis(),
     };
     let proposal = Proposal {
-        file: file.to_string(),
+        file: TargetPath::new(file),
         reply,
         edits,
         debugging: false,

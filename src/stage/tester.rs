@@ -28,6 +28,7 @@ use serde::Serialize;
 
 use crate::analysis::check_syntax;
 use crate::llm::{ChatModel, ChatResponse, LlmError};
+use crate::pipeline::{TestCase, TestOutcome};
 use crate::stage::judge::behaviour::untested_modules;
 use crate::stage::prompt::tester::{test_request, TestInput};
 use crate::stage::{call_model, ModelCall};
@@ -181,6 +182,34 @@ pub struct TestsReport {
 }
 
 impl Generated {
+    /// The tests set aside for failing on the original code, as failing
+    /// tests the Fixer of the module is shown (marked as possible evidence,
+    /// not orders).
+    pub fn evidence(&self) -> Vec<TestCase> {
+        self.tests
+            .iter()
+            .filter(|t| t.fails_on_original && !t.kept)
+            .map(|t| {
+                let failure = t
+                    .steps
+                    .iter()
+                    .find(|s| s.step == Step::PassesOnOriginal && !s.passed)
+                    .map(|s| s.detail.clone())
+                    .unwrap_or_default();
+                TestCase {
+                    id: format!("{}::{}", self.test_file, t.test),
+                    outcome: TestOutcome::Failed,
+                    message: Some(format!(
+                        "a generated test that fails on the original code (not committed; \
+                         possible evidence of a bug: fix the code for it only if the plan says \
+                         so): {failure}"
+                    )),
+                    details: self.function_text(&t.test).map(str::to_string),
+                }
+            })
+            .collect()
+    }
+
     /// For the summary.
     pub fn report(&self) -> TestsReport {
         TestsReport {

@@ -235,15 +235,16 @@ impl BehaviourRun {
 /// only those no test module reaches. `files` are the target's Python
 /// files; `read` reads one.
 pub fn untested_modules(
-    changed: &[String],
+    changed: &[impl AsRef<str>],
     files: &[String],
     has_tests: bool,
     read: &dyn Fn(&str) -> Option<String>,
 ) -> Vec<String> {
     let mut modules: Vec<String> = changed
         .iter()
+        .map(AsRef::as_ref)
         .filter(|f| crate::tools::imports::is_importable_module(f))
-        .cloned()
+        .map(str::to_string)
         .collect();
     if has_tests {
         let sources: Vec<&String> = files.iter().filter(|f| !is_test_path(f)).collect();

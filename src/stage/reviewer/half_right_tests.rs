@@ -15,6 +15,7 @@ struct Fixture {
     seen: HashSet<String>,
     limits: SizeLimits,
     shown: ShownVersions,
+    target: TargetDir,
 }
 
 impl Fixture {
@@ -27,13 +28,14 @@ impl Fixture {
             seen: HashSet::new(),
             limits: SizeLimits::default(),
             shown: ShownVersions::default(),
+            target: TargetDir::default(),
         }
     }
 
     fn ctx(&self) -> ReviewContext<'_> {
         ReviewContext {
             root: self.dir.path(),
-            target_rel: "",
+            target: &self.target,
             severities: &self.severities,
             limits: self.limits,
             allow_test_edits: false,

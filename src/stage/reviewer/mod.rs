@@ -34,6 +34,7 @@ mod rebase;
 mod rules;
 mod split;
 
+use crate::pipeline::{TargetDir, TargetPath};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
@@ -43,7 +44,6 @@ pub use rebase::{ShownVersion, ShownVersions};
 pub use rules::Rejection;
 pub use split::{split, SplitFailure, Step};
 
-use super::repo_path;
 use crate::analysis::Severity;
 use crate::git::FileWrite;
 use crate::patch::{self, PatchError};
@@ -101,7 +101,7 @@ pub struct ReviewContext<'a> {
     /// The target folder inside the run's worktree (files as in the best state).
     pub root: &'a Path,
     /// The target folder relative to the repository root.
-    pub target_rel: &'a str,
+    pub target: &'a TargetDir,
     pub severities: &'a BTreeMap<String, Severity>,
     pub limits: SizeLimits,
     pub allow_test_edits: bool,
@@ -264,10 +264,10 @@ fn change_of(
             .diff
             .push_str(&patch::unified_diff(&outcome.path, b, a));
         change.writes.push(FileWrite {
-            path: repo_path(ctx.target_rel, &outcome.path),
+            path: ctx.target.repo_path(&outcome.path).into_string(),
             content: outcome.after.clone(),
         });
-        change.files.push(outcome.path.clone());
+        change.files.push(TargetPath::new(outcome.path.as_str()));
     }
     change.hash = hex::encode(hasher.finalize());
     change

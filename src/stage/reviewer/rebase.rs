@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use super::Rejection;
 use crate::patch::{self, EditOp, FileEdit, FileOutcome, MergeConflict, Rebase};
-use crate::pipeline::Rebased;
+use crate::pipeline::{Rebased, TargetPath};
 
 /// At most this many versions of one file are remembered: the first shown
 /// (usually the original) and the most recent others.
@@ -88,7 +88,7 @@ pub(super) fn apply_or_rebase(
             match patch::rebase(&edit.path, hunks, version.text.as_bytes(), &current) {
                 Rebase::Merged(bytes) => {
                     rebased.push(Rebased {
-                        file: edit.path.clone(),
+                        file: TargetPath::new(edit.path.as_str()),
                         shown_in_round: version.round,
                     });
                     edit.op = EditOp::Replace(String::from_utf8_lossy(&bytes).into_owned());

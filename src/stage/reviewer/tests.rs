@@ -47,7 +47,7 @@ impl Fixture {
             proposal,
             &ReviewContext {
                 root: self.dir.path(),
-                target_rel: "svc",
+                target: &TargetDir::new("svc"),
                 severities: &self.severities,
                 limits: self.limits,
                 allow_test_edits: allow_tests,
