@@ -51,15 +51,7 @@ pub async fn execute(args: DemoArgs, printer: &Printer) -> Result<ExitKind, Swar
         .filter_map(|d| d.path().file_name().and_then(|n| n.to_str()))
         .collect();
     if args.list {
-        let width = names.iter().map(|n| n.len()).max().unwrap_or(0);
-        for name in &names {
-            let description = FIXTURES
-                .get_file(format!("{name}/fixture.toml"))
-                .and_then(|f| toml::from_str::<FixtureMeta>(f.contents_utf8()?).ok())
-                .map(|meta| meta.description)
-                .unwrap_or_default();
-            println!("{name:width$}  {description}");
-        }
+        print_list(&names);
         return Ok(ExitKind::Success);
     }
     let Some(dir) = FIXTURES
@@ -72,36 +64,14 @@ pub async fn execute(args: DemoArgs, printer: &Printer) -> Result<ExitKind, Swar
             names.join(", ")
         )));
     };
-    let file = |name: &str| {
-        dir.get_file(dir.path().join(name))
-            .ok_or_else(|| SwarmError::internal(format!("fixture {} has no {name}", args.fixture)))
-    };
-    let meta: FixtureMeta =
-        toml::from_str(file("fixture.toml")?.contents_utf8().unwrap_or_default()).map_err(|e| {
-            SwarmError::internal(format!("fixture.toml of {}", args.fixture)).caused_by(e)
-        })?;
-    let project = dir
-        .get_dir(dir.path().join("project"))
-        .ok_or_else(|| SwarmError::internal(format!("fixture {} has no project/", args.fixture)))?;
-
-    let temp = tempfile::Builder::new()
-        .prefix("swarm-demo-")
-        .tempdir()
-        .map_err(|e| SwarmError::internal("cannot create a temporary folder").caused_by(e))?;
-    let root = temp.path().join(&args.fixture);
-    extract(project, project.path(), &root)?;
-    let cassette = temp.path().join("replay.json");
-    std::fs::write(&cassette, file("replay.json")?.contents()).map_err(|e| {
-        SwarmError::internal(format!("cannot write {}", cassette.display())).caused_by(e)
-    })?;
-    let repo = Repo::init_with_baseline(&root, "import the demo project")?;
-    eprintln!("demo: {} — {}", args.fixture, meta.description);
-    eprintln!("demo: repository {}", root.display());
+    let demo = lay_out(&args.fixture, dir)?;
+    eprintln!("demo: {} — {}", args.fixture, demo.meta.description);
+    eprintln!("demo: repository {}", demo.root.display());
 
     let run_args = RunArgs {
-        target_dir: Some(root.join(&meta.target)),
+        target_dir: Some(demo.root.join(&demo.meta.target)),
         provider: Some("replay".into()),
-        cassette: Some(cassette),
+        cassette: Some(demo.cassette.clone()),
         log_file: args.log_file.clone(),
         ..RunArgs::default()
     };
@@ -112,10 +82,10 @@ pub async fn execute(args: DemoArgs, printer: &Printer) -> Result<ExitKind, Swar
         .ok_or_else(|| SwarmError::internal("the demo's settings name no provider"))?;
     let model = llm::build(provider)?;
     let summary = run::run_to_summary(&resolved.run, model, printer).await?;
-    let graph = repo.log_graph()?;
+    let graph = demo.repo.log_graph()?;
     println!("$ git log --all --graph --oneline\n{graph}");
     if args.keep {
-        let kept = temp.keep();
+        let kept = demo.temp.keep();
         eprintln!("demo: kept {}", kept.display());
     }
     if args.json {
@@ -127,6 +97,62 @@ pub async fn execute(args: DemoArgs, printer: &Printer) -> Result<ExitKind, Swar
         println!("{json}");
     }
     Ok(summary.exit)
+}
+
+/// `swarm demo --list`: each fixture with its description.
+fn print_list(names: &[&str]) {
+    let width = names.iter().map(|n| n.len()).max().unwrap_or(0);
+    for name in names {
+        let description = FIXTURES
+            .get_file(format!("{name}/fixture.toml"))
+            .and_then(|f| toml::from_str::<FixtureMeta>(f.contents_utf8()?).ok())
+            .map(|meta| meta.description)
+            .unwrap_or_default();
+        println!("{name:width$}  {description}");
+    }
+}
+
+/// A fixture laid out for its run: the project committed in a repository
+/// of its own under a temporary folder, and its recorded replies beside it.
+struct LaidOut {
+    temp: tempfile::TempDir,
+    meta: FixtureMeta,
+    root: std::path::PathBuf,
+    cassette: std::path::PathBuf,
+    repo: Repo,
+}
+
+/// Writes the fixture `name` (its folder `dir`) to a temporary folder and
+/// commits its project.
+fn lay_out(name: &str, dir: &Dir<'_>) -> Result<LaidOut, SwarmError> {
+    let file = |file: &str| {
+        dir.get_file(dir.path().join(file))
+            .ok_or_else(|| SwarmError::internal(format!("fixture {name} has no {file}")))
+    };
+    let meta: FixtureMeta =
+        toml::from_str(file("fixture.toml")?.contents_utf8().unwrap_or_default())
+            .map_err(|e| SwarmError::internal(format!("fixture.toml of {name}")).caused_by(e))?;
+    let project = dir
+        .get_dir(dir.path().join("project"))
+        .ok_or_else(|| SwarmError::internal(format!("fixture {name} has no project/")))?;
+    let temp = tempfile::Builder::new()
+        .prefix("swarm-demo-")
+        .tempdir()
+        .map_err(|e| SwarmError::internal("cannot create a temporary folder").caused_by(e))?;
+    let root = temp.path().join(name);
+    extract(project, project.path(), &root)?;
+    let cassette = temp.path().join("replay.json");
+    std::fs::write(&cassette, file("replay.json")?.contents()).map_err(|e| {
+        SwarmError::internal(format!("cannot write {}", cassette.display())).caused_by(e)
+    })?;
+    let repo = Repo::init_with_baseline(&root, "import the demo project")?;
+    Ok(LaidOut {
+        temp,
+        meta,
+        root,
+        cassette,
+        repo,
+    })
 }
 
 /// Writes an embedded folder to disk.

@@ -130,8 +130,25 @@ impl EventSink for Printer {
         if self.quiet {
             return;
         }
-        let score = |v: Option<f64>| v.map(|x| format!("{x:.2}")).unwrap_or_else(|| "n/a".into());
         let text = match event {
+            Event::ModelProgress { .. }
+            | Event::ModelRetry { .. }
+            | Event::StepStarted { .. }
+            | Event::StepDone { .. } => self.progress_line(event),
+            other => self.run_line(other),
+        };
+        if let Some(text) = text {
+            self.line(&text);
+        }
+    }
+}
+
+impl Printer {
+    /// The line of an event about the run's work (the audit, the plan, a
+    /// round, a verdict).
+    fn run_line(&self, event: Event) -> Option<String> {
+        let score = |v: Option<f64>| v.map(|x| format!("{x:.2}")).unwrap_or_else(|| "n/a".into());
+        Some(match event {
             Event::Notice { message } => format!("swarm: {message}"),
             Event::Started {
                 run_id,
@@ -180,6 +197,17 @@ impl EventSink for Printer {
                 "  {file}: attempt {attempt} {verdict} — {tests}, pylint {} ({commit})",
                 score(pylint)
             ),
+            Event::ModelProgress { .. }
+            | Event::ModelRetry { .. }
+            | Event::StepStarted { .. }
+            | Event::StepDone { .. } => return None,
+        })
+    }
+
+    /// What an event about work under way shows: a live line that updates
+    /// in place (then nothing is printed), or a line of its own.
+    fn progress_line(&self, event: Event) -> Option<String> {
+        Some(match event {
             Event::ModelProgress {
                 call,
                 model,
@@ -193,7 +221,7 @@ impl EventSink for Printer {
                     let text = progress_text(call, &model, tokens, tokens_per_second);
                     self.display.show(Key::Stream(call), &text);
                 }
-                return;
+                return None;
             }
             Event::ModelRetry {
                 call,
@@ -206,7 +234,7 @@ impl EventSink for Printer {
             Event::StepStarted { step, what } => {
                 if self.display.mode().live {
                     self.display.show(Key::Step(step), &what);
-                    return;
+                    return None;
                 }
                 format!("{what} ...")
             }
@@ -218,13 +246,13 @@ impl EventSink for Printer {
                 if self.display.mode().live {
                     self.display.clear(Key::Step(step));
                     if self.verbose == 0 {
-                        return;
+                        return None;
                     }
                 }
                 format!("{what}: done in {}", progress::seconds(elapsed_ms))
             }
-        };
-        self.line(&text);
+            _ => return None,
+        })
     }
 }
 

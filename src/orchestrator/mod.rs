@@ -265,21 +265,10 @@ pub async fn run(
     let mut opened = setup::open(config, events, cancel).await?;
     let (env, mut ws, sandbox) = setup::start_workspace(config, &opened, events)?;
     let safety = Safety::new(sandbox.report(), crate::harden::report());
-    for line in &safety.shortfalls {
-        events.emit(Event::Notice {
-            message: line.clone(),
-        });
-    }
-    events.emit(Event::Started {
-        run_id: opened.scope.run_id.clone(),
-        target: opened.target.clone(),
-        worktree: ws.path().to_path_buf(),
-        model: model.model().to_string(),
-    });
-    let root = if opened.info.target_rel.is_empty() {
-        ws.path().to_path_buf()
-    } else {
-        ws.path().join(&opened.info.target_rel)
+    announce(events, &opened, &ws, &safety, model.model());
+    let root = match opened.info.target_rel.as_str() {
+        "" => ws.path().to_path_buf(),
+        rel => ws.path().join(rel),
     };
     let lint_cache = LintCache::new(config.cache_dir.as_deref());
     let cx = RunContext {
@@ -333,6 +322,28 @@ pub async fn run(
         cancel,
         &mut rec,
     )
+}
+
+/// Tells the user what the run's confinement lacks, and that the run
+/// started in its worktree.
+fn announce(
+    events: &dyn EventSink,
+    opened: &setup::Opened,
+    ws: &RunWorkspace,
+    safety: &Safety,
+    model: &str,
+) {
+    for line in &safety.shortfalls {
+        events.emit(Event::Notice {
+            message: line.clone(),
+        });
+    }
+    events.emit(Event::Started {
+        run_id: opened.scope.run_id.clone(),
+        target: opened.target.clone(),
+        worktree: ws.path().to_path_buf(),
+        model: model.to_string(),
+    });
 }
 
 /// Puts the run's worktree aside: kept as the repository's spare for the

@@ -146,14 +146,19 @@ fn count_fruitless(state: &mut RunState, asked: &[String], accepted: &[String]) 
     }
 }
 
-fn job_for(cx: &RunContext<'_>, state: &RunState, file: &str) -> FixJob {
-    let (config, root) = (cx.config, cx.root);
-    let read = |p: &str| crate::stage::read_source_text(root, p);
-    let failing: Vec<TestCase> = reach::failures_for(
+/// The failing tests the Fixer of `file` is shown: those that reach it
+/// (at most eight), then the generated tests set aside for failing on its
+/// original code.
+fn failures_shown(
+    state: &RunState,
+    file: &str,
+    read: &dyn Fn(&str) -> Option<String>,
+) -> Vec<TestCase> {
+    reach::failures_for(
         state.progress.best.failing(),
         file,
         &state.facts.files,
-        &read,
+        read,
     )
     .into_iter()
     .take(8)
@@ -166,7 +171,13 @@ fn job_for(cx: &RunContext<'_>, state: &RunState, file: &str) -> FixJob {
             .map(crate::stage::tester::Generated::evidence)
             .unwrap_or_default(),
     )
-    .collect();
+    .collect()
+}
+
+fn job_for(cx: &RunContext<'_>, state: &RunState, file: &str) -> FixJob {
+    let (config, root) = (cx.config, cx.root);
+    let read = |p: &str| crate::stage::read_source_text(root, p);
+    let failing = failures_shown(state, file, &read);
     let sources: Vec<&String> = state
         .facts
         .files
@@ -186,19 +197,7 @@ fn job_for(cx: &RunContext<'_>, state: &RunState, file: &str) -> FixJob {
             .then_some(metrics.imported_names.as_slice())
     };
     let related = reach::related_code(file, &concerning, &sources, &read, &imported);
-    let problems = state
-        .progress
-        .best
-        .checks
-        .as_ref()
-        .map(|c| {
-            c.problems
-                .iter()
-                .filter(|(p, _)| p == file)
-                .map(|(_, m)| m.clone())
-                .collect()
-        })
-        .unwrap_or_default();
+    let problems = state.progress.best.problems_of(file);
     let severity = state
         .facts
         .severities

@@ -220,23 +220,7 @@ fn deliver(
         }
     }
     let started = Instant::now();
-    let measured = tokio::task::block_in_place(|| {
-        judge::measure(
-            cx.tools("judging the generated tests"),
-            cx.root,
-            &files,
-            cx.config.limits,
-            cx.cancel,
-            None,
-        )
-    });
-    let measured = match measured {
-        Ok(m) => m,
-        Err(e) => {
-            ws.reset_to(ws.best())?;
-            return Err(e.into());
-        }
-    };
+    let measured = measure_written(cx, ws, &files)?;
     let judge_time = started.elapsed();
     let k = state.progress.commits.len() as u32 + 1;
     rec.measurement(Agent::Judge, &measured, Some(k))?;
@@ -266,6 +250,33 @@ fn deliver(
     state.progress.generated_files.extend(names);
     state.facts.files = files;
     Ok(true)
+}
+
+/// The Judge's measurement of the worktree with the generated tests
+/// written into it (`files`, target-relative, includes them); a tool that
+/// fails puts the worktree back to the best state first.
+fn measure_written(
+    cx: &RunContext<'_>,
+    ws: &RunWorkspace,
+    files: &[String],
+) -> Result<crate::pipeline::Measurement, SwarmError> {
+    let measured = tokio::task::block_in_place(|| {
+        judge::measure(
+            cx.tools("judging the generated tests"),
+            cx.root,
+            files,
+            cx.config.limits,
+            cx.cancel,
+            None,
+        )
+    });
+    match measured {
+        Ok(m) => Ok(m),
+        Err(e) => {
+            ws.reset_to(ws.best())?;
+            Err(e.into())
+        }
+    }
 }
 
 /// The kept tests did not pass together on the original code: none of the

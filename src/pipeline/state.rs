@@ -174,6 +174,18 @@ impl Snapshot {
         })
     }
 
+    /// What the checks found wrong with `file` (target-relative): its
+    /// compile or import problems (none when there are tests).
+    pub fn problems_of(&self, file: &str) -> Vec<String> {
+        self.checks.as_ref().map_or_else(Vec::new, |c| {
+            c.problems
+                .iter()
+                .filter(|(p, _)| p == file)
+                .map(|(_, m)| m.clone())
+                .collect()
+        })
+    }
+
     /// Whether the result is verified by tests.
     pub fn has_tests(&self) -> bool {
         self.tests.is_some()

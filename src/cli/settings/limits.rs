@@ -165,6 +165,29 @@ pub(super) struct Counts {
 }
 
 impl Resolver<'_> {
+    /// How long one model request may stay silent and take in all: a local
+    /// model's defaults are longer.
+    fn model_times(&self, local: bool) -> (Sourced<u64>, Sourced<u64>) {
+        let args = self.args;
+        let (timeout_default, max_time_default) = if local { (600, 3_600) } else { (120, 900) };
+        let llm_timeout = self.number(
+            args.llm_timeout,
+            "--llm-timeout",
+            |f| f.llm_timeout,
+            timeout_default,
+        );
+        let llm_max_time = self.number(
+            args.llm_max_time,
+            "--llm-max-time",
+            |f| f.llm_max_time,
+            max_time_default,
+        );
+        (
+            local_default(llm_timeout, local),
+            local_default(llm_max_time, local),
+        )
+    }
+
     /// Iterations, time limits, retries and jobs.
     pub(super) fn counts(&mut self, local: bool) -> Result<Counts, SwarmError> {
         let args = self.args;
@@ -183,25 +206,7 @@ impl Resolver<'_> {
             crate::tools::DEFAULT_TEST_CASE_TIMEOUT.as_secs(),
         );
         let lint_timeout = self.number(args.lint_timeout, "--lint-timeout", |f| f.lint_timeout, 30);
-        let (timeout_default, max_time_default) = if local { (600, 3_600) } else { (120, 900) };
-        let llm_timeout = local_default(
-            self.number(
-                args.llm_timeout,
-                "--llm-timeout",
-                |f| f.llm_timeout,
-                timeout_default,
-            ),
-            local,
-        );
-        let llm_max_time = local_default(
-            self.number(
-                args.llm_max_time,
-                "--llm-max-time",
-                |f| f.llm_max_time,
-                max_time_default,
-            ),
-            local,
-        );
+        let (llm_timeout, llm_max_time) = self.model_times(local);
         let retries = self.pick(
             args.retries,
             "--retries",
