@@ -6,6 +6,7 @@ mod demo;
 mod e2e;
 mod git;
 mod install;
+mod layers;
 mod llm;
 mod log;
 mod patch_corpus;
