@@ -176,10 +176,64 @@ impl From<GitError> for SwarmError {
 }
 
 impl From<LlmError> for SwarmError {
+    /// Settings that cannot work are invalid input; a call that failed is a
+    /// model error. The advice that names swarm's flags, variables and
+    /// settings is added here, as a hint: `llm/` states only the facts.
     fn from(err: LlmError) -> Self {
-        match err {
-            LlmError::Config { .. } => Self::wrapping(ExitKind::InvalidInput, err),
-            other => Self::wrapping(ExitKind::Llm, other),
+        use crate::llm::Provider;
+
+        /// What to do about `err`, from the provider table's facts.
+        fn advice(err: &LlmError) -> Option<String> {
+            let row = |provider: &str| Provider::named(provider);
+            Some(match err {
+                LlmError::MissingKey { provider } => {
+                    let row = row(provider)?;
+                    let alternative = if row.keyless_with_base_url {
+                        " (or give a base URL for a local server that needs no key)"
+                    } else {
+                        ""
+                    };
+                    format!("set {}{alternative}", row.key_var_list())
+                }
+                LlmError::Unreachable { provider, .. } => {
+                    let checks = match row(provider).map(|row| (row, row.base_url_var)) {
+                        Some((row, Some(base))) => {
+                            format!(
+                                "check {base}{} and {}",
+                                row.base_url_note,
+                                row.key_var_list()
+                            )
+                        }
+                        _ => "check the recording".to_string(),
+                    };
+                    format!("{checks}, or pass --no-preflight to skip this check")
+                }
+                LlmError::Timeout { .. } => {
+                    "raise --llm-timeout if the model is this slow to start or between tokens"
+                        .to_string()
+                }
+                LlmError::OverWindow { .. } => {
+                    "declare a bigger `context-window` if the model has one, or use a model \
+                     with a larger window"
+                        .to_string()
+                }
+                _ => return None,
+            })
+        }
+
+        let hint = advice(&err);
+        let kind = match &err {
+            LlmError::Config { .. }
+            | LlmError::MissingKey { .. }
+            | LlmError::Client { .. }
+            | LlmError::RecordingIo { .. }
+            | LlmError::Recording { .. } => ExitKind::InvalidInput,
+            _ => ExitKind::Llm,
+        };
+        let error = Self::wrapping(kind, err);
+        match hint {
+            Some(hint) => error.hint(hint),
+            None => error,
         }
     }
 }

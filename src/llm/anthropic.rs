@@ -3,81 +3,64 @@
 //! The base URL is the host root; the key goes in `x-api-key`, with
 //! `anthropic-version: 2023-06-01`.
 //!
-//! Replies are streamed (`stream: true`: `message_start` with the input
-//! usage, `content_block_delta` text, `message_delta` with the stop reason
-//! and output usage, `message_stop`); a server that refuses streaming is
-//! asked the plain way, and one that answers with one JSON body is read as
-//! that.
-
-use std::sync::Arc;
+//! The wire format only: the stream (`stream: true`: `message_start` with
+//! the input usage, `content_block_delta` text, `message_delta` with the
+//! stop reason and output usage, `message_stop`), the plain body for a
+//! server that refuses streaming, and a JSON reply. Sending, retrying and
+//! timing are the HTTP chat client's (`http`).
 
 use serde_json::{json, Value};
 
-use super::reply::estimated_usage;
-use super::retry::{Exchange, Received, Transport};
+use super::chat::{ChatRequest, Finish, ProviderKind, Role, Usage};
+use super::decode::{event_json, Flow, ReplyParts, StreamDecoder, StreamFault};
 use super::sse::SseEvent;
-use super::stream::{event_json, Flow, StreamDecoder, StreamFault, StreamedParts};
-use super::RetryPolicy;
-use super::{
-    model_or_default, require_key, resolve_base_url, temperature_json, ChatModel, ChatRequest,
-    ChatResponse, Finish, LlmError, ProviderConfig, ProviderKind, Role, Secret, Usage,
-};
+use super::wire::{temperature_json, WireFormat};
 
 /// The API version sent with every request.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
-/// A Claude model.
+/// The Anthropic Messages format.
 #[derive(Debug)]
-pub struct AnthropicChat {
+pub(crate) struct Anthropic {
     model: String,
     base_url: String,
-    key: Secret,
-    transport: Transport,
 }
 
-impl AnthropicChat {
-    /// A provider for `config`; the key is required.
-    pub fn new(config: &ProviderConfig, retry: RetryPolicy) -> Result<Self, LlmError> {
-        let key = require_key(config)?;
-        let base_url = resolve_base_url(config);
-        let transport = Transport::new(
-            config.kind.name(),
-            config,
-            &base_url,
-            Some(key.clone()),
-            retry,
-        )?;
-        Ok(Self {
-            model: model_or_default(config),
-            base_url,
-            key,
-            transport,
-        })
+impl WireFormat for Anthropic {
+    const KIND: ProviderKind = ProviderKind::Anthropic;
+    type Events = AnthropicStream;
+
+    fn new(base_url: String, model: String) -> Self {
+        Self { model, base_url }
     }
 
-    /// Reports progress and retries to `events`, if given.
-    pub(crate) fn reporting(mut self, events: Option<Arc<dyn crate::log::EventSink>>) -> Self {
-        if let Some(events) = events {
-            self.transport.report_to(events);
-        }
-        self
+    fn model(&self) -> &str {
+        &self.model
     }
 
-    /// The endpoint this provider posts to.
-    pub fn endpoint(&self) -> String {
+    /// `anthropic-version`, and the key in `x-api-key`.
+    fn headers(key: Option<&str>) -> Vec<(&'static str, String)> {
+        let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION.to_string())];
+        headers.extend(key.map(|key| ("x-api-key", key.to_string())));
+        headers
+    }
+
+    fn stream_url(&self) -> String {
+        self.plain_url()
+    }
+
+    fn plain_url(&self) -> String {
         format!("{}/v1/messages", self.base_url)
     }
 
-    /// The JSON body for `request`, streamed: [`Self::request_body`] with
-    /// `stream: true`.
-    pub fn stream_body(&self, request: &ChatRequest) -> Value {
-        let mut body = self.request_body(request);
+    /// [`Self::plain_body`] with `stream: true`.
+    fn stream_body(&self, request: &ChatRequest) -> Value {
+        let mut body = self.plain_body(request);
         body["stream"] = json!(true);
         body
     }
 
-    /// The JSON body for `request`, not streamed.
-    pub fn request_body(&self, request: &ChatRequest) -> Value {
+    fn plain_body(&self, request: &ChatRequest) -> Value {
         let messages: Vec<Value> = request
             .messages
             .iter()
@@ -101,20 +84,13 @@ impl AnthropicChat {
         body
     }
 
-    /// Reads a Messages reply.
-    fn parse(
-        &self,
-        request: &ChatRequest,
-        body: &str,
-    ) -> Result<(String, Finish, Usage), LlmError> {
-        let value = self.transport.parse_json(body, &self.endpoint())?;
+    /// Reads a Messages reply: its text blocks, stop reason and usage.
+    fn read_reply(&self, value: &Value) -> Result<ReplyParts, &'static str> {
         if value.get("type").and_then(Value::as_str) == Some("error") {
-            return Err(self
-                .transport
-                .malformed("the API answered with an error instead of a message", body));
+            return Err("the API answered with an error instead of a message");
         }
         let Some(content) = value.get("content").and_then(Value::as_array) else {
-            return Err(self.transport.malformed("no `content` in the reply", body));
+            return Err("no `content` in the reply");
         };
         let finish = finish_of(value.get("stop_reason").and_then(Value::as_str));
         let texts: Vec<&str> = content
@@ -123,25 +99,24 @@ impl AnthropicChat {
             .filter_map(|block| block.get("text").and_then(Value::as_str))
             .collect();
         if texts.is_empty() && finish == Finish::Stop {
-            let message = if content.is_empty() {
+            return Err(if content.is_empty() {
                 "`content` is empty"
             } else {
                 "`content` has no text block"
-            };
-            return Err(self.transport.malformed(message, body));
+            });
         }
-        let text = texts.concat();
-        let usage = value
-            .get("usage")
-            .and_then(|usage| {
-                Some(Usage {
-                    input_tokens: input_tokens(usage)?,
-                    output_tokens: usage.get("output_tokens")?.as_u64()?,
-                    estimated: false,
-                })
+        let usage = value.get("usage").and_then(|usage| {
+            Some(Usage {
+                input_tokens: input_tokens(usage)?,
+                output_tokens: usage.get("output_tokens")?.as_u64()?,
+                estimated: false,
             })
-            .unwrap_or_else(|| estimated_usage(request, &text));
-        Ok((text, finish, usage))
+        });
+        Ok(ReplyParts {
+            text: texts.concat(),
+            finish,
+            usage,
+        })
     }
 }
 
@@ -166,7 +141,7 @@ fn input_tokens(usage: &Value) -> Option<u64> {
 
 /// Reads a Messages event stream up to `message_stop`.
 #[derive(Debug, Default)]
-struct AnthropicStream {
+pub(crate) struct AnthropicStream {
     text: String,
     finish: Option<Finish>,
     input_tokens: Option<u64>,
@@ -238,7 +213,7 @@ impl StreamDecoder for AnthropicStream {
         self.stopped || self.finish.is_some()
     }
 
-    fn into_parts(self) -> StreamedParts {
+    fn into_parts(self) -> ReplyParts {
         let usage = match (self.input_tokens, self.output_tokens) {
             (Some(input_tokens), Some(output_tokens)) => Some(Usage {
                 input_tokens,
@@ -247,7 +222,7 @@ impl StreamDecoder for AnthropicStream {
             }),
             _ => None,
         };
-        StreamedParts {
+        ReplyParts {
             text: self.text,
             finish: self.finish.unwrap_or(Finish::Stop),
             usage,
@@ -258,45 +233,6 @@ impl StreamDecoder for AnthropicStream {
 /// A cache token counter of `usage`, 0 when absent or null.
 fn cache_tokens(usage: &Value, field: &str) -> u64 {
     usage.get(field).and_then(Value::as_u64).unwrap_or(0)
-}
-
-#[async_trait::async_trait]
-impl ChatModel for AnthropicChat {
-    fn kind(&self) -> ProviderKind {
-        ProviderKind::Anthropic
-    }
-
-    fn model(&self) -> &str {
-        &self.model
-    }
-
-    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let headers = [
-            ("x-api-key", self.key.expose().to_string()),
-            ("anthropic-version", ANTHROPIC_VERSION.to_string()),
-        ];
-        let exchange = Exchange {
-            stream_url: self.endpoint(),
-            stream_body: self.stream_body(request),
-            plain_url: self.endpoint(),
-            plain_body: self.request_body(request),
-            headers: &headers,
-        };
-        let (received, attempts) = self
-            .transport
-            .send(&exchange, AnthropicStream::default)
-            .await?;
-        let (text, finish, usage) = match received {
-            Received::Body(body) => self.parse(request, &body)?,
-            Received::Stream(streamed) => streamed.into_parts().into_reply(request),
-        };
-        Ok(ChatResponse {
-            text,
-            finish,
-            usage,
-            attempts,
-        })
-    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::{ChatModel, ChatRequest, ChatResponse, Finish, LlmError, ProviderKind, Usage};
+use super::chat::{ChatModel, ChatRequest, ChatResponse, Finish, ProviderKind, Usage};
+use super::error::{LlmError, RecordingProblem};
 
 /// The cassette format version written and accepted.
 pub const CASSETTE_VERSION: u32 = 1;
@@ -64,25 +65,28 @@ impl Cassette {
 
     /// Reads a cassette file.
     pub fn load(path: &Path) -> Result<Self, LlmError> {
-        let text = std::fs::read_to_string(path).map_err(|err| LlmError::Config {
+        let text = std::fs::read_to_string(path).map_err(|source| LlmError::RecordingIo {
             provider: "cassette".into(),
-            message: format!("cannot read {}: {err}", path.display()),
+            doing: "read",
+            path: path.to_path_buf(),
+            source,
         })?;
-        Self::parse(&text).map_err(|message| LlmError::Config {
+        Self::parse(&text).map_err(|problem| LlmError::Recording {
             provider: "cassette".into(),
-            message: format!("{}: {message}", path.display()),
+            path: path.to_path_buf(),
+            problem,
         })
     }
 
     /// Parses cassette JSON, checking the version.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, RecordingProblem> {
         let cassette: Cassette =
-            serde_json::from_str(text).map_err(|err| format!("not a cassette: {err}"))?;
+            serde_json::from_str(text).map_err(RecordingProblem::NotACassette)?;
         if cassette.version != CASSETTE_VERSION {
-            return Err(format!(
-                "cassette version {} is not supported (expected {CASSETTE_VERSION})",
-                cassette.version
-            ));
+            return Err(RecordingProblem::Version {
+                found: cassette.version,
+                expected: CASSETTE_VERSION,
+            });
         }
         Ok(cassette)
     }
@@ -109,7 +113,7 @@ impl Cassette {
 ///
 /// Failed calls are not recorded, except replies that were not valid UTF-8
 /// (the Fixer asks again after one, so replay must see it too). When the
-/// cassette cannot be written, the call fails with `LlmError::Config`
+/// cassette cannot be written, the call fails with `LlmError::RecordingIo`
 /// (provider `recorder`): a recording that silently misses calls would
 /// replay wrongly.
 pub struct RecordingModel {
@@ -203,10 +207,14 @@ impl ChatModel for RecordingModel {
             request: request.clone(),
             response: recorded,
         });
-        cassette.save(&self.path).map_err(|err| LlmError::Config {
-            provider: "recorder".into(),
-            message: format!("cannot write cassette {}: {err}", self.path.display()),
-        })?;
+        cassette
+            .save(&self.path)
+            .map_err(|source| LlmError::RecordingIo {
+                provider: "recorder".into(),
+                doing: "write cassette",
+                path: self.path.clone(),
+                source,
+            })?;
         result
     }
 }
@@ -214,7 +222,7 @@ impl ChatModel for RecordingModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{ProviderConfig, ReplayModel};
+    use crate::llm::ReplayModel;
 
     /// Answers the first call with bytes that were not UTF-8, then with text.
     struct Garbled(Mutex<u32>);
@@ -260,17 +268,7 @@ mod tests {
         assert_eq!(recorder.complete(&again).await.expect("text").text, "fine");
         assert_eq!(recorder.len(), 2);
 
-        let replay = ReplayModel::new(&ProviderConfig {
-            kind: ProviderKind::Replay,
-            model: "m".into(),
-            base_url: None,
-            api_key: None,
-            timeout: std::time::Duration::ZERO,
-            max_time: std::time::Duration::ZERO,
-            max_attempts: 1,
-            replay_file: Some(path.clone()),
-        })
-        .expect("cassette loads");
+        let replay = ReplayModel::open(Some(&path), "m".into()).expect("cassette loads");
         match replay.complete(&first).await {
             Err(LlmError::NotUtf8 { detail, .. }) => {
                 assert_eq!(detail, "byte 0xff at offset 3 of the body")

@@ -4,85 +4,70 @@
 //! The base URL is the host root; the key goes in the `x-goog-api-key`
 //! header, never in the URL (URLs end up in logs and error messages).
 //!
-//! Replies are streamed (`:streamGenerateContent?alt=sse`: each event is a
-//! partial `GenerateContentResponse`, the last with `finishReason`;
-//! `usageMetadata` as it grows); a server that refuses streaming is asked
-//! at `:generateContent`, and one that answers with JSON (one response, or
-//! an array of them) is read as that.
-
-use std::sync::Arc;
+//! The wire format only: the stream (`:streamGenerateContent?alt=sse`: each
+//! event is a partial `GenerateContentResponse`, the last with
+//! `finishReason`; `usageMetadata` as it grows), `:generateContent` for a
+//! server that refuses streaming, and a JSON reply (one response, or an
+//! array of them). Sending, retrying and timing are the HTTP chat client's
+//! (`http`).
 
 use serde_json::{json, Value};
 
-use super::reply::estimated_usage;
-use super::retry::{Exchange, Received, Transport};
+use super::chat::{ChatRequest, Finish, ProviderKind, Role, Usage};
+use super::decode::{event_json, Flow, ReplyParts, StreamDecoder, StreamFault};
 use super::sse::SseEvent;
-use super::stream::{event_json, Flow, StreamDecoder, StreamFault, StreamedParts};
-use super::RetryPolicy;
-use super::{
-    model_or_default, require_key, resolve_base_url, temperature_json, ChatModel, ChatRequest,
-    ChatResponse, Finish, LlmError, ProviderConfig, ProviderKind, Role, Secret, Usage,
-};
+use super::wire::{temperature_json, WireFormat};
 
-/// A Gemini model.
+/// The Gemini `generateContent` format.
 #[derive(Debug)]
-pub struct GeminiChat {
+pub(crate) struct Gemini {
     model: String,
     base_url: String,
-    key: Secret,
-    transport: Transport,
 }
 
-impl GeminiChat {
-    /// A provider for `config`; the key is required.
-    pub fn new(config: &ProviderConfig, retry: RetryPolicy) -> Result<Self, LlmError> {
-        let key = require_key(config)?;
-        let base_url = resolve_base_url(config);
-        let transport = Transport::new(
-            config.kind.name(),
-            config,
-            &base_url,
-            Some(key.clone()),
-            retry,
-        )?;
-        let model = model_or_default(config);
+impl WireFormat for Gemini {
+    const KIND: ProviderKind = ProviderKind::Gemini;
+    type Events = GeminiStream;
+
+    /// A model given as `models/…` is named without that prefix.
+    fn new(base_url: String, model: String) -> Self {
         let model = model
             .strip_prefix("models/")
             .map_or(model.clone(), str::to_string);
-        Ok(Self {
-            model,
-            base_url,
-            key,
-            transport,
-        })
+        Self { model, base_url }
     }
 
-    /// Reports progress and retries to `events`, if given.
-    pub(crate) fn reporting(mut self, events: Option<Arc<dyn crate::log::EventSink>>) -> Self {
-        if let Some(events) = events {
-            self.transport.report_to(events);
-        }
-        self
+    fn model(&self) -> &str {
+        &self.model
     }
 
-    /// The endpoint this provider posts to when not streaming.
-    pub fn endpoint(&self) -> String {
-        format!(
-            "{}/v1beta/models/{}:generateContent",
-            self.base_url, self.model
-        )
+    /// `x-goog-api-key`: the key never goes in the URL.
+    fn headers(key: Option<&str>) -> Vec<(&'static str, String)> {
+        key.map(|key| vec![("x-goog-api-key", key.to_string())])
+            .unwrap_or_default()
     }
 
-    /// The streaming endpoint (server-sent events).
-    pub fn stream_endpoint(&self) -> String {
+    /// Server-sent events from `:streamGenerateContent?alt=sse`.
+    fn stream_url(&self) -> String {
         format!(
             "{}/v1beta/models/{}:streamGenerateContent?alt=sse",
             self.base_url, self.model
         )
     }
 
-    /// The JSON body for `request`.
-    pub fn request_body(&self, request: &ChatRequest) -> Value {
+    fn plain_url(&self) -> String {
+        format!(
+            "{}/v1beta/models/{}:generateContent",
+            self.base_url, self.model
+        )
+    }
+
+    /// The same body as [`Self::plain_body`]: the URL asks for the stream.
+    fn stream_body(&self, request: &ChatRequest) -> Value {
+        self.plain_body(request)
+    }
+
+    fn plain_body(&self, request: &ChatRequest) -> Value {
         let contents: Vec<Value> = request
             .messages
             .iter()
@@ -107,22 +92,16 @@ impl GeminiChat {
         body
     }
 
-    /// Reads a `generateContent` reply.
-    fn parse(
-        &self,
-        request: &ChatRequest,
-        body: &str,
-    ) -> Result<(String, Finish, Usage), LlmError> {
-        let value = self.transport.parse_json(body, &self.endpoint())?;
+    /// Reads a `generateContent` reply, or the chunks of a stream sent as
+    /// one JSON array.
+    fn read_reply(&self, value: &Value) -> Result<ReplyParts, &'static str> {
         if let Some(chunks) = value.as_array() {
             // `streamGenerateContent` without `alt=sse`: the chunks as one array.
             let mut stream = GeminiStream::default();
             for chunk in chunks {
-                stream
-                    .chunk(chunk)
-                    .map_err(|_| self.transport.malformed("the API sent an error", body))?;
+                stream.chunk(chunk).map_err(|()| "the API sent an error")?;
             }
-            return Ok(stream.into_parts().into_reply(request));
+            return Ok(stream.into_parts());
         }
         let candidates = value.get("candidates").and_then(Value::as_array);
         let candidate = candidates.and_then(|candidates| candidates.first());
@@ -134,31 +113,28 @@ impl GeminiChat {
             if let Some(reason) = block_reason {
                 // The prompt itself was blocked: an answer, not a broken reply.
                 tracing::debug!(reason, "gemini blocked the prompt");
-                let usage = self.usage(&value, request, "");
-                return Ok((String::new(), Finish::Filtered, usage));
+                return Ok(ReplyParts {
+                    text: String::new(),
+                    finish: Finish::Filtered,
+                    usage: reported_usage(value),
+                });
             }
-            let message = match value.get("error") {
+            return Err(match value.get("error") {
                 Some(_) => "the API answered with an error instead of candidates",
                 None if candidates.is_some() => "`candidates` is empty",
                 None => "no `candidates` in the reply",
-            };
-            return Err(self.transport.malformed(message, body));
+            });
         };
         let finish = finish_of(candidate.get("finishReason").and_then(Value::as_str));
         let texts = candidate_texts(candidate);
         if texts.is_empty() && finish == Finish::Stop {
-            return Err(self
-                .transport
-                .malformed("the first candidate has no text parts", body));
+            return Err("the first candidate has no text parts");
         }
-        let text = texts.concat();
-        let usage = self.usage(&value, request, &text);
-        Ok((text, finish, usage))
-    }
-
-    /// Usage from `usageMetadata`, or an estimate.
-    fn usage(&self, value: &Value, request: &ChatRequest, text: &str) -> Usage {
-        reported_usage(value).unwrap_or_else(|| estimated_usage(request, text))
+        Ok(ReplyParts {
+            text: texts.concat(),
+            finish,
+            usage: reported_usage(value),
+        })
     }
 }
 
@@ -215,7 +191,7 @@ fn reported_usage(value: &Value) -> Option<Usage> {
 /// Reads `streamGenerateContent` chunks; the stream ends with the
 /// connection, after a chunk with `finishReason`.
 #[derive(Debug, Default)]
-struct GeminiStream {
+pub(crate) struct GeminiStream {
     text: String,
     finish: Option<Finish>,
     usage: Option<Usage>,
@@ -272,48 +248,12 @@ impl StreamDecoder for GeminiStream {
         self.finish.is_some()
     }
 
-    fn into_parts(self) -> StreamedParts {
-        StreamedParts {
+    fn into_parts(self) -> ReplyParts {
+        ReplyParts {
             text: self.text,
             finish: self.finish.unwrap_or(Finish::Stop),
             usage: self.usage,
         }
-    }
-}
-
-#[async_trait::async_trait]
-impl ChatModel for GeminiChat {
-    fn kind(&self) -> ProviderKind {
-        ProviderKind::Gemini
-    }
-
-    fn model(&self) -> &str {
-        &self.model
-    }
-
-    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let headers = [("x-goog-api-key", self.key.expose().to_string())];
-        let exchange = Exchange {
-            stream_url: self.stream_endpoint(),
-            stream_body: self.request_body(request),
-            plain_url: self.endpoint(),
-            plain_body: self.request_body(request),
-            headers: &headers,
-        };
-        let (received, attempts) = self
-            .transport
-            .send(&exchange, GeminiStream::default)
-            .await?;
-        let (text, finish, usage) = match received {
-            Received::Body(body) => self.parse(request, &body)?,
-            Received::Stream(streamed) => streamed.into_parts().into_reply(request),
-        };
-        Ok(ChatResponse {
-            text,
-            finish,
-            usage,
-            attempts,
-        })
     }
 }
 

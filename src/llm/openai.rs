@@ -5,80 +5,61 @@
 //! goes in `Authorization: Bearer`; a local server given by base URL may have
 //! no key, and then no `Authorization` header is sent.
 //!
-//! Replies are streamed (`stream: true` with `stream_options.include_usage`,
-//! so the last chunk carries the usage); a server that refuses streaming is
-//! asked the plain way, and a server that answers with one JSON body is read
-//! as that.
-
-use std::sync::Arc;
+//! The wire format only: the streamed body (`stream: true` with
+//! `stream_options.include_usage`, so the last chunk carries the usage), the
+//! plain body for a server that refuses streaming, the reply and its chunks.
+//! Sending, retrying and timing are the HTTP chat client's (`http`).
 
 use serde_json::{json, Value};
 
-use super::reply::estimated_usage;
-use super::retry::{Exchange, Received, Transport};
+use super::chat::{ChatRequest, Finish, ProviderKind, Role, Usage};
+use super::decode::{event_json, Flow, ReplyParts, StreamDecoder, StreamFault};
 use super::sse::SseEvent;
-use super::stream::{event_json, Flow, StreamDecoder, StreamFault, StreamedParts};
-use super::RetryPolicy;
-use super::{
-    model_or_default, require_key, resolve_base_url, temperature_json, ChatModel, ChatRequest,
-    ChatResponse, Finish, LlmError, ProviderConfig, ProviderKind, Role, Secret, Usage,
-};
+use super::wire::{temperature_json, WireFormat};
 
-/// A chat model behind an OpenAI-compatible API.
+/// The OpenAI-compatible chat completions format.
 #[derive(Debug)]
-pub struct OpenAiChat {
+pub(crate) struct OpenAi {
     model: String,
     base_url: String,
-    key: Option<Secret>,
-    transport: Transport,
 }
 
-impl OpenAiChat {
-    /// A provider for `config`. The key may be missing only when a base URL
-    /// is given (a local server).
-    pub fn new(config: &ProviderConfig, retry: RetryPolicy) -> Result<Self, LlmError> {
-        let key = if config.base_url.is_some() {
-            config
-                .api_key
-                .clone()
-                .filter(|key| !key.expose().trim().is_empty())
-        } else {
-            Some(require_key(config)?)
-        };
-        let base_url = resolve_base_url(config);
-        let transport = Transport::new(config.kind.name(), config, &base_url, key.clone(), retry)?;
-        Ok(Self {
-            model: model_or_default(config),
-            base_url,
-            key,
-            transport,
-        })
+impl WireFormat for OpenAi {
+    const KIND: ProviderKind = ProviderKind::OpenAi;
+    type Events = OpenAiStream;
+
+    fn new(base_url: String, model: String) -> Self {
+        Self { model, base_url }
     }
 
-    /// Reports progress and retries to `events`, if given.
-    pub(crate) fn reporting(mut self, events: Option<Arc<dyn crate::log::EventSink>>) -> Self {
-        if let Some(events) = events {
-            self.transport.report_to(events);
-        }
-        self
+    fn model(&self) -> &str {
+        &self.model
     }
 
-    /// The endpoint this provider posts to.
-    pub fn endpoint(&self) -> String {
+    /// `Authorization: Bearer`, only when there is a key (a local server
+    /// may need none).
+    fn headers(key: Option<&str>) -> Vec<(&'static str, String)> {
+        key.map(|key| vec![("authorization", format!("Bearer {key}"))])
+            .unwrap_or_default()
+    }
+
+    fn stream_url(&self) -> String {
+        self.plain_url()
+    }
+
+    fn plain_url(&self) -> String {
         format!("{}/chat/completions", self.base_url)
     }
 
-    /// The JSON body for `request`, streamed: [`Self::request_body`] with
-    /// `stream` and `stream_options.include_usage`.
-    pub fn stream_body(&self, request: &ChatRequest) -> Value {
-        let mut body = self.request_body(request);
+    /// [`Self::plain_body`] with `stream` and `stream_options.include_usage`.
+    fn stream_body(&self, request: &ChatRequest) -> Value {
+        let mut body = self.plain_body(request);
         body["stream"] = json!(true);
         body["stream_options"] = json!({"include_usage": true});
         body
     }
 
-    /// The JSON body for `request`, not streamed.
-    pub fn request_body(&self, request: &ChatRequest) -> Value {
+    fn plain_body(&self, request: &ChatRequest) -> Value {
         let mut messages = Vec::with_capacity(request.messages.len() + 1);
         if !request.system.is_empty() {
             messages.push(json!({"role": "system", "content": request.system}));
@@ -101,22 +82,15 @@ impl OpenAiChat {
         body
     }
 
-    /// Reads a chat completion reply.
-    fn parse(
-        &self,
-        request: &ChatRequest,
-        body: &str,
-    ) -> Result<(String, Finish, Usage), LlmError> {
-        let endpoint = self.endpoint();
-        let value = self.transport.parse_json(body, &endpoint)?;
+    /// Reads a chat completion: the first choice's message, or its refusal.
+    fn read_reply(&self, value: &Value) -> Result<ReplyParts, &'static str> {
         let choices = value.get("choices").and_then(Value::as_array);
         let Some(choice) = choices.and_then(|choices| choices.first()) else {
-            let message = match value.get("error") {
+            return Err(match value.get("error") {
                 Some(_) => "the API answered with an error instead of choices",
                 None if choices.is_some() => "`choices` is empty",
                 None => "no `choices` in the reply",
-            };
-            return Err(self.transport.malformed(message, body));
+            });
         };
         let finish = finish_of(choice.get("finish_reason").and_then(Value::as_str));
         let message = choice.get("message");
@@ -130,17 +104,14 @@ impl OpenAiChat {
             (None, None) if finish == Finish::Filtered || finish == Finish::Length => {
                 (String::new(), finish)
             }
-            (None, None) => {
-                return Err(self
-                    .transport
-                    .malformed("the first choice has no `message.content` text", body))
-            }
+            (None, None) => return Err("the first choice has no `message.content` text"),
         };
-        let usage = value
-            .get("usage")
-            .and_then(reported_usage)
-            .unwrap_or_else(|| estimated_usage(request, &text));
-        Ok((text, finish, usage))
+        let usage = value.get("usage").and_then(reported_usage);
+        Ok(ReplyParts {
+            text,
+            finish,
+            usage,
+        })
     }
 }
 
@@ -165,7 +136,7 @@ fn reported_usage(usage: &Value) -> Option<Usage> {
 
 /// Reads `chat.completion.chunk` events up to `data: [DONE]`.
 #[derive(Debug, Default)]
-struct OpenAiStream {
+pub(crate) struct OpenAiStream {
     text: String,
     refusal: String,
     finish: Option<Finish>,
@@ -220,57 +191,18 @@ impl StreamDecoder for OpenAiStream {
         self.done || self.finish.is_some()
     }
 
-    fn into_parts(self) -> StreamedParts {
+    fn into_parts(self) -> ReplyParts {
         let finish = self.finish.unwrap_or(Finish::Stop);
         let (text, finish) = if self.text.is_empty() && !self.refusal.is_empty() {
             (self.refusal, Finish::Filtered)
         } else {
             (self.text, finish)
         };
-        StreamedParts {
+        ReplyParts {
             text,
             finish,
             usage: self.usage,
         }
-    }
-}
-
-#[async_trait::async_trait]
-impl ChatModel for OpenAiChat {
-    fn kind(&self) -> ProviderKind {
-        ProviderKind::OpenAi
-    }
-
-    fn model(&self) -> &str {
-        &self.model
-    }
-
-    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let mut headers = Vec::new();
-        if let Some(key) = &self.key {
-            headers.push(("authorization", format!("Bearer {}", key.expose())));
-        }
-        let exchange = Exchange {
-            stream_url: self.endpoint(),
-            stream_body: self.stream_body(request),
-            plain_url: self.endpoint(),
-            plain_body: self.request_body(request),
-            headers: &headers,
-        };
-        let (received, attempts) = self
-            .transport
-            .send(&exchange, OpenAiStream::default)
-            .await?;
-        let (text, finish, usage) = match received {
-            Received::Body(body) => self.parse(request, &body)?,
-            Received::Stream(streamed) => streamed.into_parts().into_reply(request),
-        };
-        Ok(ChatResponse {
-            text,
-            finish,
-            usage,
-            attempts,
-        })
     }
 }
 
@@ -302,7 +234,7 @@ fn is_reasoning_model(model: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn read(stream: &str) -> (StreamedParts, bool) {
+    fn read(stream: &str) -> (ReplyParts, bool) {
         let mut parser = crate::llm::sse::SseParser::default();
         let mut decoder = OpenAiStream::default();
         for event in parser.feed(stream.as_bytes()).expect("text") {

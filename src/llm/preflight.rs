@@ -14,7 +14,9 @@
 
 use std::time::Duration;
 
-use super::{resolve_base_url, LlmError, ProviderConfig};
+use super::address::is_loopback;
+use super::error::LlmError;
+use super::settings::ProviderConfig;
 
 /// How long the preflight waits for a connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -42,33 +44,33 @@ fn models_request(config: &ProviderConfig) -> Option<(String, Vec<(&'static str,
         .as_ref()
         .map(|k| k.expose().trim())
         .filter(|k| !k.is_empty());
-    let url = format!("{}{path}", resolve_base_url(config));
+    let url = format!("{}{path}", provider.base_url_of(config));
     Some((url, (provider.headers)(key)))
 }
 
 /// Checks that the endpoint of `config` is there and speaks its API.
-/// `Err(LlmError::Unreachable)` says what failed and what to check.
+/// `Err(LlmError::Unreachable)` says what failed.
 pub async fn preflight(config: &ProviderConfig) -> Result<Preflight, LlmError> {
     let Some((url, headers)) = models_request(config) else {
         return Ok(Preflight::Skipped);
     };
     let provider = config.kind.name();
-    let fail = |what: String| LlmError::Unreachable {
+    let unreachable = |what: String, source: Option<reqwest::Error>| LlmError::Unreachable {
         provider: provider.to_string(),
         url: url.clone(),
         what,
-        check: config.kind.provider().check_hint(),
+        source,
     };
     let mut builder = reqwest::Client::builder()
         .user_agent(concat!("swarm/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(CONNECT_TIMEOUT)
         .timeout(ANSWER_TIMEOUT);
-    if super::retry::is_loopback(&url) {
+    if is_loopback(&url) {
         builder = builder.no_proxy();
     }
-    let client = builder.build().map_err(|err| LlmError::Config {
+    let client = builder.build().map_err(|source| LlmError::Client {
         provider: provider.to_string(),
-        message: format!("cannot create the HTTP client: {err}"),
+        source,
     })?;
     let mut request = client.get(&url);
     for (name, value) in &headers {
@@ -76,14 +78,17 @@ pub async fn preflight(config: &ProviderConfig) -> Result<Preflight, LlmError> {
     }
     let response = match request.send().await {
         Ok(response) => response,
-        Err(err) if err.is_connect() => return Err(fail(connect_failure(&err))),
+        Err(err) if err.is_connect() => return Err(unreachable(connect_failure(&err), Some(err))),
         Err(err) if err.is_timeout() => {
             return Ok(Preflight::Doubtful(format!(
                 "{provider}: {url} did not answer within {} s; going on",
                 ANSWER_TIMEOUT.as_secs()
             )))
         }
-        Err(err) => return Err(fail(format!("the request failed: {}", error_chain(&err)))),
+        Err(err) => {
+            let what = format!("the request failed: {}", error_chain(&err));
+            return Err(unreachable(what, Some(err)));
+        }
     };
     let status = response.status().as_u16();
     let content_type = response
@@ -99,9 +104,12 @@ pub async fn preflight(config: &ProviderConfig) -> Result<Preflight, LlmError> {
                 "{provider}: {url} was slow to answer; going on"
             )))
         }
-        Err(err) => return Err(fail(format!("the reply broke off: {}", error_chain(&err)))),
+        Err(err) => {
+            let what = format!("the reply broke off: {}", error_chain(&err));
+            return Err(unreachable(what, Some(err)));
+        }
     };
-    judge(status, &content_type, &body).map_err(fail)
+    judge(status, &content_type, &body).map_err(|what| unreachable(what, None))
 }
 
 /// Whether a reply of `status` with `body` shows the API is there.
@@ -197,7 +205,7 @@ mod tests {
             kind,
             model: "m".into(),
             base_url: base.map(str::to_string),
-            api_key: Some(super::super::Secret::new("k")),
+            api_key: Some(crate::llm::Secret::new("k")),
             timeout: Duration::from_secs(1),
             max_attempts: 1,
             max_time: Duration::ZERO,

@@ -4,7 +4,7 @@
 //! Prices are public list prices (standard tier, prompts under any long-context
 //! threshold) and change over time; override them from config when they do.
 
-use super::Usage;
+use super::chat::Usage;
 
 /// USD per million tokens.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]

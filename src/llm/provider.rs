@@ -1,18 +1,28 @@
 //! The provider table: every fact about a provider in one row — its names,
 //! the variables that hold its key and base URL, its default model and
-//! address, where it lists its models, and how its client is built.
+//! address, where it lists its models, the headers of its requests, and how
+//! its client is built — and the reading of a [`ProviderConfig`] against
+//! its row (model, base URL, key).
 //!
 //! Settings (`config`), the preflight, the scrubbed environment of child
-//! processes and the error messages all read these rows; none of them names
-//! a provider's variables itself. Adding a provider is its wire-format file
-//! (like `openai.rs`), a [`ProviderKind`] variant and one row here.
+//! processes and the hints attached to errors all read these rows; none of
+//! them names a provider's variables itself. Adding a provider is its
+//! wire-format file (like `openai.rs`, a [`WireFormat`]), a [`ProviderKind`]
+//! variant and one row here. This file sits on top of the clients it
+//! builds: nothing below it reads the table.
 
 use std::sync::Arc;
 
-use super::anthropic::{AnthropicChat, ANTHROPIC_VERSION};
-use super::gemini::GeminiChat;
-use super::openai::OpenAiChat;
-use super::{ChatModel, LlmError, ProviderConfig, ProviderKind, ReplayModel, RetryPolicy};
+use super::anthropic::Anthropic;
+use super::backoff::RetryPolicy;
+use super::chat::{ChatModel, ProviderKind};
+use super::error::LlmError;
+use super::gemini::Gemini;
+use super::http::HttpChat;
+use super::openai::OpenAi;
+use super::replay::ReplayModel;
+use super::settings::{ProviderConfig, Secret};
+use super::wire::WireFormat;
 use crate::log::EventSink;
 
 /// Builds a provider's client; `events` receives its progress and retries.
@@ -71,13 +81,8 @@ pub static PROVIDERS: [Provider; 4] = [
         default_base_url: "https://generativelanguage.googleapis.com",
         version_suffix: Some("/v1beta"),
         models_path: Some("/v1beta/models"),
-        headers: |key| {
-            key.map(|k| vec![("x-goog-api-key", k.to_string())])
-                .unwrap_or_default()
-        },
-        build: |config, retry, events| {
-            Ok(Arc::new(GeminiChat::new(config, retry)?.reporting(events)))
-        },
+        headers: Gemini::headers,
+        build: connect::<Gemini>,
     },
     Provider {
         kind: ProviderKind::OpenAi,
@@ -91,13 +96,8 @@ pub static PROVIDERS: [Provider; 4] = [
         default_base_url: "https://api.openai.com/v1",
         version_suffix: None,
         models_path: Some("/models"),
-        headers: |key| {
-            key.map(|k| vec![("authorization", format!("Bearer {k}"))])
-                .unwrap_or_default()
-        },
-        build: |config, retry, events| {
-            Ok(Arc::new(OpenAiChat::new(config, retry)?.reporting(events)))
-        },
+        headers: OpenAi::headers,
+        build: connect::<OpenAi>,
     },
     Provider {
         kind: ProviderKind::Anthropic,
@@ -111,16 +111,8 @@ pub static PROVIDERS: [Provider; 4] = [
         default_base_url: "https://api.anthropic.com",
         version_suffix: Some("/v1"),
         models_path: Some("/v1/models"),
-        headers: |key| {
-            let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION.to_string())];
-            headers.extend(key.map(|k| ("x-api-key", k.to_string())));
-            headers
-        },
-        build: |config, retry, events| {
-            Ok(Arc::new(
-                AnthropicChat::new(config, retry)?.reporting(events),
-            ))
-        },
+        headers: Anthropic::headers,
+        build: connect::<Anthropic>,
     },
     Provider {
         kind: ProviderKind::Replay,
@@ -135,7 +127,13 @@ pub static PROVIDERS: [Provider; 4] = [
         version_suffix: None,
         models_path: None,
         headers: |_| Vec::new(),
-        build: |config, _, _| Ok(Arc::new(ReplayModel::new(config)?)),
+        build: |config, _, _| {
+            let model = config.kind.provider().model_of(config);
+            Ok(Arc::new(ReplayModel::open(
+                config.replay_file.as_deref(),
+                model,
+            )?))
+        },
     },
 ];
 
@@ -154,6 +152,12 @@ impl ProviderKind {
     }
 }
 
+impl std::fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl Provider {
     /// The provider called `name` or one of its aliases (any case).
     pub fn named(name: &str) -> Option<&'static Provider> {
@@ -168,17 +172,66 @@ impl Provider {
         self.key_vars.join(" or ")
     }
 
-    /// What to check when its endpoint cannot be used.
-    pub fn check_hint(&self) -> String {
-        match self.base_url_var {
-            Some(base) => format!(
-                "check {base}{} and {}, or pass --no-preflight to skip this check",
-                self.base_url_note,
-                self.key_var_list()
-            ),
-            None => "check the recording, or pass --no-preflight to skip this check".into(),
+    /// The model id of `config`, or this provider's default when it is blank.
+    pub fn model_of(&self, config: &ProviderConfig) -> String {
+        let model = config.model.trim();
+        if model.is_empty() {
+            self.default_model.to_string()
+        } else {
+            model.to_string()
         }
     }
+
+    /// The base URL of `config` (or this provider's default), without
+    /// trailing slashes and without the provider's version path (e.g.
+    /// `/v1beta`) when a user added it to a base that is meant to be the
+    /// host root.
+    pub fn base_url_of(&self, config: &ProviderConfig) -> String {
+        let base = config
+            .base_url
+            .as_deref()
+            .map(str::trim)
+            .filter(|base| !base.is_empty())
+            .unwrap_or(self.default_base_url)
+            .trim_end_matches('/');
+        match self
+            .version_suffix
+            .and_then(|suffix| base.strip_suffix(suffix))
+        {
+            Some(root) => root.trim_end_matches('/').to_string(),
+            None => base.to_string(),
+        }
+    }
+
+    /// The key of `config`. A provider that can do without one goes without
+    /// when a base URL is given (a local server); any other needs one
+    /// ([`LlmError::MissingKey`]).
+    pub fn key_of(&self, config: &ProviderConfig) -> Result<Option<Secret>, LlmError> {
+        match config.given_key() {
+            Some(key) => Ok(Some(key)),
+            None if self.keyless_with_base_url && config.base_url.is_some() => Ok(None),
+            None => Err(LlmError::MissingKey {
+                provider: self.name.to_string(),
+            }),
+        }
+    }
+}
+
+/// Builds the HTTP chat client of `config`, speaking the wire format `W`.
+fn connect<W: WireFormat>(
+    config: &ProviderConfig,
+    retry: RetryPolicy,
+    events: Option<Arc<dyn EventSink>>,
+) -> Result<Arc<dyn ChatModel>, LlmError> {
+    let provider = config.kind.provider();
+    let key = provider.key_of(config)?;
+    let base_url = provider.base_url_of(config);
+    let wire = W::new(base_url.clone(), provider.model_of(config));
+    let mut chat = HttpChat::new(provider.name, wire, &base_url, key, config, retry)?;
+    if let Some(events) = events {
+        chat.report_to(events);
+    }
+    Ok(Arc::new(chat))
 }
 
 /// Every environment variable that configures a provider: keys and base
@@ -231,15 +284,75 @@ mod tests {
         assert!(Provider::named("mistral").is_none());
     }
 
+    fn config(kind: ProviderKind, base_url: Option<&str>, key: Option<&str>) -> ProviderConfig {
+        ProviderConfig {
+            kind,
+            model: String::new(),
+            base_url: base_url.map(str::to_string),
+            api_key: key.map(Secret::new),
+            timeout: std::time::Duration::from_secs(1),
+            max_time: std::time::Duration::ZERO,
+            max_attempts: 1,
+            replay_file: None,
+        }
+    }
+
     #[test]
-    fn hints_name_the_variables_to_check() {
-        let hint = ProviderKind::OpenAi.provider().check_hint();
-        assert!(
-            hint.contains("OPENAI_BASE_URL (a local server's") && hint.contains("OPENAI_API_KEY")
-        );
-        let hint = ProviderKind::Gemini.provider().check_hint();
-        assert!(hint.contains("GEMINI_API_KEY or GOOGLE_API_KEY"), "{hint}");
+    fn every_variable_is_listed_for_child_processes() {
         let vars: Vec<&str> = provider_env_vars().collect();
         assert!(vars.contains(&"ANTHROPIC_BASE_URL") && vars.contains(&"GOOGLE_API_KEY"));
+        assert_eq!(
+            ProviderKind::Gemini.provider().key_var_list(),
+            "GEMINI_API_KEY or GOOGLE_API_KEY"
+        );
+    }
+
+    #[test]
+    fn base_urls_are_normalised() {
+        let gemini = ProviderKind::Gemini.provider();
+        let url = gemini.base_url_of(&config(
+            ProviderKind::Gemini,
+            Some("http://host:1/v1beta/"),
+            None,
+        ));
+        assert_eq!(url, "http://host:1");
+        let url = gemini.base_url_of(&config(ProviderKind::Gemini, None, None));
+        assert_eq!(url, "https://generativelanguage.googleapis.com");
+        let openai = ProviderKind::OpenAi.provider();
+        let given = config(
+            ProviderKind::OpenAi,
+            Some("http://127.0.0.1:8080/v1/"),
+            None,
+        );
+        assert_eq!(openai.base_url_of(&given), "http://127.0.0.1:8080/v1");
+    }
+
+    #[test]
+    fn blank_models_take_the_default() {
+        let mut given = config(ProviderKind::Anthropic, None, None);
+        let anthropic = ProviderKind::Anthropic.provider();
+        assert_eq!(anthropic.model_of(&given), "claude-sonnet-4-5");
+        given.model = " claude-x ".into();
+        assert_eq!(anthropic.model_of(&given), "claude-x");
+    }
+
+    #[test]
+    fn only_a_local_server_may_go_without_a_key() {
+        let openai = ProviderKind::OpenAi.provider();
+        let local = config(ProviderKind::OpenAi, Some("http://127.0.0.1:1/v1"), None);
+        assert!(matches!(openai.key_of(&local), Ok(None)));
+        let remote = config(ProviderKind::OpenAi, None, Some("  "));
+        assert!(matches!(
+            openai.key_of(&remote),
+            Err(LlmError::MissingKey { ref provider }) if provider == "openai"
+        ));
+        let anthropic = ProviderKind::Anthropic.provider();
+        let local = config(ProviderKind::Anthropic, Some("http://127.0.0.1:1"), None);
+        assert!(matches!(
+            anthropic.key_of(&local),
+            Err(LlmError::MissingKey { .. })
+        ));
+        let keyed = config(ProviderKind::Anthropic, None, Some("k"));
+        assert!(matches!(anthropic.key_of(&keyed), Ok(Some(_))));
     }
 }

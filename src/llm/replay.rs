@@ -18,16 +18,15 @@
 //! ([`LlmError::NotUtf8`]): from a cassette's `not_utf8` field, or from a
 //! log's `FAILURE` entry whose `details.error` is that error's message.
 
+use std::path::Path;
 use std::sync::Mutex;
 
 use serde_json::Value;
 
 use super::cassette::Cassette;
+use super::chat::{ChatModel, ChatRequest, ChatResponse, Finish, ProviderKind, Usage};
+use super::error::{LlmError, RecordingProblem};
 use super::reply::estimated_usage;
-use super::{
-    model_or_default, ChatModel, ChatRequest, ChatResponse, Finish, LlmError, ProviderConfig,
-    ProviderKind, Usage,
-};
 
 /// One recorded reply.
 #[derive(Clone, Debug, PartialEq)]
@@ -51,22 +50,22 @@ pub struct ReplayModel {
 }
 
 impl ReplayModel {
-    /// Loads `config.replay_file`.
-    pub fn new(config: &ProviderConfig) -> Result<Self, LlmError> {
-        let path = config
-            .replay_file
-            .as_deref()
-            .ok_or_else(|| LlmError::Config {
-                provider: "replay".into(),
-                message: "no recording to replay: give an experiment log or a cassette".into(),
-            })?;
-        let text = std::fs::read_to_string(path).map_err(|err| LlmError::Config {
+    /// Loads the recording at `path`, answering as `model`.
+    pub fn open(path: Option<&Path>, model: String) -> Result<Self, LlmError> {
+        let path = path.ok_or_else(|| LlmError::Config {
             provider: "replay".into(),
-            message: format!("cannot read {}: {err}", path.display()),
+            message: "no recording to replay: give an experiment log or a cassette".into(),
         })?;
-        let calls = parse_recording(&text).map_err(|message| LlmError::Config {
+        let text = std::fs::read_to_string(path).map_err(|source| LlmError::RecordingIo {
             provider: "replay".into(),
-            message: format!("{}: {message}", path.display()),
+            doing: "read",
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let calls = parse_recording(&text).map_err(|problem| LlmError::Recording {
+            provider: "replay".into(),
+            path: path.to_path_buf(),
+            problem,
         })?;
         if calls.is_empty() {
             return Err(LlmError::Config {
@@ -74,7 +73,7 @@ impl ReplayModel {
                 message: format!("{} holds no recorded model calls", path.display()),
             });
         }
-        Ok(Self::from_calls(model_or_default(config), calls))
+        Ok(Self::from_calls(model, calls))
     }
 
     fn from_calls(model: String, calls: Vec<RecordedCall>) -> Self {
@@ -154,9 +153,8 @@ impl ChatModel for ReplayModel {
 }
 
 /// The calls of an experiment log or a cassette, told apart by content.
-fn parse_recording(text: &str) -> Result<Vec<RecordedCall>, String> {
-    let value: Value = serde_json::from_str(text)
-        .map_err(|err| format!("not JSON, so neither an experiment log nor a cassette: {err}"))?;
+fn parse_recording(text: &str) -> Result<Vec<RecordedCall>, RecordingProblem> {
+    let value: Value = serde_json::from_str(text).map_err(RecordingProblem::NotJson)?;
     match value {
         Value::Array(entries) => Ok(entries.iter().filter_map(log_call).collect()),
         Value::Object(ref object) if object.contains_key("interactions") => {
@@ -173,11 +171,7 @@ fn parse_recording(text: &str) -> Result<Vec<RecordedCall>, String> {
                 })
                 .collect())
         }
-        _ => Err(
-            "neither an experiment log (a JSON array of entries) nor a cassette \
-                  (an object with `interactions`)"
-                .into(),
-        ),
+        _ => Err(RecordingProblem::Neither),
     }
 }
 

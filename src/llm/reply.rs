@@ -1,7 +1,7 @@
 //! Checks on reply text that do not depend on the provider: refusals, empty
 //! replies, and the token estimate used when an API reports no usage.
 
-use super::{ChatRequest, Usage};
+use super::chat::{ChatRequest, Usage};
 
 /// Openings of a refusal, lowercase, with straight apostrophes.
 const REFUSAL_OPENINGS: &[&str] = &[

@@ -1,115 +1,23 @@
 //! Reading one HTTP reply as it arrives: server-sent events or a whole body,
 //! under two clocks.
 //!
-//! Owns: the idle limit (`--llm-timeout`: the longest wait for the headers,
-//! the first chunk and every chunk after it) and the total cap per request
-//! (`--llm-max-time`); the [`StreamDecoder`] each wire format implements to
-//! turn events into text, finish reason and usage; throttled progress
-//! events. A reply that keeps streaming past the cap is handed back as cut
-//! off (the caller makes it a `Finish::Length` reply), never as an error.
-//! It does not retry (that is `retry`) and knows no wire format.
+//! Owns: the idle limit (the longest wait for the headers, the first chunk
+//! and every chunk after it) and the total cap per request; feeding events
+//! to a wire format's [`StreamDecoder`]; throttled progress events. A reply
+//! that keeps streaming past the cap is handed back as cut off (the caller
+//! makes it a `Finish::Length` reply), never as an error. It sends no
+//! request and does not retry (that is `http`) and knows no wire format.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
-use super::reply::estimated_usage;
-use super::sse::{SseEvent, SseParser};
-use super::{utf8, ChatRequest, Finish, Usage};
+use super::decode::{Flow, StreamDecoder, StreamFault, Streamed};
+use super::error::BrokeOff;
+use super::reply::estimate_tokens;
+use super::sse::SseParser;
+use super::utf8;
 use crate::log::{Event, EventSink};
-
-/// Whether a stream goes on after an event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Flow {
-    More,
-    /// The reply is complete (OpenAI's `[DONE]`, Anthropic's
-    /// `message_stop`): the rest of the connection is not read.
-    Done,
-}
-
-/// Why an event cannot be used.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum StreamFault {
-    /// The API reported an error inside the stream (overloaded, internal
-    /// error): worth another attempt, like a 5xx.
-    Api(String),
-    /// An event that is not what the wire format promises.
-    Malformed { message: String, data: String },
-    /// An event whose JSON escapes a lone surrogate.
-    NotUtf8(String),
-}
-
-/// Turns one wire format's events into a reply.
-pub(crate) trait StreamDecoder: Send {
-    /// Reads one event.
-    fn event(&mut self, event: &SseEvent) -> Result<Flow, StreamFault>;
-    /// The reply text so far.
-    fn text(&self) -> &str;
-    /// Output tokens the stream reported so far, if it did.
-    fn output_tokens(&self) -> Option<u64>;
-    /// Whether the stream said how the reply ended (a finish reason or a
-    /// stop event), so that its end is not a connection that broke off.
-    fn is_complete(&self) -> bool;
-    /// The text, why it ended and the usage reported by the stream (input,
-    /// output), when it ended normally.
-    fn into_parts(self) -> StreamedParts;
-}
-
-/// What a finished stream holds.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct StreamedParts {
-    pub text: String,
-    pub finish: Finish,
-    /// Input and output tokens, when the stream reported both.
-    pub usage: Option<Usage>,
-}
-
-impl StreamedParts {
-    /// The reply's text, finish and usage, estimating the usage the stream
-    /// did not report.
-    pub fn into_reply(self, request: &ChatRequest) -> (String, Finish, Usage) {
-        let usage = self
-            .usage
-            .unwrap_or_else(|| estimated_usage(request, &self.text));
-        (self.text, self.finish, usage)
-    }
-}
-
-/// A stream that was read to its end or cut off by the total cap.
-#[derive(Debug)]
-pub(crate) struct Streamed<D> {
-    pub decoder: D,
-    /// The total cap ended it: a truncated reply.
-    pub capped: bool,
-}
-
-impl<D: StreamDecoder> Streamed<D> {
-    /// The parts of the reply; a capped one finishes with
-    /// [`Finish::Length`] and reports no usage (the caller estimates it).
-    pub fn into_parts(self) -> StreamedParts {
-        let mut parts = self.decoder.into_parts();
-        if self.capped {
-            parts.finish = Finish::Length;
-            parts.usage = None;
-        }
-        parts
-    }
-}
-
-/// The JSON of an event's data, or why it is not JSON.
-pub(crate) fn event_json(event: &SseEvent) -> Result<Value, StreamFault> {
-    serde_json::from_str(&event.data).map_err(|err| match utf8::lone_surrogate(&event.data) {
-        Some(escape) => {
-            StreamFault::NotUtf8(format!("the JSON escape `{escape}` is a lone surrogate"))
-        }
-        None => StreamFault::Malformed {
-            message: format!("a stream event is not valid JSON ({err})"),
-            data: event.data.clone(),
-        },
-    })
-}
 
 /// The two clocks of one request.
 #[derive(Clone, Copy, Debug)]
@@ -166,9 +74,9 @@ pub(crate) enum Read<D> {
     NotUtf8(String),
     /// Silence longer than the idle limit.
     Stalled,
-    /// The connection broke (or the stream ended without saying how the
-    /// reply ended): what happened.
-    Broken(String),
+    /// The connection broke, or the stream ended without saying how the
+    /// reply ended.
+    Broken(BrokeOff),
     Fault(StreamFault),
 }
 
@@ -198,7 +106,7 @@ pub(crate) async fn read_reply<D: StreamDecoder>(
             Ok(text) => Read::Body(text),
             Err(err) => Read::NotUtf8(utf8::describe_error(err.utf8_error(), err.as_bytes())),
         },
-        Waited::Done(Err(message)) => Read::Broken(message),
+        Waited::Done(Err(err)) => Read::Broken(BrokeOff::Connection(err)),
         Waited::Idle => Read::Stalled,
         Waited::Capped => Read::Stream(Streamed {
             decoder,
@@ -238,10 +146,7 @@ fn decode_events<D: StreamDecoder>(body: &[u8], mut decoder: D) -> Read<D> {
         }
     }
     if !decoder.is_complete() {
-        return Read::Broken(format!(
-            "the stream ended before the reply did ({} characters received)",
-            decoder.text().chars().count()
-        ));
+        return Read::Broken(ended_early(&decoder));
     }
     Read::Stream(Streamed {
         decoder,
@@ -253,19 +158,27 @@ fn decode_events<D: StreamDecoder>(body: &[u8], mut decoder: D) -> Read<D> {
 pub(crate) async fn read_body(
     response: &mut reqwest::Response,
     clocks: &Clocks,
-) -> Waited<Result<Vec<u8>, String>> {
+) -> Waited<Result<Vec<u8>, reqwest::Error>> {
     let mut body = Vec::new();
     loop {
         match clocks.wait(response.chunk()).await {
             Waited::Done(Ok(Some(chunk))) => body.extend_from_slice(&chunk),
             Waited::Done(Ok(None)) => return Waited::Done(Ok(body)),
-            Waited::Done(Err(err)) => return Waited::Done(Err(super::retry::error_chain(&err))),
+            Waited::Done(Err(err)) => return Waited::Done(Err(err)),
             Waited::Idle => return Waited::Idle,
             Waited::Capped => return Waited::Capped,
         }
     }
 }
 
+/// A stream that ended before its decoder heard how the reply ended.
+fn ended_early<D: StreamDecoder>(decoder: &D) -> BrokeOff {
+    BrokeOff::EndedEarly {
+        received: decoder.text().chars().count(),
+    }
+}
+
+/// Reads an event stream chunk by chunk, each chunk under the clocks.
 async fn read_events<D: StreamDecoder>(
     mut response: reqwest::Response,
     clocks: &Clocks,
@@ -293,14 +206,11 @@ async fn read_events<D: StreamDecoder>(
                             capped: false,
                         });
                     }
-                    return Read::Broken(format!(
-                        "the stream ended before the reply did ({} characters received)",
-                        decoder.text().chars().count()
-                    ));
+                    return Read::Broken(ended_early(&decoder));
                 }
                 Err(detail) => return Read::NotUtf8(detail),
             },
-            Waited::Done(Err(err)) => return Read::Broken(super::retry::error_chain(&err)),
+            Waited::Done(Err(err)) => return Read::Broken(BrokeOff::Connection(err)),
             Waited::Idle => {
                 progress.done();
                 if decoder.is_complete() {
@@ -371,7 +281,7 @@ impl Progress {
     pub fn tick<D: StreamDecoder>(&mut self, decoder: &D) {
         self.tokens = decoder
             .output_tokens()
-            .unwrap_or_else(|| super::estimate_tokens(decoder.text()));
+            .unwrap_or_else(|| estimate_tokens(decoder.text()));
         if self.last.elapsed() >= PROGRESS_EVERY {
             self.last = Instant::now();
             self.shown = true;
@@ -415,32 +325,8 @@ impl Drop for Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::decode::tests::Text;
     use crate::log::events::Collect;
-
-    struct Text(String);
-
-    impl StreamDecoder for Text {
-        fn event(&mut self, event: &SseEvent) -> Result<Flow, StreamFault> {
-            self.0.push_str(&event.data);
-            Ok(Flow::More)
-        }
-        fn text(&self) -> &str {
-            &self.0
-        }
-        fn output_tokens(&self) -> Option<u64> {
-            None
-        }
-        fn is_complete(&self) -> bool {
-            true
-        }
-        fn into_parts(self) -> StreamedParts {
-            StreamedParts {
-                text: self.0,
-                finish: Finish::Stop,
-                usage: None,
-            }
-        }
-    }
 
     #[test]
     fn progress_is_throttled_and_closed_once() {
@@ -519,17 +405,6 @@ mod tests {
         assert!(sink.events().is_empty());
     }
 
-    #[test]
-    fn a_capped_stream_is_cut_off() {
-        let streamed = Streamed {
-            decoder: Text("half a di".into()),
-            capped: true,
-        };
-        let parts = streamed.into_parts();
-        assert_eq!(parts.finish, Finish::Length);
-        assert_eq!(parts.text, "half a di");
-    }
-
     #[tokio::test]
     async fn the_cap_wins_over_the_idle_limit_when_it_comes_first() {
         let clocks = Clocks::start(Duration::from_secs(5), Duration::from_millis(50));
@@ -540,22 +415,5 @@ mod tests {
         assert!(matches!(waited, Waited::Idle));
         let waited = clocks.wait(async { 7 }).await;
         assert!(matches!(waited, Waited::Done(7)));
-    }
-
-    #[test]
-    fn event_json_refuses_lone_surrogates() {
-        let event = SseEvent {
-            event: None,
-            data: r#"{"t":"\udc80"}"#.into(),
-        };
-        assert!(matches!(event_json(&event), Err(StreamFault::NotUtf8(_))));
-        let event = SseEvent {
-            event: None,
-            data: "{".into(),
-        };
-        assert!(matches!(
-            event_json(&event),
-            Err(StreamFault::Malformed { .. })
-        ));
     }
 }

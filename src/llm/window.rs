@@ -9,8 +9,9 @@
 
 use std::sync::Arc;
 
+use super::chat::{ChatModel, ChatRequest, ChatResponse, ProviderKind};
+use super::error::LlmError;
 use super::price::lookup;
-use super::{ChatModel, ChatRequest, ChatResponse, LlmError, ProviderKind};
 
 /// Context windows in tokens (prompt and reply together), matched like
 /// prices: the longest id that prefixes the model at a `-`, `@` or `:`

@@ -117,7 +117,10 @@ pub(crate) async fn plan_batch(
         Ok(planned) => planned,
         Err(e) => {
             cx.events.emit(Event::Notice {
-                message: format!("the model could not write the plan: {e}"),
+                message: format!(
+                    "the model could not write the plan: {}",
+                    SwarmError::from(e)
+                ),
             });
             return Ok(Some(StopReason::ModelFailure));
         }

@@ -259,7 +259,7 @@ pub(crate) async fn run_round(
             Err(e) => {
                 model_failed = true;
                 cx.events.emit(Event::Notice {
-                    message: format!("model call failed: {e}"),
+                    message: format!("model call failed: {}", SwarmError::from(e)),
                 });
                 continue;
             }

@@ -142,7 +142,8 @@ async fn generate_for(
     let reply = match reply {
         Ok(reply) => reply,
         Err(e) => {
-            return Ok(Some(skipped(file, &format!("the model call failed: {e}"))));
+            let failed = format!("the model call failed: {}", SwarmError::from(e));
+            return Ok(Some(skipped(file, &failed)));
         }
     };
     state.add_usage(&reply.usage, &cx.config.prices);

@@ -3,6 +3,7 @@
 
 mod anthropic;
 mod gemini;
+mod hints;
 mod openai;
 mod prices;
 mod record_replay;

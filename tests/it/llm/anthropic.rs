@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use serde_json::json;
+use swarm::error::SwarmError;
 use swarm::llm::{build, Finish, LlmError, ProviderConfig, ProviderKind};
 
 use super::{request, Wire, KEY};
@@ -78,6 +79,9 @@ fn a_key_is_required_and_named() {
         replay_file: None,
     };
     let error = build(&config).expect_err("no key");
-    assert!(matches!(error, LlmError::Config { .. }));
-    assert!(error.to_string().contains("ANTHROPIC_API_KEY"), "{error}");
+    assert!(matches!(error, LlmError::MissingKey { .. }), "{error:?}");
+    assert_eq!(
+        SwarmError::from(error).to_string(),
+        "anthropic: no API key; set ANTHROPIC_API_KEY"
+    );
 }

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use serde_json::json;
+use swarm::error::SwarmError;
 use swarm::llm::{build, Finish, LlmError, ProviderConfig, ProviderKind, Usage};
 
 use super::{connect, request, Wire, KEY};
@@ -119,10 +120,9 @@ fn a_key_is_required_and_named() {
         replay_file: None,
     };
     let error = build(&config).expect_err("no key");
-    assert!(matches!(error, LlmError::Config { .. }));
-    let shown = error.to_string();
-    assert!(
-        shown.contains("GEMINI_API_KEY") && shown.contains("GOOGLE_API_KEY"),
-        "{shown}"
+    assert!(matches!(error, LlmError::MissingKey { .. }), "{error:?}");
+    assert_eq!(
+        SwarmError::from(error).to_string(),
+        "gemini: no API key; set GEMINI_API_KEY or GOOGLE_API_KEY"
     );
 }

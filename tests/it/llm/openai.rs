@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use serde_json::json;
+use swarm::error::SwarmError;
 use swarm::llm::{build, Finish, LlmError, ProviderConfig, ProviderKind, Usage};
 
 use super::{connect, request, Wire, KEY};
@@ -112,8 +113,12 @@ fn the_real_api_needs_a_key() {
         replay_file: None,
     };
     let error = build(&config).expect_err("no key for api.openai.com");
-    assert!(matches!(error, LlmError::Config { .. }));
-    assert!(error.to_string().contains("OPENAI_API_KEY"), "{error}");
+    assert!(matches!(error, LlmError::MissingKey { .. }), "{error:?}");
+    assert_eq!(
+        SwarmError::from(error).to_string(),
+        "openai: no API key; set OPENAI_API_KEY (or give a base URL for a local server that \
+         needs no key)"
+    );
 }
 
 #[tokio::test]

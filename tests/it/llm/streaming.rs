@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use swarm::error::SwarmError;
 use swarm::llm::{build_reporting, Finish, LlmError, RetryPolicy, Usage};
 use swarm::log::{Event, EventSink};
 
@@ -86,7 +87,14 @@ async fn a_stall_is_asked_again_once(wire: Wire) {
         matches!(error, LlmError::Timeout { attempts: 2, .. }),
         "{error:?}"
     );
-    assert!(error.to_string().contains("--llm-timeout"), "{error}");
+    assert_eq!(
+        SwarmError::from(error).to_string(),
+        format!(
+            "{}: no data for 300ms after 2 attempt(s); raise --llm-timeout if the model is this \
+             slow to start or between tokens",
+            wire.kind
+        )
+    );
     assert_eq!(server.requests().len(), 2, "one retry, not --retries");
     assert!(started.elapsed() < Duration::from_secs(3));
     let retries: Vec<Event> = events

@@ -1,0 +1,222 @@
+//! What is said to a model and what comes back: the conversation
+//! ([`ChatRequest`], [`ChatMessage`], [`Role`]), the answer
+//! ([`ChatResponse`], [`Finish`], [`Usage`]) and the [`ChatModel`] trait
+//! every provider implements.
+//!
+//! Plain values, at the bottom of `llm/`: they know no provider's wire
+//! format, no HTTP and no settings. [`ProviderKind`] lives here because a
+//! model says which kind it is; the facts about each kind are its row in
+//! the provider table (`provider`).
+
+use super::error::LlmError;
+
+/// Which wire format to speak.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    OpenAi,
+    Gemini,
+    Anthropic,
+    Replay,
+}
+
+/// Who speaks a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// One message of a conversation.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ChatMessage {
+    pub role: Role,
+    pub content: String,
+}
+
+/// What is sent to a model.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ChatRequest {
+    pub system: String,
+    pub messages: Vec<ChatMessage>,
+    pub max_output_tokens: u32,
+    pub temperature: f32,
+}
+
+impl ChatRequest {
+    /// A stable hash of the request (model-independent), used by replay.
+    ///
+    /// The sha256 (lowercase hex) of the compact JSON
+    /// `{"system":…,"messages":[{"role":…,"content":…},…],"max_output_tokens":…}`
+    /// with the fields in that order. The model, the key and the temperature
+    /// are not part of it, so a recording made with one model replays for
+    /// another.
+    pub fn hash(&self) -> String {
+        use sha2::{Digest, Sha256};
+
+        #[derive(serde::Serialize)]
+        struct Canonical<'a> {
+            system: &'a str,
+            messages: &'a [ChatMessage],
+            max_output_tokens: u32,
+        }
+        let canonical = Canonical {
+            system: &self.system,
+            messages: &self.messages,
+            max_output_tokens: self.max_output_tokens,
+        };
+        let bytes =
+            serde_json::to_vec(&canonical).expect("strings and integers always serialize to JSON");
+        hex::encode(Sha256::digest(&bytes))
+    }
+
+    /// The exact prompt as one text: the system prompt and every message,
+    /// as logged in `input_prompt`.
+    ///
+    /// Format: one block per part, blocks separated by one blank line; each
+    /// block is a header line (`[system]`, `[user]` or `[assistant]`)
+    /// followed by the text verbatim:
+    ///
+    /// ```text
+    /// [system]
+    /// You fix Python code.
+    ///
+    /// [user]
+    /// Fix this file.
+    /// ```
+    ///
+    /// The `[system]` block is left out when the system prompt is empty.
+    pub fn transcript(&self) -> String {
+        let mut blocks = Vec::with_capacity(self.messages.len() + 1);
+        if !self.system.is_empty() {
+            blocks.push(format!("[system]\n{}", self.system));
+        }
+        for message in &self.messages {
+            let header = match message.role {
+                Role::User => "[user]",
+                Role::Assistant => "[assistant]",
+            };
+            blocks.push(format!("{header}\n{}", message.content));
+        }
+        blocks.join("\n\n")
+    }
+
+    /// A request with one user message.
+    pub fn single(
+        system: impl Into<String>,
+        user: impl Into<String>,
+        max_output_tokens: u32,
+    ) -> Self {
+        Self {
+            system: system.into(),
+            messages: vec![ChatMessage {
+                role: Role::User,
+                content: user.into(),
+            }],
+            max_output_tokens,
+            temperature: 0.0,
+        }
+    }
+}
+
+/// Why the model stopped.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Finish {
+    Stop,
+    /// Cut off by the output token limit.
+    Length,
+    /// Blocked by a safety filter.
+    Filtered,
+    Other(String),
+}
+
+/// Tokens used by one call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// True when the API gave no usage and these are estimates.
+    pub estimated: bool,
+}
+
+/// A model's answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatResponse {
+    /// The raw reply text.
+    pub text: String,
+    pub finish: Finish,
+    pub usage: Usage,
+    /// HTTP attempts it took (1 without retries).
+    pub attempts: u32,
+}
+
+/// A chat model.
+#[async_trait::async_trait]
+pub trait ChatModel: Send + Sync {
+    fn kind(&self) -> ProviderKind;
+    /// The model id, as logged.
+    fn model(&self) -> &str;
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError>;
+}
+
+/// Shows the provider and the model, never a key.
+impl std::fmt::Debug for dyn ChatModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatModel")
+            .field("kind", &self.kind())
+            .field("model", &self.model())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> ChatRequest {
+        ChatRequest {
+            system: "You fix Python.".into(),
+            messages: vec![
+                ChatMessage {
+                    role: Role::User,
+                    content: "Fix a.py".into(),
+                },
+                ChatMessage {
+                    role: Role::Assistant,
+                    content: "```diff\n```".into(),
+                },
+            ],
+            max_output_tokens: 100,
+            temperature: 0.2,
+        }
+    }
+
+    #[test]
+    fn transcript_shows_every_part() {
+        assert_eq!(
+            request().transcript(),
+            "[system]\nYou fix Python.\n\n[user]\nFix a.py\n\n[assistant]\n```diff\n```"
+        );
+        let mut no_system = request();
+        no_system.system.clear();
+        assert!(no_system.transcript().starts_with("[user]\nFix a.py"));
+    }
+
+    #[test]
+    fn hash_ignores_temperature_but_not_content() {
+        let base = request();
+        let hash = base.hash();
+        assert_eq!(hash.len(), 64);
+        let mut warmer = base.clone();
+        warmer.temperature = 0.9;
+        assert_eq!(warmer.hash(), hash);
+        let mut longer = base.clone();
+        longer.max_output_tokens = 101;
+        assert_ne!(longer.hash(), hash);
+        let mut other = base;
+        other.messages[0].content.push('!');
+        assert_ne!(other.hash(), hash);
+    }
+}
