@@ -10,7 +10,8 @@ use crate::git::GitError;
 use crate::llm::LlmError;
 use crate::tools::ToolError;
 
-/// How a run ended, as the process exit code (see ARCHITECTURE.md).
+/// How a run ended, as the process exit code (each case: `docs/architecture.md`,
+/// "Exit codes").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ExitKind {
