@@ -6,14 +6,15 @@
 //! - what the tools measured (test cases, pylint messages, import checks):
 //!   [`measure`]; a measured state of the code and the runs behind it:
 //!   [`state`];
-//! - what the Judge calls green and better, and its [`Verdict`]: [`verdict`]
-//!   — the one place that answers "is this state green, and better than
-//!   the best?";
+//! - what the Judge calls green and better: [`bar`] — the one place that
+//!   answers "is this state green, and better than the best?" —, and its
+//!   [`Verdict`]: [`verdict`];
 //! - paths relative to the repository and to the target: [`path`].
 //!
 //! Nothing here runs a tool, calls a model, touches git or prints: these
 //! are values and the rules that compare them.
 
+pub mod bar;
 pub mod change;
 pub mod measure;
 pub mod path;
@@ -21,6 +22,7 @@ pub mod proposal;
 pub mod state;
 pub mod verdict;
 
+pub use bar::Bar;
 pub use change::{Change, Rebased};
 pub use measure::{
     ImportCheck, LintBatch, LintKind, LintMessage, LintReport, SkippedLint, TestCase, TestOutcome,
@@ -29,4 +31,4 @@ pub use measure::{
 pub use path::{RepoPath, TargetDir, TargetPath};
 pub use proposal::{clip, Excerpt, Proposal, ReplyProblem, Unusable};
 pub use state::{CheckState, EarlyStop, Measurement, Snapshot, TestState};
-pub use verdict::{Bar, BehaviourOutcome, Verdict};
+pub use verdict::{BehaviourOutcome, Verdict};

@@ -10,8 +10,9 @@ use crate::llm::{self, ChatMessage, ChatRequest, Role};
 pub use crate::pipeline::clip;
 use crate::pipeline::Excerpt;
 use crate::pipeline::{LintMessage, TestCase};
-use evidence::{evidence_text, TRIMS};
+use evidence::evidence_text;
 pub use regression::broken_tests;
+use trim::TRIMS;
 
 const FIX_SYSTEM: &str = "You are the Fixer of swarm, an automated refactoring tool for Python \
 projects. You fix bugs so that the project's tests pass, and you clean up code (names, docstrings, \
@@ -346,3 +347,4 @@ mod budget_tests;
 mod evidence;
 mod regression;
 pub mod tester;
+mod trim;

@@ -58,7 +58,9 @@ const MAY_USE: &[(&str, &[&str])] = &[
     // The only place that spawns processes.
     (
         "tools",
-        &["pipeline", "config", "llm", "git", "cancel", "atomic", "harden"],
+        &[
+            "pipeline", "config", "llm", "git", "cancel", "atomic", "harden",
+        ],
     ),
     ("config", &["llm", "harden"]),
     ("harden", &["config"]),
@@ -299,7 +301,10 @@ fn no_two_files_import_each_other() {
         };
         let from_module = module_of(&root, &r.file);
         let to_module = module_of(&root, &to);
-        if to == r.file || from_module.starts_with(&to_module) || to_module.starts_with(&from_module) {
+        if to == r.file
+            || from_module.starts_with(&to_module)
+            || to_module.starts_with(&from_module)
+        {
             continue;
         }
         graph.entry(r.file.clone()).or_default().insert(to);
@@ -388,7 +393,8 @@ fn cycles(graph: &BTreeMap<PathBuf, BTreeSet<PathBuf>>) -> Vec<Vec<PathBuf>> {
 fn the_checks_see_an_import_that_climbs_and_a_loop() {
     // The reader finds paths in code, not in comments or strings.
     let module = vec!["log".to_string(), "events".to_string()];
-    let code = code_of("use crate::stage::judge::Verdict; // crate::cli::x \"crate::orchestrator\"");
+    let code =
+        code_of("use crate::stage::judge::Verdict; // crate::cli::x \"crate::orchestrator\"");
     assert_eq!(
         paths_in(&code, &module),
         vec![vec!["stage", "judge", "Verdict"]]

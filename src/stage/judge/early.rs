@@ -30,8 +30,8 @@ use std::path::Path;
 
 use super::{measure, measure_linted, Limits, Tools};
 use crate::cancel::Cancel;
+use crate::pipeline::bar::{pylint_higher, pylint_lower};
 use crate::pipeline::state::PYTEST_ITSELF;
-use crate::pipeline::verdict::{pylint_higher, pylint_lower};
 use crate::pipeline::{EarlyStop, Measurement, Snapshot, TestState, Verdict};
 use crate::pipeline::{LintReport, TestOutcome};
 use crate::tools::{self, LintSettings, SelectedRun, ToolError};

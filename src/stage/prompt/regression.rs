@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::evidence::Trim;
+use super::trim::Trim;
 use super::{clip, one_line, stable, tail_lines, PastAttempt};
 use crate::pipeline::Snapshot;
 use crate::pipeline::TestCase;
@@ -141,7 +141,7 @@ mod tests {
             diff: Some(diff.into()),
             broke: vec![case("tests/t.py::test_f", "assert None == 1")],
         };
-        let trim = super::super::evidence::TRIMS[0];
+        let trim = super::super::trim::TRIMS[0];
         let mut p = String::new();
         regression_section(&mut p, std::slice::from_ref(&regressed), &trim);
         assert!(p.contains("## Tests your last change broke"), "{p}");

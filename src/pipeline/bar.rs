@@ -1,0 +1,309 @@
+//! What the Judge calls green and better, in one place: the [`Bar`] a run's
+//! states are held to (fixed by its baseline), the [`Verdict`] on an attempt
+//! against the best state so far (tests first, then checks, then pylint's
+//! score, with half a hundredth of slack either way), and how the behaviour
+//! check's finding bears on it. Every caller — the rounds, the behaviour
+//! check, the final check, the summary — asks here.
+
+use super::state::Snapshot;
+use super::verdict::{BehaviourOutcome, Verdict};
+
+/// pylint's score dropped by more than the slack (or vanished).
+pub(crate) fn pylint_lower(new: Option<f64>, old: Option<f64>) -> bool {
+    match (new, old) {
+        (Some(n), Some(o)) => n + 0.005 < o,
+        (None, Some(_)) => true,
+        _ => false,
+    }
+}
+
+/// pylint's score rose by more than the slack (or appeared).
+pub(crate) fn pylint_higher(new: Option<f64>, old: Option<f64>) -> bool {
+    match (new, old) {
+        (Some(n), Some(o)) => n > o + 0.005,
+        (Some(_), None) => true,
+        _ => false,
+    }
+}
+
+/// What a run's states are held to, fixed by its baseline: when a state is
+/// green (acceptable as a final result) and how an attempt compares with
+/// the best state so far. Made once from the baseline; every question of
+/// "green" and "better" in a run goes through it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bar {
+    /// The baseline's pylint score: without tests, a green state may not
+    /// fall below it.
+    baseline_pylint: Option<f64>,
+}
+
+impl Bar {
+    /// The bar of a run whose baseline is `baseline`.
+    pub fn of(baseline: &Snapshot) -> Self {
+        Self {
+            baseline_pylint: baseline.pylint,
+        }
+    }
+
+    /// The state is acceptable as a final result: every test passes, or —
+    /// without tests — everything compiles and imports and pylint did not
+    /// drop below the baseline's score.
+    pub fn is_green(&self, state: &Snapshot) -> bool {
+        match (&state.tests, &state.checks) {
+            (Some(t), _) => t.all_pass(),
+            (None, Some(c)) => {
+                c.problems.is_empty() && !pylint_lower(state.pylint, self.baseline_pylint)
+            }
+            (None, None) => false,
+        }
+    }
+
+    /// Compares an attempt's state with the best state so far.
+    ///
+    /// A snapshot the Judge stopped early on (see `stage::judge::early`) is
+    /// never accepted: [`Verdict::Regressed`] when pylint dropped, else
+    /// [`Verdict::NotImproved`].
+    pub fn verdict(&self, best: &Snapshot, new: &Snapshot) -> Verdict {
+        if new.tests.as_ref().is_some_and(|t| t.stopped_early) {
+            return if pylint_lower(new.pylint, best.pylint) {
+                Verdict::Regressed
+            } else {
+                Verdict::NotImproved
+            };
+        }
+        let (regressed, gained) = tests_or_checks(best, new);
+        if regressed {
+            return Verdict::Regressed;
+        }
+        let improved = if gained {
+            true
+        } else if pylint_lower(new.pylint, best.pylint) {
+            return Verdict::Regressed;
+        } else {
+            pylint_higher(new.pylint, best.pylint)
+        };
+        match (improved, self.is_green(new)) {
+            (true, true) => Verdict::Green,
+            (true, false) => Verdict::Improved,
+            (false, _) => Verdict::Same,
+        }
+    }
+
+    /// The verdict once the behaviour check has spoken: a change whose
+    /// compared calls give other results than before is a regression,
+    /// whatever the tests said.
+    pub fn after_behaviour(&self, verdict: Verdict, outcome: BehaviourOutcome) -> Verdict {
+        match outcome {
+            BehaviourOutcome::Regressed => Verdict::Regressed,
+            BehaviourOutcome::Same | BehaviourOutcome::NotChecked => verdict,
+        }
+    }
+}
+
+/// Whether the tests (or, without tests, the checks) lost anything, and
+/// whether they gained anything, from `best` to `new`.
+fn tests_or_checks(best: &Snapshot, new: &Snapshot) -> (bool, bool) {
+    match (&best.tests, &new.tests, &best.checks, &new.checks) {
+        (Some(b), Some(n), _, _) => {
+            let lost = b.passed.difference(&n.passed).next().is_some();
+            let vanished = n.vanished.difference(&b.vanished).next().is_some();
+            let gained = n.passed.difference(&b.passed).next().is_some();
+            (lost || vanished || (n.timed_out && !b.timed_out), gained)
+        }
+        // Tests vanished (a module no longer imports so nothing is collected).
+        (Some(_), None, _, _) => (true, false),
+        (None, Some(n), _, _) => (false, !n.passed.is_empty()),
+        (None, None, Some(b), Some(n)) => {
+            let broke = n
+                .problems
+                .iter()
+                .any(|(p, _)| !b.problems.iter().any(|(q, _)| q == p));
+            (broke, n.problems.len() < b.problems.len())
+        }
+        _ => (false, false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::measure::{LintReport, TestCase, TestOutcome, TestRun};
+    use crate::pipeline::state::{CheckState, TestState};
+    use std::collections::BTreeSet;
+
+    fn bar(baseline_pylint: f64) -> Bar {
+        Bar {
+            baseline_pylint: Some(baseline_pylint),
+        }
+    }
+
+    fn snap(passed: &[&str], failing: &[&str], pylint: f64) -> Snapshot {
+        let failing: Vec<TestCase> = failing
+            .iter()
+            .map(|id| TestCase {
+                id: id.to_string(),
+                outcome: TestOutcome::Failed,
+                message: None,
+                details: None,
+            })
+            .collect();
+        Snapshot {
+            tests: Some(TestState {
+                passed: passed.iter().map(|s| s.to_string()).collect(),
+                total: passed.len() + failing.len(),
+                failing,
+                timed_out: false,
+                ..TestState::default()
+            }),
+            checks: None,
+            pylint: Some(pylint),
+            lint: LintReport::default(),
+        }
+    }
+
+    #[test]
+    fn verdicts_follow_the_ratchet() {
+        let best = snap(&["a", "b"], &["c", "d"], 5.0);
+        assert_eq!(
+            bar(5.0).verdict(&best, &snap(&["a", "b", "c"], &["d"], 4.0)),
+            Verdict::Improved
+        );
+        assert_eq!(
+            bar(5.0).verdict(&best, &snap(&["a", "b", "c", "d"], &[], 6.0)),
+            Verdict::Green
+        );
+        assert_eq!(
+            bar(5.0).verdict(&best, &snap(&["a", "c", "d"], &["b"], 9.0)),
+            Verdict::Regressed
+        );
+        assert_eq!(
+            bar(5.0).verdict(&best, &snap(&["a", "b"], &["c", "d"], 5.0)),
+            Verdict::Same
+        );
+        assert_eq!(
+            bar(5.0).verdict(&best, &snap(&["a", "b"], &["c", "d"], 6.5)),
+            Verdict::Improved
+        );
+        assert_eq!(
+            bar(5.0).verdict(&best, &snap(&["a", "b"], &["c", "d"], 4.5)),
+            Verdict::Regressed
+        );
+    }
+
+    fn run_of(cases: &[(&str, TestOutcome)]) -> TestRun {
+        TestRun {
+            cases: cases
+                .iter()
+                .map(|(id, outcome)| TestCase {
+                    id: id.to_string(),
+                    outcome: *outcome,
+                    message: None,
+                    details: None,
+                })
+                .collect(),
+            exit_code: Some(1),
+            ..TestRun::default()
+        }
+    }
+
+    fn state_of(run: &TestRun, baseline: Option<&TestState>) -> Snapshot {
+        Snapshot {
+            tests: Some(TestState::from_run(run, baseline)),
+            checks: None,
+            pylint: Some(5.0),
+            lint: LintReport::default(),
+        }
+    }
+
+    #[test]
+    fn a_baseline_test_that_vanishes_is_a_regression_never_green() {
+        use TestOutcome::*;
+        let base_run = run_of(&[("t::a", Passed), ("t::b", Failed), ("t::c", Skipped)]);
+        let baseline = state_of(&base_run, None);
+        let reference = baseline.tests.as_ref();
+
+        // The failing test deselected: everything that runs passes, yet it is not green.
+        let deselected = state_of(&run_of(&[("t::a", Passed), ("t::c", Skipped)]), reference);
+        let tests = deselected.tests.as_ref().unwrap();
+        assert_eq!(tests.vanished, BTreeSet::from(["t::b".to_string()]));
+        assert!(!tests.all_pass());
+        assert_eq!(
+            tests.describe(),
+            "1/2 passed, 1 baseline test(s) missing, deselected or skipped"
+        );
+        assert_eq!(bar(5.0).verdict(&baseline, &deselected), Verdict::Regressed);
+
+        // Skipped now where it ran before: the same.
+        let skipped = state_of(
+            &run_of(&[("t::a", Passed), ("t::b", Skipped), ("t::c", Skipped)]),
+            reference,
+        );
+        assert_eq!(bar(5.0).verdict(&baseline, &skipped), Verdict::Regressed);
+
+        // A test that was skipped at the baseline may stay skipped; the real fix is green.
+        let fixed = state_of(
+            &run_of(&[("t::a", Passed), ("t::b", Passed), ("t::c", Skipped)]),
+            reference,
+        );
+        assert!(fixed.tests.as_ref().unwrap().vanished.is_empty());
+        assert_eq!(bar(5.0).verdict(&baseline, &fixed), Verdict::Green);
+
+        // Tests only ever added are fine; a passing baseline test that vanishes is lost.
+        let lost = state_of(&run_of(&[("t::b", Passed), ("t::new", Passed)]), reference);
+        assert_eq!(bar(5.0).verdict(&baseline, &lost), Verdict::Regressed);
+    }
+
+    #[test]
+    fn tests_left_unrun_by_the_time_limit_count_but_never_pass() {
+        use TestOutcome::*;
+        let base_run = run_of(&[("t::a", Passed), ("t::b", Failed), ("t::c", Passed)]);
+        let baseline = state_of(&base_run, None);
+        let mut cut_run = run_of(&[("t::a", Passed), ("t::b", Failed), ("t::c", NotRun)]);
+        cut_run.timed_out = true;
+        let cut = state_of(&cut_run, baseline.tests.as_ref());
+        let tests = cut.tests.as_ref().unwrap();
+        assert_eq!(tests.not_run, BTreeSet::from(["t::c".to_string()]));
+        // Counted once: as not run, not again as vanished.
+        assert!(tests.vanished.is_empty());
+        assert_eq!(cut.counts(), (1, 3));
+        assert_eq!(
+            tests.describe(),
+            "1/3 passed, 1 not run (the test run hit its time limit)"
+        );
+        assert!(!tests.all_pass());
+        assert_eq!(bar(5.0).verdict(&baseline, &cut), Verdict::Regressed);
+
+        // A baseline cut short is beaten by a run where everything passes.
+        let all = state_of(
+            &run_of(&[("t::a", Passed), ("t::b", Passed), ("t::c", Passed)]),
+            cut.tests.as_ref(),
+        );
+        assert_eq!(bar(5.0).verdict(&cut, &all), Verdict::Green);
+    }
+
+    #[test]
+    fn without_tests_checks_decide() {
+        let mk = |problems: &[&str], pylint: f64| Snapshot {
+            tests: None,
+            checks: Some(CheckState {
+                problems: problems
+                    .iter()
+                    .map(|p| (p.to_string(), "x".to_string()))
+                    .collect(),
+                files: 3,
+            }),
+            pylint: Some(pylint),
+            lint: LintReport::default(),
+        };
+        let best = mk(&["a.py", "b.py"], 3.0);
+        assert_eq!(
+            bar(3.0).verdict(&best, &mk(&["b.py"], 3.5)),
+            Verdict::Improved
+        );
+        assert_eq!(bar(3.0).verdict(&best, &mk(&[], 3.5)), Verdict::Green);
+        assert_eq!(
+            bar(3.0).verdict(&best, &mk(&["a.py", "c.py"], 3.5)),
+            Verdict::Regressed
+        );
+    }
+}
