@@ -1,6 +1,8 @@
 //! Static metrics of Python source with tree-sitter-python: lines of code,
 //! functions, cyclomatic complexity, hotspots, severity, syntax checks and
-//! dangerous calls. Pure functions over text; no I/O.
+//! dangerous calls, and what the behaviour check compares (a module's
+//! functions in two versions, the calls with literal arguments that use
+//! them). Pure functions over text; no I/O.
 //!
 //! Severity of a file (thresholds are the consts below):
 //! - **High**: it has syntax errors, or a function of complexity ≥
@@ -13,12 +15,14 @@
 //! [`HOTSPOT_LOC`] lines of code. How lines and complexity are counted is
 //! documented in `metrics.rs`.
 
+mod calls;
 mod danger;
 mod metrics;
 mod outline;
 mod resolve;
 pub(crate) mod tree;
 
+pub use calls::{function_pairs, literal_calls, CallSite, FunctionPair, MAX_FUNCTIONS};
 pub use danger::is_dangerous;
 pub use outline::{outline, Definition, DefinitionKind, Outline};
 pub use resolve::{calls, import_bindings, instances, module_imports, Binding, Call, ModuleImport};

@@ -59,7 +59,7 @@ const MAY_USE: &[(&str, &[&str])] = &[
     (
         "tools",
         &[
-            "pipeline", "config", "llm", "git", "cancel", "atomic", "harden",
+            "pipeline", "analysis", "config", "llm", "git", "cancel", "atomic", "harden",
         ],
     ),
     ("config", &["llm", "harden"]),

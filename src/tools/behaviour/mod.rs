@@ -21,30 +21,11 @@ use super::env::last_line;
 use super::imports::module_name;
 use super::process::Ending;
 use super::{PythonEnv, Sandbox, ToolError};
+use crate::analysis::{CallSite, FunctionPair};
 use crate::cancel::Cancel;
 
 /// The probe's source.
 const PROBE_SOURCE: &str = include_str!("probe.py");
-
-/// One function to compare: its name at the best state and as changed
-/// (they differ when the change renamed it).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct FunctionPair {
-    pub original: String,
-    pub changed: String,
-    /// The function's text at the best state (decorators included), put
-    /// back into the changed module when the original does not compile.
-    pub original_source: String,
-}
-
-/// A call found in the repository, with literal arguments only.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct CallSite {
-    /// The function called (its name at the call).
-    pub function: String,
-    /// The call as written, `mean([1, 2, 3])`.
-    pub call: String,
-}
 
 /// What the probe compares for one module.
 #[derive(Clone, Debug)]

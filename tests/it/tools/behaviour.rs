@@ -4,8 +4,8 @@
 
 use std::time::{Duration, Instant};
 
+use swarm::analysis::{function_pairs, literal_calls};
 use swarm::cancel::Cancel;
-use swarm::stage::judge::behaviour::{function_pairs, literal_calls};
 use swarm::tools::behaviour::{probe, ProbeRequest, ProbeResult, ProbedCall};
 
 use crate::support::*;

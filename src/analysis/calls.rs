@@ -1,4 +1,4 @@
-//! What the behaviour check reads from source text with tree-sitter: the
+//! What the behaviour check reads from Python source with tree-sitter: the
 //! top-level functions to compare between two versions of a module, and
 //! the calls in the repository whose arguments are all literals (inputs
 //! the repository itself uses). Pure functions over text.
@@ -7,8 +7,29 @@ use std::collections::BTreeSet;
 
 use tree_sitter::{Node, Parser};
 
-use crate::analysis::{outline, DefinitionKind};
-use crate::tools::behaviour::{CallSite, FunctionPair};
+use serde::Serialize;
+
+use super::{outline, DefinitionKind};
+
+/// One function to compare: its name at the best state and as changed
+/// (they differ when the change renamed it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FunctionPair {
+    pub original: String,
+    pub changed: String,
+    /// The function's text at the best state (decorators included), put
+    /// back into the changed module when the original does not compile.
+    pub original_source: String,
+}
+
+/// A call found in the repository, with literal arguments only.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CallSite {
+    /// The function called (its name at the call).
+    pub function: String,
+    /// The call as written, `mean([1, 2, 3])`.
+    pub call: String,
+}
 
 /// At most this many functions of one module are compared.
 pub const MAX_FUNCTIONS: usize = 40;
