@@ -22,13 +22,9 @@ use std::path::Path;
 use git2::{ErrorCode, Repository};
 
 use super::command::{first_lines, GitCommand};
+use super::layout::pre_ff_ref;
 use super::repo::{changed_paths, dirty_paths_among, head_state, tree_files};
 use super::{CommitId, FastForward, GitError, Repo};
-
-/// The undo ref written before the user's branch moves.
-pub fn pre_ff_ref(run_id: &str) -> String {
-    format!("refs/swarm/{run_id}/pre-ff")
-}
 
 /// The command that takes a run's result by hand: `git merge --ff-only <run branch>`.
 pub fn take_command(run_branch: &str) -> String {

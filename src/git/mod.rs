@@ -9,17 +9,27 @@
 //! `swarm/<run>/attempt-<k>`, and the final fast-forward of the user's
 //! branch, and the past runs those refs record (listing, undoing a
 //! delivery, cleaning a run up). It never prints.
+//!
+//! Its files import each other one way (a test keeps it so): the names of
+//! a run's refs and files (`layout`), spawning git (`command`), reading the
+//! repository (`repo`), locks, git's worktree entries (`admin`) and removing
+//! a run's folders (`remove`) sit below the run's worktree (`workspace`,
+//! `spare`, `content`, `submodule`), the past runs (`runs`, `prune`,
+//! `clean`, `undo`) and the final fast-forward.
 
 use std::path::PathBuf;
 
+mod admin;
 mod clean;
 mod command;
 mod content;
 mod fastforward;
+mod layout;
 mod location;
 mod lock;
 mod prune;
 mod refresh;
+mod remove;
 mod repo;
 mod runs;
 mod spare;
@@ -30,11 +40,12 @@ mod workspace;
 pub use clean::{CleanRefusal, Cleaned};
 pub use command::SCRUBBED_ENV;
 pub use content::blob_id;
-pub use fastforward::{pre_ff_ref, run_id_of_branch, take_command, undo_command};
+pub use fastforward::{run_id_of_branch, take_command, undo_command};
+pub use layout::{pre_ff_ref, undone_ref};
 pub use lock::{RepoLock, REPO_LOCK};
 pub use prune::LEGACY_RUNS_DIR;
 pub use repo::{BASELINE_EXCLUDES, FALLBACK_EMAIL, FALLBACK_NAME};
-pub use runs::{trailers, undone_ref, PastAttempt, PastRun};
+pub use runs::{trailers, PastAttempt, PastRun};
 pub use undo::{redo_command, Undo};
 pub use workspace::WORKTREES_DIR;
 

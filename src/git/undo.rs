@@ -10,9 +10,11 @@
 //! holds the repository's run lock.
 
 use super::command::{first_lines, GitCommand};
+use super::fastforward::take_command;
+use super::layout::{pre_ff_ref, undone_ref};
 use super::repo::head_state;
-use super::runs::{undone_ref, PastRun};
-use super::{pre_ff_ref, take_command, CommitId, GitError, Repo};
+use super::runs::PastRun;
+use super::{CommitId, GitError, Repo};
 
 /// What `swarm undo` did.
 #[derive(Clone, Debug, PartialEq, Eq)]

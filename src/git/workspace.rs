@@ -29,11 +29,13 @@ use git2::build::TreeUpdateBuilder;
 use git2::{FileMode, Repository};
 use sha2::{Digest, Sha256};
 
+use super::admin::add_worktree;
 use super::content::DiskState;
+use super::layout::{best_branch_name, check_run_id, lock_file, scratch_of};
 use super::location::{check_outside_repo, resolve_lexically};
 use super::lock::{LockFile, TryLock};
-use super::prune::remove_run;
 use super::refresh::IndexRefresh;
+use super::remove::remove_run;
 use super::repo::{
     canonical, changed_paths, check_rel_path, file_at, open_objects, signature, tree_id_at,
 };
@@ -152,7 +154,7 @@ impl RunWorkspace {
             .is_ok_and(|tree| tree.get_path(Path::new(".gitmodules")).is_ok());
         let admin_dir = if has_submodules {
             let _ = spare::discard_spare(&runs_dir);
-            spare::add_worktree(repo, &path, base, false)
+            add_worktree(repo, &path, base, false)
         } else {
             spare::checkout_reusing_spare(repo, &runs_dir, &path, base, &common_dir)
         };
@@ -208,7 +210,7 @@ impl RunWorkspace {
 
     /// [`RunWorkspace::scratch_dir`] of a worktree at `path`.
     pub fn scratch_dir_of(path: &Path) -> PathBuf {
-        super::prune::scratch_of(path)
+        scratch_of(path)
     }
 
     /// Submodules of the base commit that stay empty in the worktree
@@ -512,59 +514,4 @@ impl Drop for RunWorkspace {
             let _ = self.remove_all();
         }
     }
-}
-
-/// `swarm/<run>/best`.
-pub(crate) fn best_branch_name(run_id: &str) -> String {
-    format!("swarm/{run_id}/best")
-}
-
-/// Whether `run_id` can name a folder and a branch component: 1 to 100
-/// ASCII letters, digits, `-` and `_`, not starting with `-`, and not
-/// `spare`.
-pub(crate) fn is_run_id(run_id: &str) -> bool {
-    // The spare worktree's folder sits beside the runs' and is none of them.
-    run_id != spare::SPARE
-        && !run_id.is_empty()
-        && run_id.len() <= 100
-        && !run_id.starts_with('-')
-        && run_id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-}
-
-fn check_run_id(run_id: &str) -> Result<(), GitError> {
-    if is_run_id(run_id) {
-        Ok(())
-    } else {
-        Err(GitError::InvalidRunId {
-            run_id: run_id.to_string(),
-        })
-    }
-}
-
-/// `<runs_dir>/<run>.lock`.
-pub(crate) fn lock_file(runs_dir: &Path, run_id: &str) -> PathBuf {
-    runs_dir.join(format!("{run_id}.lock"))
-}
-
-/// The admin folder git made for the worktree at `path`, read from its
-/// `.git` file (`gitdir: <common>/worktrees/<name>`).
-pub(super) fn admin_dir_of(path: &Path) -> Result<PathBuf, GitError> {
-    let dot_git = path.join(".git");
-    let text = fs::read_to_string(&dot_git).map_err(|e| GitError::io("read", &dot_git, e))?;
-    let dir = text
-        .lines()
-        .find_map(|line| line.strip_prefix("gitdir:"))
-        .map(|dir| PathBuf::from(dir.trim()))
-        .ok_or_else(|| GitError::Failed {
-            op: format!("read {}", dot_git.display()),
-            message: "no gitdir line".to_string(),
-        })?;
-    let dir = if dir.is_absolute() {
-        dir
-    } else {
-        path.join(dir)
-    };
-    canonical(&dir)
 }
