@@ -52,8 +52,9 @@ fn lock(repo: &Repo, what: &str) -> Result<RepoLock, SwarmError> {
     )
     .map_err(|e| match e {
         GitError::RepositoryBusy { holder, .. } => SwarmError::git(format!(
-            "another swarm process ({holder}) is working on this repository: run `swarm {what}` again once it has finished"
-        )),
+            "another swarm process ({holder}) is working on this repository"
+        ))
+        .hint(format!("run `swarm {what}` again once it has finished")),
         other => other.into(),
     })
 }

@@ -45,9 +45,9 @@ fn admin_dir_of(path: &Path) -> Result<PathBuf, GitError> {
         .lines()
         .find_map(|line| line.strip_prefix("gitdir:"))
         .map(|dir| PathBuf::from(dir.trim()))
-        .ok_or_else(|| GitError::Failed {
+        .ok_or_else(|| GitError::Unexpected {
             op: format!("read {}", dot_git.display()),
-            message: "no gitdir line".to_string(),
+            found: "no gitdir line".to_string(),
         })?;
     let dir = if dir.is_absolute() {
         dir

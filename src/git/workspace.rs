@@ -127,17 +127,17 @@ impl RunWorkspace {
         let mut lock = match LockFile::try_lock(&lock_path, true)? {
             TryLock::Acquired(lock) => lock,
             TryLock::Held { .. } | TryLock::Missing => {
-                return Err(GitError::Failed {
+                return Err(GitError::Unexpected {
                     op: format!("lock {}", lock_path.display()),
-                    message: format!("run {run_id} is in use by another process"),
+                    found: format!("run {run_id} is in use by another process"),
                 })
             }
         };
         lock.write_content(&format!("run {run_id}\npid {}\n", std::process::id()))?;
         if path.exists() {
-            return Err(GitError::Failed {
+            return Err(GitError::Unexpected {
                 op: format!("create the run worktree {}", path.display()),
-                message: "it already exists".to_string(),
+                found: "it already exists".to_string(),
             });
         }
         git.reference(
