@@ -48,7 +48,7 @@ pub use lock::{RepoLock, REPO_LOCK};
 pub use prune::LEGACY_RUNS_DIR;
 pub use repo::{BASELINE_EXCLUDES, FALLBACK_EMAIL, FALLBACK_NAME};
 pub use runs::{trailers, PastAttempt, PastRun};
-pub use undo::{redo_command, Undo};
+pub use undo::{redo_command, Undo, UndoRefusal};
 pub use workspace::WORKTREES_DIR;
 
 /// A commit id as 40 hex digits; the rest of swarm never sees `git2::Oid`.
