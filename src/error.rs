@@ -153,8 +153,46 @@ impl SwarmError {
 }
 
 impl From<GitError> for SwarmError {
+    /// The git error's facts as the message, and what the user can do about
+    /// them as a hint: the flags and commands git's errors do not name.
     fn from(err: GitError) -> Self {
-        match err {
+        let hint = match &err {
+            GitError::Bare { .. } => {
+                Some("run swarm on a checkout with a working tree".to_string())
+            }
+            GitError::NoCommits { .. } => {
+                Some("commit your files first (git add -A && git commit)".to_string())
+            }
+            GitError::RunRefsBlocked { rename, .. } => {
+                Some(format!("rename it ({rename}) and run again"))
+            }
+            GitError::TargetInGitDir { .. } | GitError::TargetOutsideWorkTree { .. } => {
+                Some("point --target_dir at a folder of the working tree".to_string())
+            }
+            GitError::Unreadable { .. } => {
+                Some("run swarm as a user who can read it, or fix its permissions".to_string())
+            }
+            GitError::WorktreesInsideRepo { .. } => {
+                Some("set SWARM_CACHE_DIR to a folder outside it".to_string())
+            }
+            GitError::RepositoryBusy { .. } => {
+                Some("wait for it to finish or raise --lock-timeout".to_string())
+            }
+            GitError::SubmoduleCommitMissing { path, .. } => Some(format!(
+                "run `git submodule update -- {path}` and try again"
+            )),
+            GitError::Failed { .. }
+            | GitError::Unexpected { .. }
+            | GitError::NotStarted { .. }
+            | GitError::Command { .. }
+            | GitError::Io { .. }
+            | GitError::InvalidPath { .. }
+            | GitError::InvalidRunId { .. }
+            | GitError::BranchExists { .. }
+            | GitError::NotDescendant { .. }
+            | GitError::Interrupted => None,
+        };
+        let error = match err {
             GitError::Bare { .. }
             | GitError::NoCommits { .. }
             | GitError::RunRefsBlocked { .. }
@@ -172,6 +210,10 @@ impl From<GitError> for SwarmError {
             // A busy repository is an orchestration condition, not bad
             // input: the same command works once the other run is over.
             other => Self::wrapping(ExitKind::Git, other),
+        };
+        match hint {
+            Some(hint) => error.hint(hint),
+            None => error,
         }
     }
 }

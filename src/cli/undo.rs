@@ -8,7 +8,9 @@ use clap::Args;
 
 use super::runs::{find_run, open_repo, worktrees_root, RepoArgs};
 use crate::error::{ExitKind, SwarmError};
-use crate::git::{redo_command, CleanRefusal, Cleaned, GitError, Repo, RepoLock, Undo};
+use crate::git::{
+    pre_ff_ref, redo_command, CleanRefusal, Cleaned, GitError, Repo, RepoLock, Undo, UndoRefusal,
+};
 
 /// `swarm undo`'s flags.
 #[derive(Debug, Clone, Args)]
@@ -52,8 +54,9 @@ fn lock(repo: &Repo, what: &str) -> Result<RepoLock, SwarmError> {
     )
     .map_err(|e| match e {
         GitError::RepositoryBusy { holder, .. } => SwarmError::git(format!(
-            "another swarm process ({holder}) is working on this repository: run `swarm {what}` again once it has finished"
-        )),
+            "another swarm process ({holder}) is working on this repository"
+        ))
+        .hint(format!("run `swarm {what}` again once it has finished")),
         other => other.into(),
     })
 }
@@ -82,9 +85,10 @@ pub fn undo(args: &UndoArgs) -> Result<ExitKind, SwarmError> {
         )));
     }
     match repo.undo_run(run)? {
-        Undo::Refused { reason, hint } => {
-            Err(SwarmError::git(format!("not undone: {reason}; nothing was changed")).hint(hint))
-        }
+        Undo::Refused(refusal) => Err(SwarmError::git(format!(
+            "not undone: {refusal}; nothing was changed"
+        ))
+        .hint(what_to_do(&refusal))),
         Undo::Done { branch, from, to } => {
             let redo = redo_command(&run.run_id);
             let text = if args.repo.json {
@@ -105,6 +109,37 @@ pub fn undo(args: &UndoArgs) -> Result<ExitKind, SwarmError> {
                 )
             };
             super::print_bytes(text.as_bytes(), "the result")
+        }
+    }
+}
+
+/// What the user can do about a refused undo, one line.
+fn what_to_do(refusal: &UndoRefusal) -> String {
+    match refusal {
+        UndoRefusal::NotDelivered { .. } => {
+            "`swarm log` lists the runs and what became of them".to_string()
+        }
+        UndoRefusal::ResultLost { run_id } => {
+            format!("restore by hand with `git reset --keep {}`", pre_ff_ref(run_id))
+        }
+        UndoRefusal::NotCheckedOut { run_id, branch, .. } => {
+            format!("run `swarm undo {run_id}` where {branch} is checked out")
+        }
+        UndoRefusal::NotHere { run_id, .. } => format!(
+            "check out the branch the run delivered to and run `swarm undo {run_id}` there"
+        ),
+        UndoRefusal::Moved {
+            run_id,
+            branch,
+            result,
+            ..
+        } => format!(
+            "see them with `git log --oneline {}..{branch}`; to drop them anyway: `git reset --keep {}`",
+            result.short(),
+            pre_ff_ref(run_id)
+        ),
+        UndoRefusal::ResetRefused { .. } => {
+            "commit or stash the changes in those files, then run `swarm undo` again".to_string()
         }
     }
 }

@@ -11,10 +11,11 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::lock::{LockFile, TryLock};
-use super::prune::{admin_entries, remove_run, scratch_of};
-use super::runs::{repo_lock_holder, PastRun};
-use super::workspace::lock_file;
+use super::admin::admin_entries;
+use super::layout::{lock_file, scratch_of};
+use super::lock::{repo_lock_holder, LockFile, TryLock};
+use super::remove::remove_run;
+use super::runs::PastRun;
 use super::{GitError, Repo};
 
 /// What cleaning a run removed (or, for a dry run, would remove).

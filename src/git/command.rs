@@ -35,10 +35,12 @@ pub(crate) struct GitCommand {
     args: Vec<OsString>,
 }
 
-/// Whether a finished git succeeded, and what it said on stderr.
+/// Whether a finished git succeeded, and what it wrote.
 #[derive(Clone, Debug)]
 pub(crate) struct GitOutput {
     pub success: bool,
+    /// The exit code; `None` when a signal ended git.
+    pub code: Option<i32>,
     pub stdout: String,
     pub stderr: String,
 }
@@ -86,6 +88,7 @@ impl GitCommand {
         );
         Ok(GitOutput {
             success: output.status.success(),
+            code: output.status.code(),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         })
@@ -115,6 +118,7 @@ impl GitCommand {
             .map_err(io)?;
         Ok(GitOutput {
             success: status.success(),
+            code: status.code(),
             stdout: read_back(&mut stdout),
             stderr: read_back(&mut stderr),
         })
@@ -141,14 +145,14 @@ impl GitCommand {
     }
 
     fn not_started(&self, source: std::io::Error) -> GitError {
-        GitError::Command {
+        GitError::NotStarted {
             command: self.display(),
-            message: format!("could not start git: {source}"),
+            source,
         }
     }
 
     /// Runs git; a non-zero exit is an error carrying the command line and
-    /// git's message.
+    /// what git wrote.
     pub fn run(&self) -> Result<GitOutput, GitError> {
         let output = self.output()?;
         if output.success {
@@ -156,7 +160,9 @@ impl GitCommand {
         } else {
             Err(GitError::Command {
                 command: self.display(),
-                message: first_lines(&output.stderr),
+                code: output.code,
+                stdout: output.stdout,
+                stderr: output.stderr,
             })
         }
     }
@@ -204,7 +210,8 @@ fn null_device() -> &'static str {
     }
 }
 
-/// git's message, trimmed to a few lines for an error.
+/// git's message, trimmed to a few lines for an error (up to six, joined
+/// by `; `).
 pub(crate) fn first_lines(text: &str) -> String {
     let lines: Vec<&str> = text
         .lines()

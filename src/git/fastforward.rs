@@ -21,14 +21,10 @@ use std::path::Path;
 
 use git2::{ErrorCode, Repository};
 
-use super::command::{first_lines, GitCommand};
+use super::command::{first_lines, GitCommand, GitOutput};
+use super::layout::pre_ff_ref;
 use super::repo::{changed_paths, dirty_paths_among, head_state, tree_files};
 use super::{CommitId, FastForward, GitError, Repo};
-
-/// The undo ref written before the user's branch moves.
-pub fn pre_ff_ref(run_id: &str) -> String {
-    format!("refs/swarm/{run_id}/pre-ff")
-}
 
 /// The command that takes a run's result by hand: `git merge --ff-only <run branch>`.
 pub fn take_command(run_branch: &str) -> String {
@@ -80,62 +76,21 @@ impl Repo {
         };
         let git = self.git()?;
         let objects = self.objects()?;
-        let (head, branch) = head_state(&git, &self.info().root)?;
-        let Some(branch) = branch else {
-            return skip(format!(
-                "HEAD is detached at {}; check out a branch to take the result",
-                head.short()
-            ));
+        let branch = match self.branch_to_move(&git, &objects, expected_head, to)? {
+            Ok(branch) => branch,
+            Err(reason) => return skip(reason),
         };
-        if self.info().branch.as_deref() != Some(branch.as_str()) {
-            return skip(format!(
-                "HEAD moved to branch {branch} during the run (it was on {})",
-                self.info().branch.as_deref().unwrap_or("a detached HEAD")
-            ));
-        }
-        if &head != expected_head {
-            return skip(format!(
-                "branch {branch} moved from {} to {} during the run",
-                expected_head.short(),
-                head.short()
-            ));
-        }
-        if !is_ancestor(&objects, expected_head, to)? {
-            return skip(format!(
-                "{} does not descend from {branch} ({}): not a fast-forward",
-                to.short(),
-                expected_head.short()
-            ));
-        }
         let mut changed: BTreeSet<String> = changed_paths(&objects, expected_head, to)?
             .into_iter()
             .collect();
         changed.extend(touched.iter().cloned());
-        let dirty = dirty_paths_among(&git, &changed)?;
-        let blocking: Vec<&str> = changed
-            .iter()
-            .map(String::as_str)
-            .filter(|path| dirty.iter().any(|d| d == path))
-            .collect();
-        if !blocking.is_empty() {
-            return skip(format!(
-                "uncommitted changes in files the run changed: {}",
-                blocking.join(", ")
-            ));
-        }
-        let in_the_way = untracked_in_the_way(&objects, expected_head, to, &self.info().root)?;
-        if !in_the_way.is_empty() {
-            return skip(format!(
-                "files git does not track (untracked or ignored) are where the run writes, and the fast-forward would overwrite them: {}",
-                in_the_way.join(", ")
-            ));
-        }
-        if git.path().join("index.lock").exists() {
-            return skip("the index is locked by another git process (index.lock)".to_string());
+        if let Some(reason) =
+            self.checkout_in_the_way(&git, &objects, expected_head, to, &changed)?
+        {
+            return skip(reason);
         }
 
-        let run_id = run_id_of_branch(run_branch);
-        let undo = pre_ff_ref(run_id);
+        let undo = pre_ff_ref(run_id_of_branch(run_branch));
         git.reference(
             &undo,
             expected_head.oid()?,
@@ -143,33 +98,145 @@ impl Repo {
             &format!("swarm: {branch} before fast-forward"),
         )
         .map_err(|e| GitError::git2(format!("write {undo}"), e))?;
-
         let merge = GitCommand::new(&self.info().root)
             .arg("merge")
             .arg("--ff-only")
             .arg("--quiet")
             .arg(to.to_string());
         let output = merge.output_shielded()?;
-        let changed: Vec<String> = changed.into_iter().collect();
-        let state = self.checkout_state(&changed);
-        match state {
+        let tried = TriedMove {
+            branch,
+            from: expected_head,
+            to,
+            changed: changed.into_iter().collect(),
+            run_branch,
+            undo,
+            merge,
+            output,
+        };
+        self.outcome(&git, &objects, tried)
+    }
+
+    /// The branch to move: the one `HEAD` is on, when it is still the branch
+    /// the run started on, at the commit it started from, and `to` descends
+    /// from that commit. Otherwise (`Err`) why the branch is left alone.
+    fn branch_to_move(
+        &self,
+        git: &Repository,
+        objects: &Repository,
+        expected_head: &CommitId,
+        to: &CommitId,
+    ) -> Result<Result<String, String>, GitError> {
+        let (head, branch) = head_state(git, &self.info().root)?;
+        let Some(branch) = branch else {
+            return Ok(Err(format!(
+                "HEAD is detached at {}; check out a branch to take the result",
+                head.short()
+            )));
+        };
+        if self.info().branch.as_deref() != Some(branch.as_str()) {
+            return Ok(Err(format!(
+                "HEAD moved to branch {branch} during the run (it was on {})",
+                self.info().branch.as_deref().unwrap_or("a detached HEAD")
+            )));
+        }
+        if &head != expected_head {
+            return Ok(Err(format!(
+                "branch {branch} moved from {} to {} during the run",
+                expected_head.short(),
+                head.short()
+            )));
+        }
+        if !is_ancestor(objects, expected_head, to)? {
+            return Ok(Err(format!(
+                "{} does not descend from {branch} ({}): not a fast-forward",
+                to.short(),
+                expected_head.short()
+            )));
+        }
+        Ok(Ok(branch))
+    }
+
+    /// What in the user's checkout keeps the fast-forward from `from` to
+    /// `to` from being written, if anything: uncommitted changes in
+    /// `changed` (repo-relative), files git does not track where the run
+    /// writes, or another git process's index lock.
+    fn checkout_in_the_way(
+        &self,
+        git: &Repository,
+        objects: &Repository,
+        from: &CommitId,
+        to: &CommitId,
+        changed: &BTreeSet<String>,
+    ) -> Result<Option<String>, GitError> {
+        let dirty = dirty_paths_among(git, changed)?;
+        let blocking: Vec<&str> = changed
+            .iter()
+            .map(String::as_str)
+            .filter(|path| dirty.iter().any(|d| d == path))
+            .collect();
+        if !blocking.is_empty() {
+            return Ok(Some(format!(
+                "uncommitted changes in files the run changed: {}",
+                blocking.join(", ")
+            )));
+        }
+        let in_the_way = untracked_in_the_way(objects, from, to, &self.info().root)?;
+        if !in_the_way.is_empty() {
+            return Ok(Some(format!(
+                "files git does not track (untracked or ignored) are where the run writes, and the fast-forward would overwrite them: {}",
+                in_the_way.join(", ")
+            )));
+        }
+        if git.path().join("index.lock").exists() {
+            return Ok(Some(
+                "the index is locked by another git process (index.lock)".to_string(),
+            ));
+        }
+        Ok(None)
+    }
+
+    /// What the merge did, told from the checkout after it: the branch at
+    /// `to` with every changed file as git expects it is `Updated`; the
+    /// branch untouched after a refusal is `Skipped` (the undo ref goes
+    /// again); anything else is `Failed`, with the next step for the user.
+    fn outcome(
+        &self,
+        git: &Repository,
+        objects: &Repository,
+        tried: TriedMove<'_>,
+    ) -> Result<FastForward, GitError> {
+        let TriedMove {
+            branch,
+            from,
+            to,
+            changed,
+            run_branch,
+            undo,
+            merge,
+            output,
+        } = tried;
+        match self.checkout_state(&changed) {
             Ok(state) if state.clean_at(&branch, to) && output.success => {
                 Ok(FastForward::Updated {
                     branch,
-                    from: expected_head.clone(),
+                    from: from.clone(),
                     to: to.clone(),
-                    undo: undo_command(run_id),
+                    undo: undo_command(run_id_of_branch(run_branch)),
                 })
             }
-            Ok(state) if state.clean_at(&branch, expected_head) && !output.success => {
+            Ok(state) if state.clean_at(&branch, from) && !output.success => {
                 if let Ok(mut reference) = git.find_reference(&undo) {
                     let _ = reference.delete();
                 }
-                skip(format!(
-                    "`{}` refused: {}",
-                    merge.display(),
-                    first_lines(&output.stderr)
-                ))
+                Ok(FastForward::Skipped {
+                    reason: format!(
+                        "`{}` refused: {}",
+                        merge.display(),
+                        first_lines(&output.stderr)
+                    ),
+                    command: take_command(run_branch),
+                })
             }
             state => {
                 let what = if output.success {
@@ -187,7 +254,7 @@ impl Repo {
                             "{what} {}; undo ref {undo}",
                             state.differences(&branch, to).join("; ")
                         ),
-                        command: restore_command(&state.restorable(&objects, &changed)?),
+                        command: restore_command(&state.restorable(objects, &changed)?),
                     },
                     Err(error) => FastForward::Failed {
                         reason: format!("{what} the result could not be checked: {error}"),
@@ -231,6 +298,21 @@ impl Repo {
             mismatched,
         })
     }
+}
+
+/// The move of the user's branch as it was tried: the branch, the commits
+/// it moves between, the paths the move changes (with those the run
+/// touched, sorted), the run branch, the undo ref written before the move,
+/// and the merge with what it gave.
+struct TriedMove<'a> {
+    branch: String,
+    from: &'a CommitId,
+    to: &'a CommitId,
+    changed: Vec<String>,
+    run_branch: &'a str,
+    undo: String,
+    merge: GitCommand,
+    output: GitOutput,
 }
 
 /// See [`Repo::checkout_state`].

@@ -20,6 +20,7 @@ use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::layout::lock_file;
 use super::GitError;
 use crate::lockfile::{self, Attempt};
 
@@ -158,6 +159,23 @@ fn read_content(path: &Path) -> String {
         let _ = file.take(4096).read_to_string(&mut text);
     }
     text
+}
+
+/// Whether the run's own lock `<worktrees_root>/<run>.lock` is held by a
+/// live process.
+pub(crate) fn run_lock_held(worktrees_root: &Path, run_id: &str) -> bool {
+    matches!(
+        LockFile::try_lock(&lock_file(worktrees_root, run_id), false),
+        Ok(TryLock::Held { .. })
+    )
+}
+
+/// The run id holding the repository's run lock, if a live run holds it.
+pub(crate) fn repo_lock_holder(common_dir: &Path) -> Option<String> {
+    match LockFile::try_lock(&common_dir.join(REPO_LOCK), false) {
+        Ok(TryLock::Held { content }) => Some(holder_of(&content)),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -96,8 +96,8 @@ impl Repo {
                 // A `.git` that this user cannot read looks like no
                 // repository to discovery; creating one here would nest a
                 // repository inside the user's.
-                if let Some((git_dir, reason)) = unopenable_git_dir_above(&target) {
-                    return Err(GitError::Unreadable { git_dir, reason });
+                if let Some((git_dir, source)) = unopenable_git_dir_above(&target) {
+                    return Err(GitError::Unreadable { git_dir, source });
                 }
                 if e.code() == ErrorCode::NotFound {
                     return Ok(None);
@@ -151,9 +151,9 @@ impl Repo {
     pub fn init_with_baseline(dir: &Path, message: &str) -> Result<Repo, GitError> {
         let dir = canonical(dir)?;
         if dir.join(".git").exists() {
-            return Err(GitError::Failed {
+            return Err(GitError::Unexpected {
                 op: format!("init {}", dir.display()),
-                message: "a repository already exists there".to_string(),
+                found: "a repository already exists there".to_string(),
             });
         }
         let op = || format!("init {}", dir.display());
@@ -192,9 +192,9 @@ impl Repo {
         let signature = signature(&repo)?;
         repo.commit(Some("HEAD"), &signature, &signature, message, &tree, &[])
             .map_err(|e| GitError::git2("commit the baseline", e))?;
-        Repo::open(&dir)?.ok_or_else(|| GitError::Failed {
+        Repo::open(&dir)?.ok_or_else(|| GitError::Unexpected {
             op: op(),
-            message: "the new repository cannot be opened".to_string(),
+            found: "the new repository cannot be opened".to_string(),
         })
     }
 
@@ -268,7 +268,7 @@ impl Repo {
                 what: "a branch named",
                 name: "swarm".to_string(),
                 needed: "swarm/<run>/best".to_string(),
-                fix: "git branch -m swarm <new-name>".to_string(),
+                rename: "git branch -m swarm <new-name>".to_string(),
             });
         }
         if git.find_reference("refs/swarm").is_ok() {
@@ -276,7 +276,7 @@ impl Repo {
                 what: "the ref",
                 name: "refs/swarm".to_string(),
                 needed: "refs/swarm/<run>/pre-ff".to_string(),
-                fix: "git update-ref -m rename refs/<new-name> refs/swarm && git update-ref -d refs/swarm".to_string(),
+                rename: "git update-ref -m rename refs/<new-name> refs/swarm && git update-ref -d refs/swarm".to_string(),
             });
         }
         Ok(())
@@ -325,10 +325,12 @@ impl Repo {
     /// parents), newest first.
     pub fn log_messages(&self, branch: &str) -> Result<Vec<String>, GitError> {
         let repo = self.objects()?;
-        let tip = self.branch_tip(branch)?.ok_or_else(|| GitError::Failed {
-            op: format!("log {branch}"),
-            message: "no such branch".to_string(),
-        })?;
+        let tip = self
+            .branch_tip(branch)?
+            .ok_or_else(|| GitError::Unexpected {
+                op: format!("log {branch}"),
+                found: "no such branch".to_string(),
+            })?;
         let mut walk = repo
             .revwalk()
             .map_err(|e| GitError::git2(format!("log {branch}"), e))?;
@@ -421,8 +423,9 @@ pub(crate) fn tree_files(
 }
 
 /// The first `.git` at or above `target` that exists but that discovery
-/// could not open, with why: an unreadable git dir looks like no repository.
-fn unopenable_git_dir_above(target: &Path) -> Option<(PathBuf, String)> {
+/// could not open, with the error reading it gave (none when it could be
+/// read): an unreadable git dir looks like no repository.
+fn unopenable_git_dir_above(target: &Path) -> Option<(PathBuf, Option<std::io::Error>)> {
     let git_dir = target
         .ancestors()
         .map(|dir| dir.join(".git"))
@@ -434,14 +437,7 @@ fn unopenable_git_dir_above(target: &Path) -> Option<(PathBuf, String)> {
     } else {
         fs::read(&git_dir).map(|_| ())
     };
-    let reason = match probe {
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            "permission denied".to_string()
-        }
-        Err(e) => e.to_string(),
-        Ok(()) => "not a valid repository, or on another filesystem than the target".to_string(),
-    };
-    Some((git_dir, reason))
+    Some((git_dir, probe.err()))
 }
 
 /// See [`Repo::dirty_paths`].

@@ -14,16 +14,10 @@ use std::path::Path;
 
 use git2::{ErrorCode, Oid, Repository};
 
-use super::lock::{holder_of, LockFile, TryLock};
+use super::layout::{is_run_id, pre_ff_ref, undone_ref};
+use super::lock::{repo_lock_holder, run_lock_held};
 use super::repo::changed_paths;
-use super::workspace::{is_run_id, lock_file};
-use super::{CommitId, GitError, Repo, REPO_LOCK};
-
-/// The ref `swarm undo` leaves in place of the undo ref: it points at the
-/// commit the user's branch was taken back from (the run's result).
-pub fn undone_ref(run_id: &str) -> String {
-    format!("refs/swarm/{run_id}/undone")
-}
+use super::{CommitId, GitError, Repo};
 
 /// A run found in the repository's refs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -157,7 +151,7 @@ fn read_run(
             .map(|(_, oid)| CommitId::from_oid(*oid))
     };
     let best = find(&format!("refs/heads/swarm/{run_id}/best"));
-    let pre_ff = find(&super::pre_ff_ref(run_id));
+    let pre_ff = find(&pre_ff_ref(run_id));
     let undone = find(&undone_ref(run_id));
     let attempt_prefix = format!("refs/heads/swarm/{run_id}/attempt-");
     let mut attempts = Vec::new();
@@ -288,23 +282,6 @@ fn branch_moves(git: &Repository) -> Result<Vec<BranchMove>, GitError> {
         moves.extend(entries);
     }
     Ok(moves)
-}
-
-/// Whether the run's own lock `<worktrees_root>/<run>.lock` is held by a
-/// live process.
-pub(crate) fn run_lock_held(worktrees_root: &Path, run_id: &str) -> bool {
-    matches!(
-        LockFile::try_lock(&lock_file(worktrees_root, run_id), false),
-        Ok(TryLock::Held { .. })
-    )
-}
-
-/// The run id holding the repository's run lock, if a live run holds it.
-pub(crate) fn repo_lock_holder(common_dir: &Path) -> Option<String> {
-    match LockFile::try_lock(&common_dir.join(REPO_LOCK), false) {
-        Ok(TryLock::Held { content }) => Some(holder_of(&content)),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

@@ -23,13 +23,13 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::command::GitCommand;
-use super::prune::{remove_dir, remove_file, remove_run};
-use super::workspace::admin_dir_of;
+use super::admin::add_worktree;
+use super::content::checkout_exactly;
+use super::layout::SPARE;
+use super::lock::repo_lock_holder;
+use super::remove::{remove_dir, remove_file, remove_run};
 use super::{CommitId, GitError, Repo};
 
-/// The spare worktree's folder name under the worktrees root.
-pub(crate) const SPARE: &str = "spare";
 /// The spare's index, beside it.
 const SPARE_INDEX: &str = "spare.index";
 
@@ -111,29 +111,7 @@ fn take(path: &Path, admin_dir: &Path, runs_dir: &Path, base: &CommitId) -> Resu
         let _ = discard_spare(runs_dir);
         return Err(error);
     }
-    super::content::checkout_exactly(path, base)
-}
-
-/// Registers the worktree at `path`, detached at `base`, and returns its
-/// admin folder; with `no_checkout`, no file is written but the `.git` file.
-/// Parallel checkout (git 2.32 and later; older ones ignore it) writes the
-/// files of a large tree on every core.
-pub(super) fn add_worktree(
-    repo: &Repo,
-    path: &Path,
-    base: &CommitId,
-    no_checkout: bool,
-) -> Result<PathBuf, GitError> {
-    let mut add = GitCommand::new(&repo.info().root)
-        .arg("-c")
-        .arg("checkout.workers=0")
-        .arg("worktree")
-        .arg("add");
-    if no_checkout {
-        add = add.arg("--no-checkout");
-    }
-    add.arg("--detach").arg(path).arg(base.to_string()).run()?;
-    admin_dir_of(path)
+    checkout_exactly(path, base)
 }
 
 /// The worktree at `path` from the spare under `runs_dir` when there is one
@@ -160,9 +138,9 @@ pub(super) fn checkout_reusing_spare(
     }
 }
 
-impl super::Repo {
+impl Repo {
     /// Removes the repository's spare worktree under `worktrees_root` (see
-    /// [`super::Repo::worktrees_root`]), unless a run holds the repository
+    /// [`Repo::worktrees_root`]), unless a run holds the repository
     /// (it may be taking the spare). The spare's folder when one was removed.
     /// With `dry_run`, only says which folder would go.
     pub fn discard_spare_worktree(
@@ -170,7 +148,7 @@ impl super::Repo {
         worktrees_root: &Path,
         dry_run: bool,
     ) -> Result<Option<PathBuf>, GitError> {
-        if super::runs::repo_lock_holder(&self.info().common_dir).is_some() {
+        if repo_lock_holder(&self.info().common_dir).is_some() {
             return Ok(None);
         }
         let there = any_of_a_spare(worktrees_root);

@@ -4,15 +4,18 @@
 //!
 //! Every check happens first (the run was delivered, the branch it moved is
 //! the one checked out here, the branch has not moved since); a failed
-//! check is an [`Undo::Refused`] value and nothing is written. Afterwards
-//! the undo ref gives way to `refs/swarm/<run>/undone`, pointing at the
-//! result taken back, so `swarm log` shows the run as undone. The caller
-//! holds the repository's run lock.
+//! check is an [`Undo::Refused`] value stating the facts (what the user
+//! can do about them is the caller's to say) and nothing is written.
+//! Afterwards the undo ref gives way to `refs/swarm/<run>/undone`, pointing
+//! at the result taken back, so `swarm log` shows the run as undone. The
+//! caller holds the repository's run lock.
 
 use super::command::{first_lines, GitCommand};
+use super::fastforward::take_command;
+use super::layout::{pre_ff_ref, undone_ref};
 use super::repo::head_state;
-use super::runs::{undone_ref, PastRun};
-use super::{pre_ff_ref, take_command, CommitId, GitError, Repo};
+use super::runs::PastRun;
+use super::{CommitId, GitError, Repo};
 
 /// What `swarm undo` did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,27 +27,123 @@ pub enum Undo {
         from: CommitId,
         to: CommitId,
     },
-    /// Nothing written: why, and what the user can do.
-    Refused { reason: String, hint: String },
+    /// Nothing written, and why.
+    Refused(UndoRefusal),
+}
+
+/// Why a run's delivery was left as it is. Its text states the facts; what
+/// the user can do about them is the caller's to say.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UndoRefusal {
+    /// The run has no undo ref: it never moved a branch.
+    NotDelivered { run_id: String },
+    /// Neither the run branch nor a reflog entry records the result any
+    /// more; the undo ref is still there.
+    ResultLost { run_id: String },
+    /// The branch the run delivered to is not the one checked out here:
+    /// it is checked out in the worktree `elsewhere`, or nowhere (`here`
+    /// is the branch checked out here, `None` for a detached HEAD).
+    NotCheckedOut {
+        run_id: String,
+        branch: String,
+        elsewhere: Option<String>,
+        here: Option<String>,
+    },
+    /// No reflog says which branch the run moved, and the branch checked
+    /// out here holds neither its result nor the state before it.
+    NotHere { run_id: String, result: CommitId },
+    /// `branch` moved since the delivery: `later` commits were added on
+    /// top of the result, or (`None`) the result is no longer in its
+    /// history (rewritten or reset).
+    Moved {
+        run_id: String,
+        branch: String,
+        result: CommitId,
+        later: Option<usize>,
+    },
+    /// `git reset --keep` refused (an uncommitted change in a file it would
+    /// write); `stderr` is what it said.
+    ResetRefused { stderr: String },
+}
+
+impl std::fmt::Display for UndoRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UndoRefusal::NotDelivered { run_id } => write!(
+                f,
+                "run {run_id} was not delivered to any branch, so there is nothing to undo"
+            ),
+            UndoRefusal::ResultLost { run_id } => write!(
+                f,
+                "run {run_id}'s result is no longer recorded (no run branch, no reflog entry)"
+            ),
+            UndoRefusal::NotCheckedOut {
+                branch,
+                elsewhere: Some(elsewhere),
+                ..
+            } => write!(
+                f,
+                "the run delivered to {branch}, which is checked out in {elsewhere}, not here"
+            ),
+            UndoRefusal::NotCheckedOut {
+                branch,
+                elsewhere: None,
+                here,
+                ..
+            } => {
+                let here = here
+                    .as_ref()
+                    .map(|b| format!("branch {b}"))
+                    .unwrap_or_else(|| "a detached HEAD".to_string());
+                write!(
+                    f,
+                    "the run delivered to {branch}, which is not checked out (here: {here})"
+                )
+            }
+            UndoRefusal::NotHere { run_id, result } => write!(
+                f,
+                "the branch checked out here does not hold run {run_id}'s result {}",
+                result.short()
+            ),
+            UndoRefusal::Moved {
+                run_id,
+                branch,
+                result,
+                later: None,
+            } => write!(
+                f,
+                "{branch} no longer holds run {run_id}'s result {} (it was rewritten or reset); undoing would drop its current state",
+                result.short()
+            ),
+            UndoRefusal::Moved {
+                run_id,
+                branch,
+                later: Some(later),
+                ..
+            } => write!(
+                f,
+                "{branch} has {later} commit(s) since run {run_id} was delivered; undoing would drop them"
+            ),
+            UndoRefusal::ResetRefused { stderr } => write!(
+                f,
+                "`git reset --keep` refused: {}; nothing was changed",
+                first_lines(stderr)
+            ),
+        }
+    }
 }
 
 impl Repo {
     /// Takes `run`'s delivery back (see the module docs). The branch must be
     /// checked out in the worktree this [`Repo`] was opened in.
     pub fn undo_run(&self, run: &PastRun) -> Result<Undo, GitError> {
-        let refuse = |reason: String, hint: String| Ok(Undo::Refused { reason, hint });
-        let id = &run.run_id;
+        let refuse = |refusal: UndoRefusal| Ok(Undo::Refused(refusal));
+        let run_id = run.run_id.clone();
         let Some(pre_ff) = &run.pre_ff else {
-            return refuse(
-                format!("run {id} was not delivered to any branch, so there is nothing to undo"),
-                "`swarm log` lists the runs and what became of them".to_string(),
-            );
+            return refuse(UndoRefusal::NotDelivered { run_id });
         };
         let Some(result) = run.delivered_commit().cloned() else {
-            return refuse(
-                format!("run {id}'s result is no longer recorded (no run branch, no reflog entry)"),
-                format!("restore by hand with `git reset --keep {}`", pre_ff_ref(id)),
-            );
+            return refuse(UndoRefusal::ResultLost { run_id });
         };
         let git = self.git()?;
         let (head, on) = head_state(&git, &self.info().root)?;
@@ -52,25 +151,17 @@ impl Repo {
             (Some((delivered, _)), Some(here)) if *delivered == here => here,
             (None, Some(here)) if head == result || head == *pre_ff => here,
             (Some((delivered, _)), here) => {
-                return refuse(
-                    not_here(self, delivered, here.as_deref())?,
-                    format!("run `swarm undo {id}` where {delivered} is checked out"),
-                )
+                return refuse(UndoRefusal::NotCheckedOut {
+                    run_id,
+                    branch: delivered.clone(),
+                    elsewhere: checked_out_in(self, delivered)?,
+                    here,
+                })
             }
-            (None, _) => {
-                return refuse(
-                    format!(
-                        "the branch checked out here does not hold run {id}'s result {}",
-                        result.short()
-                    ),
-                    format!(
-                        "check out the branch the run delivered to and run `swarm undo {id}` there"
-                    ),
-                )
-            }
+            (None, _) => return refuse(UndoRefusal::NotHere { run_id, result }),
         };
         if head == *pre_ff {
-            self.mark_undone(id, &result)?;
+            self.mark_undone(&run_id, &result)?;
             return Ok(Undo::Done {
                 branch,
                 from: result,
@@ -78,11 +169,13 @@ impl Repo {
             });
         }
         if head != result {
-            return refuse(moved_reason(self, id, &branch, &result, &head)?, format!(
-                "see them with `git log --oneline {}..{branch}`; to drop them anyway: `git reset --keep {}`",
-                result.short(),
-                pre_ff_ref(id)
-            ));
+            let later = commits_since(self, &run_id, &branch, &result, &head)?;
+            return refuse(UndoRefusal::Moved {
+                run_id,
+                branch,
+                result,
+                later,
+            });
         }
         let reset = GitCommand::new(&self.info().root)
             .arg("reset")
@@ -92,16 +185,11 @@ impl Repo {
         let output = reset.output_shielded()?;
         let (now, still_on) = head_state(&self.git()?, &self.info().root)?;
         if !output.success || now != *pre_ff || still_on.as_deref() != Some(branch.as_str()) {
-            return refuse(
-                format!(
-                    "`git reset --keep` refused: {}; nothing was changed",
-                    first_lines(&output.stderr)
-                ),
-                "commit or stash the changes in those files, then run `swarm undo` again"
-                    .to_string(),
-            );
+            return refuse(UndoRefusal::ResetRefused {
+                stderr: output.stderr,
+            });
         }
-        self.mark_undone(id, &result)?;
+        self.mark_undone(&run_id, &result)?;
         Ok(Undo::Done {
             branch,
             from: result,
@@ -130,9 +218,8 @@ impl Repo {
     }
 }
 
-/// Why the branch cannot be undone from here: checked out in another
-/// worktree, or not checked out at all.
-fn not_here(repo: &Repo, branch: &str, here: Option<&str>) -> Result<String, GitError> {
+/// The worktree `branch` is checked out in, if any (this one included).
+fn checked_out_in(repo: &Repo, branch: &str) -> Result<Option<String>, GitError> {
     let listing = GitCommand::new(&repo.info().root)
         .arg("worktree")
         .arg("list")
@@ -142,48 +229,34 @@ fn not_here(repo: &Repo, branch: &str, here: Option<&str>) -> Result<String, Git
     for line in listing.stdout.lines() {
         if let Some(p) = line.strip_prefix("worktree ") {
             path = Some(p.to_string());
-        } else if line == format!("branch refs/heads/{branch}") {
-            if let Some(elsewhere) = &path {
-                return Ok(format!(
-                    "the run delivered to {branch}, which is checked out in {elsewhere}, not here"
-                ));
-            }
+        } else if line == format!("branch refs/heads/{branch}") && path.is_some() {
+            return Ok(path);
         }
     }
-    let here = here
-        .map(|b| format!("branch {b}"))
-        .unwrap_or_else(|| "a detached HEAD".to_string());
-    Ok(format!(
-        "the run delivered to {branch}, which is not checked out (here: {here})"
-    ))
+    Ok(None)
 }
 
-/// Why a branch that moved since the delivery is left alone: how many
-/// commits would be dropped.
-fn moved_reason(
+/// How many commits `branch` (now at `head`) has on top of run `run_id`'s
+/// result; `None` when the result is no longer in its history.
+fn commits_since(
     repo: &Repo,
     run_id: &str,
     branch: &str,
     result: &CommitId,
     head: &CommitId,
-) -> Result<String, GitError> {
+) -> Result<Option<usize>, GitError> {
     let git = repo.objects()?;
     let (head_oid, result_oid) = (head.oid()?, result.oid()?);
     let descends = git
         .graph_descendant_of(head_oid, result_oid)
         .map_err(|e| GitError::git2(format!("compare {branch} with run {run_id}"), e))?;
     if !descends {
-        return Ok(format!(
-            "{branch} no longer holds run {run_id}'s result {} (it was rewritten or reset); undoing would drop its current state",
-            result.short()
-        ));
+        return Ok(None);
     }
     let (later, _) = git
         .graph_ahead_behind(head_oid, result_oid)
         .map_err(|e| GitError::git2(format!("count commits on {branch}"), e))?;
-    Ok(format!(
-        "{branch} has {later} commit(s) since run {run_id} was delivered; undoing would drop them"
-    ))
+    Ok(Some(later))
 }
 
 /// The command that takes an undone run's result again:

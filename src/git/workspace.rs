@@ -29,11 +29,13 @@ use git2::build::TreeUpdateBuilder;
 use git2::{FileMode, Repository};
 use sha2::{Digest, Sha256};
 
+use super::admin::add_worktree;
 use super::content::DiskState;
+use super::layout::{best_branch_name, check_run_id, lock_file, scratch_of};
 use super::location::{check_outside_repo, resolve_lexically};
 use super::lock::{LockFile, TryLock};
-use super::prune::remove_run;
 use super::refresh::IndexRefresh;
+use super::remove::remove_run;
 use super::repo::{
     canonical, changed_paths, check_rel_path, file_at, open_objects, signature, tree_id_at,
 };
@@ -109,61 +111,13 @@ impl RunWorkspace {
         let path = Self::planned_path(repo, worktrees_root, run_id)?;
         let runs_dir = path.parent().unwrap_or(worktrees_root).to_path_buf();
         let common_dir = repo.info().common_dir.clone();
-
         let git = repo.objects()?;
-        let base_oid = base.oid()?;
-        git.find_commit(base_oid)
-            .map_err(|e| GitError::git2(format!("find the base commit {base}"), e))?;
-        let best_ref = format!("refs/heads/{}", best_branch_name(run_id));
-        if git.find_reference(&best_ref).is_ok() {
-            return Err(GitError::BranchExists {
-                branch: best_branch_name(run_id),
-            });
-        }
-        // The lock comes first: a run folder without a held lock is stale.
-        let lock_path = lock_file(&runs_dir, run_id);
-        let mut lock = match LockFile::try_lock(&lock_path, true)? {
-            TryLock::Acquired(lock) => lock,
-            TryLock::Held { .. } | TryLock::Missing => {
-                return Err(GitError::Failed {
-                    op: format!("lock {}", lock_path.display()),
-                    message: format!("run {run_id} is in use by another process"),
-                })
-            }
-        };
-        lock.write_content(&format!("run {run_id}\npid {}\n", std::process::id()))?;
-        if path.exists() {
-            return Err(GitError::Failed {
-                op: format!("create the run worktree {}", path.display()),
-                message: "it already exists".to_string(),
-            });
-        }
-        git.reference(
-            &best_ref,
-            base_oid,
-            false,
-            &format!("swarm: start run {run_id}"),
-        )
-        .map_err(|e| GitError::git2(format!("create {best_ref}"), e))?;
-
-        let has_submodules = git
-            .find_commit(base_oid)
-            .and_then(|c| c.tree())
-            .is_ok_and(|tree| tree.get_path(Path::new(".gitmodules")).is_ok());
-        let admin_dir = if has_submodules {
-            let _ = spare::discard_spare(&runs_dir);
-            spare::add_worktree(repo, &path, base, false)
-        } else {
-            spare::checkout_reusing_spare(repo, &runs_dir, &path, base, &common_dir)
-        };
-        let filled = admin_dir.and_then(|admin| {
-            let empty = submodule::populate(&git, base, &repo.info().root, &path)?;
-            Ok((admin, empty))
-        });
-        let (admin_dir, empty_submodules) = match filled {
+        let lock = claim_run(&git, &runs_dir, &path, run_id, base)?;
+        let (admin_dir, empty_submodules) = match check_out(repo, &git, &runs_dir, &path, base) {
             Ok(done) => done,
             Err(error) => {
                 let _ = remove_run(&path, None, &common_dir);
+                let best_ref = format!("refs/heads/{}", best_branch_name(run_id));
                 if let Ok(mut reference) = git.find_reference(&best_ref) {
                     let _ = reference.delete();
                 }
@@ -208,7 +162,7 @@ impl RunWorkspace {
 
     /// [`RunWorkspace::scratch_dir`] of a worktree at `path`.
     pub fn scratch_dir_of(path: &Path) -> PathBuf {
-        super::prune::scratch_of(path)
+        scratch_of(path)
     }
 
     /// Submodules of the base commit that stay empty in the worktree
@@ -514,57 +468,76 @@ impl Drop for RunWorkspace {
     }
 }
 
-/// `swarm/<run>/best`.
-pub(crate) fn best_branch_name(run_id: &str) -> String {
-    format!("swarm/{run_id}/best")
-}
-
-/// Whether `run_id` can name a folder and a branch component: 1 to 100
-/// ASCII letters, digits, `-` and `_`, not starting with `-`, and not
-/// `spare`.
-pub(crate) fn is_run_id(run_id: &str) -> bool {
-    // The spare worktree's folder sits beside the runs' and is none of them.
-    run_id != spare::SPARE
-        && !run_id.is_empty()
-        && run_id.len() <= 100
-        && !run_id.starts_with('-')
-        && run_id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-}
-
-fn check_run_id(run_id: &str) -> Result<(), GitError> {
-    if is_run_id(run_id) {
-        Ok(())
-    } else {
-        Err(GitError::InvalidRunId {
-            run_id: run_id.to_string(),
-        })
+/// Claims run `run_id` before anything is checked out: the base commit
+/// exists, the run branch does not, the run's lock is taken (first: a run
+/// folder without a held lock is stale) and names the run, its worktree
+/// folder `path` does not exist yet, and the run branch is created at
+/// `base`. Returns the held lock.
+fn claim_run(
+    git: &Repository,
+    runs_dir: &Path,
+    path: &Path,
+    run_id: &str,
+    base: &CommitId,
+) -> Result<LockFile, GitError> {
+    let base_oid = base.oid()?;
+    git.find_commit(base_oid)
+        .map_err(|e| GitError::git2(format!("find the base commit {base}"), e))?;
+    let best_ref = format!("refs/heads/{}", best_branch_name(run_id));
+    if git.find_reference(&best_ref).is_ok() {
+        return Err(GitError::BranchExists {
+            branch: best_branch_name(run_id),
+        });
     }
-}
-
-/// `<runs_dir>/<run>.lock`.
-pub(crate) fn lock_file(runs_dir: &Path, run_id: &str) -> PathBuf {
-    runs_dir.join(format!("{run_id}.lock"))
-}
-
-/// The admin folder git made for the worktree at `path`, read from its
-/// `.git` file (`gitdir: <common>/worktrees/<name>`).
-pub(super) fn admin_dir_of(path: &Path) -> Result<PathBuf, GitError> {
-    let dot_git = path.join(".git");
-    let text = fs::read_to_string(&dot_git).map_err(|e| GitError::io("read", &dot_git, e))?;
-    let dir = text
-        .lines()
-        .find_map(|line| line.strip_prefix("gitdir:"))
-        .map(|dir| PathBuf::from(dir.trim()))
-        .ok_or_else(|| GitError::Failed {
-            op: format!("read {}", dot_git.display()),
-            message: "no gitdir line".to_string(),
-        })?;
-    let dir = if dir.is_absolute() {
-        dir
-    } else {
-        path.join(dir)
+    let lock_path = lock_file(runs_dir, run_id);
+    let mut lock = match LockFile::try_lock(&lock_path, true)? {
+        TryLock::Acquired(lock) => lock,
+        TryLock::Held { .. } | TryLock::Missing => {
+            return Err(GitError::Unexpected {
+                op: format!("lock {}", lock_path.display()),
+                found: format!("run {run_id} is in use by another process"),
+            })
+        }
     };
-    canonical(&dir)
+    lock.write_content(&format!("run {run_id}\npid {}\n", std::process::id()))?;
+    if path.exists() {
+        return Err(GitError::Unexpected {
+            op: format!("create the run worktree {}", path.display()),
+            found: "it already exists".to_string(),
+        });
+    }
+    git.reference(
+        &best_ref,
+        base_oid,
+        false,
+        &format!("swarm: start run {run_id}"),
+    )
+    .map_err(|e| GitError::git2(format!("create {best_ref}"), e))?;
+    Ok(lock)
+}
+
+/// Puts the worktree at `path`, detached at `base`: the spare of `runs_dir`
+/// taken when it can be, a fresh checkout otherwise (always when `base` has
+/// submodules), then the submodules initialised in the user's checkout
+/// filled in. Its admin folder and the submodules left empty.
+fn check_out(
+    repo: &Repo,
+    git: &Repository,
+    runs_dir: &Path,
+    path: &Path,
+    base: &CommitId,
+) -> Result<(PathBuf, Vec<String>), GitError> {
+    let has_submodules = git
+        .find_commit(base.oid()?)
+        .and_then(|c| c.tree())
+        .is_ok_and(|tree| tree.get_path(Path::new(".gitmodules")).is_ok());
+    let admin_dir = if has_submodules {
+        let _ = spare::discard_spare(runs_dir);
+        add_worktree(repo, path, base, false)?
+    } else {
+        let common_dir = &repo.info().common_dir;
+        spare::checkout_reusing_spare(repo, runs_dir, path, base, common_dir)?
+    };
+    let empty = submodule::populate(git, base, &repo.info().root, path)?;
+    Ok((admin_dir, empty))
 }

@@ -276,9 +276,9 @@ fn joined<T>(
     op: &str,
 ) -> Result<T, crate::git::GitError> {
     step.join().unwrap_or_else(|_| {
-        Err(crate::git::GitError::Failed {
+        Err(crate::git::GitError::Unexpected {
             op: op.to_string(),
-            message: "its thread panicked".to_string(),
+            found: "its thread panicked".to_string(),
         })
     })
 }

@@ -11,6 +11,7 @@ use crate::support::repo::{git_in, git_ok, TestRepo};
 mod content;
 mod fast_forward;
 mod hook_env;
+mod layering;
 mod location;
 mod locks;
 mod runs;

@@ -3,6 +3,7 @@
 
 use std::fs;
 
+use swarm::error::SwarmError;
 use swarm::git::{GitError, RunWorkspace};
 
 use super::{cache_of, create, open, runs_root, sample};
@@ -66,9 +67,22 @@ fn a_cache_inside_the_repository_is_refused_before_anything_is_written() {
         link.join("cache"),
     ] {
         match opened.worktrees_root(&cache) {
-            Err(error @ GitError::WorktreesInsideRepo { .. }) => {
-                let message = error.to_string();
-                assert!(message.contains("SWARM_CACHE_DIR"), "{message}");
+            Err(GitError::WorktreesInsideRepo { path, repo: inside }) => {
+                assert!(path.starts_with(&repo.root), "{}", path.display());
+                assert_eq!(inside, repo.root);
+                // The fact from git, the way out from the top-level error.
+                let fact = format!(
+                    "the run worktree folder {} is inside the repository at {}",
+                    path.display(),
+                    inside.display()
+                );
+                let error = GitError::WorktreesInsideRepo { path, repo: inside };
+                assert_eq!(error.to_string(), fact);
+                let message = SwarmError::from(error).to_string();
+                assert_eq!(
+                    message,
+                    format!("{fact}; set SWARM_CACHE_DIR to a folder outside it")
+                );
                 assert!(!message.contains('\n'));
             }
             other => panic!("{} accepted: {other:?}", cache.display()),

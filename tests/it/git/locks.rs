@@ -1,12 +1,15 @@
 //! Locks that die with the process: pruning takes a dead run's worktree
 //! whatever process id it names, never a live one's; old-layout runs are
-//! cleaned up too.
+//! cleaned up too; a busy repository's run lock names the run holding it.
 
 use std::fs;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime};
+
+use swarm::error::{ExitKind, SwarmError};
+use swarm::git::RepoLock;
 
 use super::{create, open, runs_root, sample};
 use crate::support::repo::TestRepo;
@@ -192,4 +195,25 @@ fn old_layout_runs_are_removed_unless_their_owner_still_runs() {
         "no folder of the old layout is left"
     );
     assert_eq!(repo.worktrees(), vec![repo.root.clone()]);
+}
+
+#[test]
+fn a_busy_repository_names_the_other_run_and_the_flag_that_waits_longer() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let _first = RepoLock::acquire(dir.path(), "run-a", Duration::ZERO, &|_| {}, &|| false)
+        .expect("a free lock");
+    let error = RepoLock::acquire(dir.path(), "run-b", Duration::ZERO, &|_| {}, &|| false)
+        .expect_err("held by run-a");
+    let fact = "another swarm run (run-a) is working on this repository (waited 0 s)";
+    assert_eq!(error.to_string(), fact);
+    let error = SwarmError::from(error);
+    assert_eq!(error.kind, ExitKind::Git);
+    assert_eq!(
+        error.hints,
+        ["wait for it to finish or raise --lock-timeout"]
+    );
+    assert_eq!(
+        error.to_string(),
+        format!("{fact}; wait for it to finish or raise --lock-timeout")
+    );
 }

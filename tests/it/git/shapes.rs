@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
+use swarm::error::SwarmError;
 use swarm::git::{CommitId, FastForward, FileKind, GitError, Repo};
 
 use super::{create, open, sample, write, MESSAGE};
@@ -275,8 +276,12 @@ fn a_submodule_missing_its_recorded_commit_is_a_clear_error() {
     let opened = open(&repo.root);
     match create(&repo, &opened, "run-missing", &CommitId(base)) {
         Err(error @ GitError::SubmoduleCommitMissing { .. }) => {
-            let message = error.to_string();
-            assert!(message.contains("git submodule update -- lib"), "{message}");
+            let fact = format!("submodule lib: commit {bogus} is not in your checkout of it");
+            assert_eq!(error.to_string(), fact);
+            assert_eq!(
+                SwarmError::from(error).to_string(),
+                format!("{fact}; run `git submodule update -- lib` and try again")
+            );
         }
         other => panic!(
             "expected SubmoduleCommitMissing, got {:?}",
@@ -292,12 +297,16 @@ fn a_branch_named_swarm_is_refused_with_what_to_do() {
     let repo = sample();
     repo.git(&["branch", "swarm"]);
     let opened = open(&repo.root);
-    let message = match opened.check_run_refs_possible() {
-        Err(error @ GitError::RunRefsBlocked { .. }) => error.to_string(),
+    let error = match opened.check_run_refs_possible() {
+        Err(error @ GitError::RunRefsBlocked { .. }) => error,
         other => panic!("expected RunRefsBlocked, got {other:?}"),
     };
-    assert!(message.contains("branch named swarm"), "{message}");
-    assert!(message.contains("git branch -m swarm"), "{message}");
+    let fact = "a branch named swarm exists, so swarm cannot create its refs swarm/<run>/best";
+    assert_eq!(error.to_string(), fact);
+    assert_eq!(
+        SwarmError::from(error).to_string(),
+        format!("{fact}; rename it (git branch -m swarm <new-name>) and run again")
+    );
     assert!(matches!(
         create(&repo, &opened, "run-1", &opened.info().head),
         Err(GitError::RunRefsBlocked { .. })
@@ -316,7 +325,15 @@ fn a_target_inside_dot_git_is_refused() {
     for inside in [".git", ".git/refs", ".git/refs/heads"] {
         match Repo::open(&repo.root.join(inside)) {
             Err(error @ GitError::TargetInGitDir { .. }) => {
-                assert!(error.to_string().contains("--target_dir"), "{error}");
+                let fact = format!(
+                    "{} is inside the repository's .git folder",
+                    repo.root.join(inside).display()
+                );
+                assert_eq!(error.to_string(), fact);
+                assert_eq!(
+                    SwarmError::from(error).to_string(),
+                    format!("{fact}; point --target_dir at a folder of the working tree")
+                );
             }
             other => panic!(
                 "{inside}: expected TargetInGitDir, got {:?}",
