@@ -194,6 +194,30 @@ impl From<ToolError> for SwarmError {
     }
 }
 
+/// A config file or a setting the user wrote: bad input (exit 1). A TOML
+/// error's excerpt goes below the one-line message; an unknown provider's
+/// hint names the providers there are.
+impl From<crate::config::ConfigError> for SwarmError {
+    fn from(err: crate::config::ConfigError) -> Self {
+        use crate::config::ConfigError;
+        match &err {
+            ConfigError::Invalid {
+                excerpt: Some(excerpt),
+                ..
+            } => {
+                let excerpt = excerpt.clone();
+                Self::wrapping(ExitKind::InvalidInput, err).with_detail(excerpt)
+            }
+            ConfigError::UnknownProvider { .. } => {
+                let names: Vec<&str> = crate::llm::PROVIDERS.iter().map(|p| p.name).collect();
+                Self::wrapping(ExitKind::InvalidInput, err)
+                    .hint(format!("use {}", names.join(", ")))
+            }
+            _ => Self::wrapping(ExitKind::InvalidInput, err),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,5 +251,42 @@ mod tests {
         assert_eq!(err.kind, ExitKind::InvalidInput);
         let source = std::error::Error::source(&err).expect("kept");
         assert!(source.downcast_ref::<ToolError>().is_some());
+    }
+
+    #[test]
+    fn a_config_error_keeps_its_excerpt_below_and_its_source() {
+        use crate::config::{ConfigError, FileConfig, Problem};
+        let text = "max-iterations = 'many'\n";
+        let toml = toml::from_str::<FileConfig>(text).expect_err("a string is no count");
+        let err = SwarmError::from(ConfigError::toml(
+            Problem::NotSwarmConfig,
+            std::path::Path::new(".swarm.toml"),
+            text,
+            toml,
+        ));
+        assert_eq!(err.kind, ExitKind::InvalidInput);
+        assert_eq!(
+            err.to_string(),
+            ".swarm.toml is not a valid swarm config: line 1, column 18: invalid type: string \"many\", expected u32"
+        );
+        assert_eq!(
+            err.detail.as_deref(),
+            Some("  |\n1 | max-iterations = 'many'\n  |                  ^^^^^^")
+        );
+        assert_eq!(err.chain().len(), 3, "{:?}", err.chain());
+        let err = SwarmError::from(ConfigError::UnknownProvider {
+            name: "nope".into(),
+        });
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "unknown provider `nope`; use {}",
+                crate::llm::PROVIDERS
+                    .iter()
+                    .map(|p| p.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        );
     }
 }
