@@ -184,12 +184,44 @@ impl From<LlmError> for SwarmError {
     }
 }
 
+/// A tool that gave no result. Something missing is bad input (exit 1),
+/// with the hint that says how to get it; a cancel is an interrupt; the
+/// rest is internal (exit 5).
 impl From<ToolError> for SwarmError {
     fn from(err: ToolError) -> Self {
-        match err {
-            ToolError::Missing(_) => Self::wrapping(ExitKind::InvalidInput, err),
-            ToolError::Cancelled => Self::interrupted(),
-            other => Self::wrapping(ExitKind::Internal, other),
+        use crate::tools::MissingTool;
+        let ToolError::Missing(missing) = &err else {
+            return match err {
+                ToolError::Cancelled => Self::interrupted(),
+                other => Self::wrapping(ExitKind::Internal, other),
+            };
+        };
+        let hint = match missing {
+            MissingTool::NoPython => {
+                Some("install python3, activate a virtualenv, or set SWARM_PYTHON".to_string())
+            }
+            MissingTool::TestTools { python, .. } => Some(format!(
+                "run `{} -m pip install pytest pylint`, or drop --no-bootstrap to let swarm make its own tool environment",
+                python.display()
+            )),
+            MissingTool::NoCacheDir => {
+                Some("set SWARM_CACHE_DIR or install them: pip install pytest pylint".to_string())
+            }
+            MissingTool::BootstrapIncomplete { .. } => {
+                Some("install them yourself: pip install pytest pylint".to_string())
+            }
+            MissingTool::Ruff => Some("--offline needs it: pip install ruff".to_string()),
+            MissingTool::Browser { .. } => {
+                Some("set $BROWSER to your browser, or open the file yourself".to_string())
+            }
+            MissingTool::NamedPythonAbsent { .. }
+            | MissingTool::NamedPythonNotOnPath { .. }
+            | MissingTool::PythonDoesNotStart { .. } => None,
+        };
+        let wrapped = Self::wrapping(ExitKind::InvalidInput, err);
+        match hint {
+            Some(hint) => wrapped.hint(hint),
+            None => wrapped,
         }
     }
 }
@@ -247,10 +279,51 @@ mod tests {
 
     #[test]
     fn converted_errors_keep_their_type_and_exit_code() {
-        let err = SwarmError::from(ToolError::Missing("pytest".into()));
+        let err = SwarmError::from(ToolError::Missing(crate::tools::MissingTool::NoCacheDir));
         assert_eq!(err.kind, ExitKind::InvalidInput);
         let source = std::error::Error::source(&err).expect("kept");
         assert!(source.downcast_ref::<ToolError>().is_some());
+    }
+
+    #[test]
+    fn a_missing_tool_reads_as_the_fact_then_how_to_get_it() {
+        use crate::tools::MissingTool;
+        let err = SwarmError::from(ToolError::Missing(MissingTool::TestTools {
+            python: "/venv/bin/python".into(),
+            tools: vec!["pytest", "pylint"],
+        }));
+        assert_eq!(
+            err.to_string(),
+            "pytest and pylint not found for /venv/bin/python; run `/venv/bin/python -m pip install pytest pylint`, or drop --no-bootstrap to let swarm make its own tool environment"
+        );
+        assert_eq!(err.hints.len(), 1);
+        let err = SwarmError::from(ToolError::Missing(MissingTool::Ruff));
+        assert_eq!(
+            err.to_string(),
+            "ruff was found neither as `ruff` on PATH nor as `python3 -m ruff`; --offline needs it: pip install ruff"
+        );
+        assert_eq!(err.kind, ExitKind::InvalidInput);
+    }
+
+    #[test]
+    fn a_tool_that_cannot_start_keeps_the_spawn_error_as_its_source() {
+        let spawn = crate::tools::ProcessError::Spawn {
+            command: "python -m pylint".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        let err = SwarmError::from(ToolError::Run {
+            command: "pylint".into(),
+            source: spawn,
+        });
+        assert_eq!(err.kind, ExitKind::Internal);
+        assert_eq!(
+            err.chain()[1..],
+            [
+                "pylint: could not start `python -m pylint`: entity not found",
+                "could not start `python -m pylint`: entity not found",
+                "entity not found",
+            ]
+        );
     }
 
     #[test]

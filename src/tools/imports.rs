@@ -71,9 +71,9 @@ pub(super) fn check(
         files.len(),
         env.python.display()
     );
-    let out = compile.run(cancel).map_err(|e| ToolError::Failed {
+    let out = compile.run(cancel).map_err(|source| ToolError::Run {
         command: compile.command_line(),
-        message: e.to_string(),
+        source,
     })?;
     match out.ending {
         Ending::Cancelled => return Err(ToolError::Cancelled),
@@ -86,9 +86,11 @@ pub(super) fn check(
         }
     }
     let problems: Vec<(String, String)> =
-        serde_json::from_str(out.stdout.trim()).map_err(|e| ToolError::Failed {
+        serde_json::from_str(out.stdout.trim()).map_err(|source| ToolError::Garbled {
             command: out.command.clone(),
-            message: format!("unexpected output ({e}): {}", last_line(&out.combined())),
+            what: "unexpected output",
+            last_line: Some(last_line(&out.combined())),
+            source,
         })?;
     for (path, problem) in &problems {
         log.push(format!("compile error: {path}: {problem}"));
@@ -117,9 +119,9 @@ pub(super) fn check(
             .timeout(timeout)
             .output_cap(8 * 1024)
             .run(cancel)
-            .map_err(|e| ToolError::Failed {
+            .map_err(|source| ToolError::Run {
                 command: format!("import {module}"),
-                message: e.to_string(),
+                source,
             })?;
         imported += 1;
         let problem = match out.ending {

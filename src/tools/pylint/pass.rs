@@ -82,9 +82,9 @@ impl Linter<'_> {
             .timeout(self.timeout)
             .output_cap(REPORT_CAP)
             .run(self.cancel)
-            .map_err(|e| ToolError::Failed {
+            .map_err(|source| ToolError::Run {
                 command: "pylint".to_string(),
-                message: e.to_string(),
+                source,
             })?;
         match out.ending {
             Ending::Cancelled => return Err(ToolError::Cancelled),

@@ -131,9 +131,9 @@ pub(super) fn run_only(
         write_file(&listing, &text)?;
         builder = builder.arg("--swarm-only").arg(&listing);
     }
-    let out = builder.run(cancel).map_err(|e| ToolError::Failed {
+    let out = builder.run(cancel).map_err(|source| ToolError::Run {
         command: builder.command_line(),
-        message: e.to_string(),
+        source,
     })?;
     if out.ending == Ending::Cancelled {
         return Err(ToolError::Cancelled);
@@ -207,14 +207,10 @@ pub(super) fn run_only(
 
 /// Writes `text` to `path`, creating its folder.
 fn write_file(path: &Path, text: &str) -> Result<(), ToolError> {
-    let failed = |e: std::io::Error| ToolError::Failed {
-        command: format!("write {}", path.display()),
-        message: e.to_string(),
-    };
     if let Some(folder) = path.parent() {
-        std::fs::create_dir_all(folder).map_err(failed)?;
+        std::fs::create_dir_all(folder).map_err(|source| ToolError::write(path, source))?;
     }
-    std::fs::write(path, text).map_err(failed)
+    std::fs::write(path, text).map_err(|source| ToolError::write(path, source))
 }
 
 /// The wall-clock time `timeout` from now, in seconds since the epoch: when
