@@ -29,7 +29,8 @@ use std::time::{Duration, Instant};
 
 pub use super::capture::{cap_text, CappedBuffer};
 use super::exit_watch::ExitWatch;
-use super::sandbox::child::{describe_spawn_error, ChildPlan, Confinement};
+use super::sandbox::child::{ChildPlan, Confinement};
+use super::sandbox::failure::describe_spawn_error;
 use crate::cancel::Cancel;
 
 /// How many bytes of each stream are kept by default (head and tail halves).

@@ -42,13 +42,15 @@ use crate::cancel::Cancel;
 
 pub(crate) mod child;
 mod env;
+pub(crate) mod failure;
 mod known;
 mod landlock;
 mod limits;
 mod namespaces;
 
-use child::{describe_spawn_error, Confinement};
+use child::Confinement;
 use env::CellDirs;
+use failure::describe_spawn_error;
 pub use limits::ResourceLimits;
 use namespaces::NamespacePlan;
 
