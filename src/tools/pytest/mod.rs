@@ -22,15 +22,17 @@
 //! file in the cell (`--swarm-only`, no command-line limits or quoting), the
 //! plugin deselects the others after writing every collected id.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 mod config;
 mod links;
 mod results;
 
 use super::junit::parse_junit;
-use super::process::{cap_text, Ending};
-use super::{PythonEnv, Sandbox, TestLimits, TestRun, ToolError};
+use super::process::{cap_text, Ending, ProcessBuilder, ProcessOutput};
+use super::sandbox::Cell;
+use super::{PythonEnv, Sandbox, TestCase, TestLimits, TestOutcome, TestRun, ToolError};
 use crate::cancel::Cancel;
 
 /// pytest's exit code when it collected no tests.
@@ -63,74 +65,12 @@ pub(super) fn run_only(
     only: Option<&[String]>,
     cancel: &Cancel,
 ) -> Result<(TestRun, Option<Vec<String>>), ToolError> {
-    let timeout = limits.run;
     let root = &std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
     let cell = sandbox.cell("pytest")?;
-    let junit = cell.dir().join("junit.xml");
-    let plugin_dir = cell.dir().join("plugin");
-    let results_file = cell.dir().join("results.jsonl");
-    let stack_file = cell.dir().join("stacks.txt");
-    write_file(
-        &plugin_dir.join(format!("{PLUGIN_MODULE}.py")),
-        PLUGIN_SOURCE,
-    )?;
-    let (config, confcutdir) = match config::locate(root, &sandbox.boundary_of(root)) {
-        Some(file) => {
-            let folder = file.parent().unwrap_or(root).to_path_buf();
-            (file, folder)
-        }
-        None => {
-            let empty = cell.dir().join("pytest.ini");
-            write_file(&empty, "")?;
-            (empty, root.clone())
-        }
-    };
-    let escaping = links::leading_out(root, &sandbox.boundary_of(root));
-    let mut builder = cell
-        .command(&env.python)
-        .args([
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            PLUGIN_MODULE,
-        ])
-        .arg(format!(
-            "--swarm-case-timeout={}",
-            limits.case.map_or(0.0, |c| c.as_secs_f64())
-        ))
-        .arg(format!(
-            "--swarm-run-deadline={:.3}",
-            deadline_after(timeout)
-        ))
-        .arg("--swarm-results")
-        .arg(&results_file)
-        .arg("--swarm-stack-file")
-        .arg(&stack_file)
-        .arg("--rootdir")
-        .arg(root)
-        .arg("-c")
-        .arg(&config)
-        .arg("--confcutdir")
-        .arg(&confcutdir)
-        .arg("--junitxml")
-        .arg(&junit)
-        .args(["-o", "junit_family=xunit1", "--color=no"])
-        .env("PYTHONPATH", &plugin_dir)
-        .cwd(root)
-        .timeout(timeout);
-    for link in &escaping {
-        builder = builder.arg(format!("--ignore={}", link.display()));
-    }
-    if let Some(ids) = only {
-        let listing = cell.dir().join("only.txt");
-        let mut text = ids.join("\n");
-        text.push('\n');
-        write_file(&listing, &text)?;
-        builder = builder.arg("--swarm-only").arg(&listing);
-    }
+    let boundary = sandbox.boundary_of(root);
+    let files = RunFiles::prepare(&cell, &boundary, root, only)?;
+    let escaping = links::leading_out(root, &boundary);
+    let builder = command(&cell, env, root, limits, &files, &escaping);
     let out = builder.run(cancel).map_err(|source| ToolError::Run {
         command: builder.command_line(),
         source,
@@ -149,7 +89,159 @@ pub(super) fn run_only(
             names.join(", ")
         ));
     }
-    let mut cases = match std::fs::read_to_string(&junit) {
+    let cases = read_cases(&files, root, &out, limits.run, &mut output);
+    let exit_code = out.exit_code();
+    let collected = only.and_then(|_| {
+        let text = std::fs::read_to_string(&files.results).ok()?;
+        results::selection(&text)
+    });
+    let run = TestRun {
+        cases,
+        exit_code,
+        timed_out: out.ending == Ending::TimedOut,
+        no_tests: exit_code == Some(NO_TESTS_COLLECTED),
+        command: out.command,
+        output,
+        duration: out.duration,
+    };
+    Ok((run, collected))
+}
+
+/// The files of one pytest run in its sandbox cell.
+struct RunFiles {
+    /// Where pytest writes its junit XML.
+    junit: PathBuf,
+    /// The folder holding swarm's plugin (put on `PYTHONPATH`).
+    plugin_dir: PathBuf,
+    /// Where the plugin writes each result as it finishes.
+    results: PathBuf,
+    /// Where faulthandler dumps the stacks before the run's deadline.
+    stacks: PathBuf,
+    /// The configuration file pytest reads (`-c`).
+    config: PathBuf,
+    /// The folder pytest looks for `conftest.py` no higher than.
+    confcutdir: PathBuf,
+    /// The file listing the tests to run, when only some are.
+    only: Option<PathBuf>,
+}
+
+impl RunFiles {
+    /// Writes the plugin into `cell`, finds pytest's configuration under
+    /// `boundary` (or writes an empty one into the cell) and, with `only`,
+    /// the list of tests to run.
+    fn prepare(
+        cell: &Cell,
+        boundary: &Path,
+        root: &Path,
+        only: Option<&[String]>,
+    ) -> Result<Self, ToolError> {
+        let dir = cell.dir();
+        let plugin_dir = dir.join("plugin");
+        write_file(
+            &plugin_dir.join(format!("{PLUGIN_MODULE}.py")),
+            PLUGIN_SOURCE,
+        )?;
+        let (config, confcutdir) = match config::locate(root, boundary) {
+            Some(file) => {
+                let folder = file.parent().unwrap_or(root).to_path_buf();
+                (file, folder)
+            }
+            None => {
+                let empty = dir.join("pytest.ini");
+                write_file(&empty, "")?;
+                (empty, root.to_path_buf())
+            }
+        };
+        let only = match only {
+            Some(ids) => {
+                let listing = dir.join("only.txt");
+                let mut text = ids.join("\n");
+                text.push('\n');
+                write_file(&listing, &text)?;
+                Some(listing)
+            }
+            None => None,
+        };
+        Ok(Self {
+            junit: dir.join("junit.xml"),
+            plugin_dir,
+            results: dir.join("results.jsonl"),
+            stacks: dir.join("stacks.txt"),
+            config,
+            confcutdir,
+            only,
+        })
+    }
+}
+
+/// The pytest command line of a run (see the module docs): swarm's plugin
+/// with the limits, the configuration, the junit XML, an `--ignore` for
+/// every link in `escaping` and, when only some tests run, their list.
+fn command(
+    cell: &Cell,
+    env: &PythonEnv,
+    root: &Path,
+    limits: TestLimits,
+    files: &RunFiles,
+    escaping: &[PathBuf],
+) -> ProcessBuilder {
+    let mut builder = cell
+        .command(&env.python)
+        .args([
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            PLUGIN_MODULE,
+        ])
+        .arg(format!(
+            "--swarm-case-timeout={}",
+            limits.case.map_or(0.0, |c| c.as_secs_f64())
+        ))
+        .arg(format!(
+            "--swarm-run-deadline={:.3}",
+            deadline_after(limits.run)
+        ))
+        .arg("--swarm-results")
+        .arg(&files.results)
+        .arg("--swarm-stack-file")
+        .arg(&files.stacks)
+        .arg("--rootdir")
+        .arg(root)
+        .arg("-c")
+        .arg(&files.config)
+        .arg("--confcutdir")
+        .arg(&files.confcutdir)
+        .arg("--junitxml")
+        .arg(&files.junit)
+        .args(["-o", "junit_family=xunit1", "--color=no"])
+        .env("PYTHONPATH", &files.plugin_dir)
+        .cwd(root)
+        .timeout(limits.run);
+    for link in escaping {
+        builder = builder.arg(format!("--ignore={}", link.display()));
+    }
+    if let Some(listing) = &files.only {
+        builder = builder.arg("--swarm-only").arg(listing);
+    }
+    builder
+}
+
+/// The cases of the run that ended as `out`: the junit XML's, else (pytest
+/// killed or crashed before writing it) those the plugin wrote as tests
+/// finished. What a reader of `output` should know is added to it in turn:
+/// junit XML that could not be read, the run stopped at `timeout`, results
+/// read from the plugin's file.
+fn read_cases(
+    files: &RunFiles,
+    root: &Path,
+    out: &ProcessOutput,
+    timeout: Duration,
+    output: &mut String,
+) -> Vec<TestCase> {
+    let mut cases = match std::fs::read_to_string(&files.junit) {
         Ok(xml) => match parse_junit(&xml, root) {
             Ok(cases) => Some(cases),
             Err(e) => {
@@ -168,9 +260,9 @@ pub(super) fn run_only(
     }
     if cases.is_none() {
         // Killed (or crashed) before the junit XML: what finished still counts.
-        if let Ok(text) = std::fs::read_to_string(&results_file) {
+        if let Ok(text) = std::fs::read_to_string(&files.results) {
             let (cut, stacks) = if timed_out {
-                let stacks = std::fs::read_to_string(&stack_file).ok();
+                let stacks = std::fs::read_to_string(&files.stacks).ok();
                 (results::Cut::Limit(timeout), stacks)
             } else {
                 (results::Cut::Ended(out.exit_code()), None)
@@ -178,7 +270,7 @@ pub(super) fn run_only(
             let found = results::cases_from_results(&text, stacks.as_deref(), root, cut);
             let not_run = found
                 .iter()
-                .filter(|c| c.outcome == super::TestOutcome::NotRun)
+                .filter(|c| c.outcome == TestOutcome::NotRun)
                 .count();
             output.push_str(&format!(
                 "\n[swarm] {} test(s) read from the results written as they finished; {not_run} not run",
@@ -187,22 +279,7 @@ pub(super) fn run_only(
             cases = Some(found);
         }
     }
-    let cases = cases.unwrap_or_default();
-    let exit_code = out.exit_code();
-    let collected = only.and_then(|_| {
-        let text = std::fs::read_to_string(&results_file).ok()?;
-        results::selection(&text)
-    });
-    let run = TestRun {
-        cases,
-        exit_code,
-        timed_out,
-        no_tests: exit_code == Some(NO_TESTS_COLLECTED),
-        command: out.command,
-        output,
-        duration: out.duration,
-    };
-    Ok((run, collected))
+    cases.unwrap_or_default()
 }
 
 /// Writes `text` to `path`, creating its folder.
@@ -215,7 +292,7 @@ fn write_file(path: &Path, text: &str) -> Result<(), ToolError> {
 
 /// The wall-clock time `timeout` from now, in seconds since the epoch: when
 /// the whole run will be killed, for the plugin's last stack dump.
-fn deadline_after(timeout: std::time::Duration) -> f64 {
+fn deadline_after(timeout: Duration) -> f64 {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
