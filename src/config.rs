@@ -3,17 +3,21 @@
 //! `pyproject.toml`, found from the target up to the repository root, then
 //! the user's `~/.config/swarm/config.toml`), which override defaults. Every value remembers
 //! where it came from, for `swarm config`.
+//!
+//! It states facts: its errors ([`ConfigError`]) name the file, the place
+//! and the source error, never what to do about them.
 
 mod dotenv;
+mod error;
 
 pub use dotenv::DotEnv;
+pub use error::{ConfigError, Place, Problem};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::error::SwarmError;
 use crate::llm::{Provider, ProviderKind, Secret, PROVIDERS};
 
 /// Where a setting came from.
@@ -144,7 +148,7 @@ pub struct ConfigFiles {
 
 impl ConfigFiles {
     /// Finds and reads the files for `target`.
-    pub fn load(target: &Path, env: &dyn Environment) -> Result<Self, SwarmError> {
+    pub fn load(target: &Path, env: &dyn Environment) -> Result<Self, ConfigError> {
         let mut layers = Vec::new();
         let root = repository_root(target);
         let mut dir = Some(target);
@@ -196,7 +200,7 @@ fn user_config_path(env: &dyn Environment) -> Option<PathBuf> {
 
 /// Reads the config file of one folder: `.swarm.toml` wins over
 /// `pyproject.toml`'s `[tool.swarm]`. `None` when neither exists.
-pub fn project_file(dir: &Path) -> Result<Option<(PathBuf, FileConfig)>, SwarmError> {
+pub fn project_file(dir: &Path) -> Result<Option<(PathBuf, FileConfig)>, ConfigError> {
     let dot = dir.join(".swarm.toml");
     if dot.is_file() {
         let cfg = parse_swarm_toml(&dot)?;
@@ -204,87 +208,33 @@ pub fn project_file(dir: &Path) -> Result<Option<(PathBuf, FileConfig)>, SwarmEr
     }
     let py = dir.join("pyproject.toml");
     if py.is_file() {
-        let text = std::fs::read_to_string(&py).map_err(|e| {
-            SwarmError::invalid(format!("cannot read {}", py.display())).caused_by(e)
-        })?;
+        let text = read(&py)?;
         let doc: toml::Table = toml::from_str(&text)
-            .map_err(|e| toml_error(format!("{} is not valid TOML", py.display()), &text, &e))?;
+            .map_err(|e| ConfigError::toml(Problem::NotToml, &py, &text, e))?;
         let Some(section) = doc.get("tool").and_then(|t| t.get("swarm")) else {
             return Ok(None);
         };
-        let cfg: FileConfig = section.clone().try_into().map_err(|e: toml::de::Error| {
-            SwarmError::invalid(format!(
-                "[tool.swarm] in {} is invalid: {}",
-                py.display(),
-                one_line(&e.to_string())
-            ))
-        })?;
+        let cfg: FileConfig = section
+            .clone()
+            .try_into()
+            .map_err(|e| ConfigError::tool_table(&py, e))?;
         return Ok(Some((py, cfg)));
     }
     Ok(None)
 }
 
 /// A `.swarm.toml` (or the user's `config.toml`).
-fn parse_swarm_toml(path: &Path) -> Result<FileConfig, SwarmError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| SwarmError::invalid(format!("cannot read {}", path.display())).caused_by(e))?;
-    toml::from_str(&text).map_err(|e| {
-        toml_error(
-            format!("{} is not a valid swarm config", path.display()),
-            &text,
-            &e,
-        )
+fn parse_swarm_toml(path: &Path) -> Result<FileConfig, ConfigError> {
+    let text = read(path)?;
+    toml::from_str(&text).map_err(|e| ConfigError::toml(Problem::NotSwarmConfig, path, &text, e))
+}
+
+/// The text of a config file.
+fn read(path: &Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path).map_err(|source| ConfigError::Unreadable {
+        path: path.to_path_buf(),
+        source,
     })
-}
-
-/// A TOML error of a file whose content is `text`: one line (`what`, the
-/// line and column, toml's message) and, below it, toml's excerpt of the
-/// file with a caret under the column.
-fn toml_error(what: String, text: &str, error: &toml::de::Error) -> SwarmError {
-    let message = error
-        .message()
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join("; ");
-    let Some(span) = error.span() else {
-        return SwarmError::invalid(format!("{what}: {message}"));
-    };
-    let before = &text[..span.start.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let column = before
-        .rsplit('\n')
-        .next()
-        .unwrap_or_default()
-        .chars()
-        .count()
-        + 1;
-    // toml's display: a heading, then the excerpt (`2 | key = `, the
-    // caret line `  |     ^`), then the message again.
-    let display = error.to_string();
-    let excerpt: Vec<&str> = display
-        .lines()
-        .filter(|l| {
-            l.split_once('|')
-                .is_some_and(|(gutter, _)| gutter.chars().all(|c| c.is_ascii_digit() || c == ' '))
-        })
-        .collect();
-    let err = SwarmError::invalid(format!("{what}: line {line}, column {column}: {message}"));
-    if excerpt.is_empty() {
-        err
-    } else {
-        err.with_detail(excerpt.join("\n"))
-    }
-}
-
-/// A multi-line message (a TOML parse error) joined into one line.
-fn one_line(s: &str) -> String {
-    s.lines()
-        .filter(|l| !l.trim().is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
-        .replace("  ", " ")
 }
 
 /// swarm's cache folder: `SWARM_CACHE_DIR`, else `<user cache dir>/swarm`
@@ -373,15 +323,12 @@ pub fn pick<T>(
 }
 
 /// Parses a provider name (or one of its aliases).
-pub fn parse_provider(name: &str) -> Result<ProviderKind, SwarmError> {
-    Provider::named(name).map(|p| p.kind).ok_or_else(|| {
-        let names: Vec<&str> = PROVIDERS.iter().map(|p| p.name).collect();
-        SwarmError::invalid(format!(
-            "unknown provider `{}`: use {}",
-            name.trim().to_ascii_lowercase(),
-            names.join(", ")
-        ))
-    })
+pub fn parse_provider(name: &str) -> Result<ProviderKind, ConfigError> {
+    Provider::named(name)
+        .map(|p| p.kind)
+        .ok_or_else(|| ConfigError::UnknownProvider {
+            name: name.trim().to_ascii_lowercase(),
+        })
 }
 
 /// The provider's key variables, in order of preference.
@@ -562,7 +509,7 @@ mod tests {
         assert_eq!(cfg.size_limits.unwrap().bytes_per_line, Some(200));
         std::fs::write(dir.path().join(".swarm.toml"), "modle = 'typo'\n").unwrap();
         let err = project_file(dir.path()).unwrap_err();
-        assert!(err.message.contains(".swarm.toml"), "{}", err.message);
+        assert!(err.to_string().contains(".swarm.toml"), "{err}");
     }
 
     #[test]

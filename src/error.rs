@@ -281,12 +281,68 @@ impl From<LlmError> for SwarmError {
     }
 }
 
+/// A tool that gave no result. Something missing is bad input (exit 1),
+/// with the hint that says how to get it; a cancel is an interrupt; the
+/// rest is internal (exit 5).
 impl From<ToolError> for SwarmError {
     fn from(err: ToolError) -> Self {
-        match err {
-            ToolError::Missing(_) => Self::wrapping(ExitKind::InvalidInput, err),
-            ToolError::Cancelled => Self::interrupted(),
-            other => Self::wrapping(ExitKind::Internal, other),
+        use crate::tools::MissingTool;
+        let ToolError::Missing(missing) = &err else {
+            return match err {
+                ToolError::Cancelled => Self::interrupted(),
+                other => Self::wrapping(ExitKind::Internal, other),
+            };
+        };
+        let hint = match missing {
+            MissingTool::NoPython => {
+                Some("install python3, activate a virtualenv, or set SWARM_PYTHON".to_string())
+            }
+            MissingTool::TestTools { python, .. } => Some(format!(
+                "run `{} -m pip install pytest pylint`, or drop --no-bootstrap to let swarm make its own tool environment",
+                python.display()
+            )),
+            MissingTool::NoCacheDir => {
+                Some("set SWARM_CACHE_DIR or install them: pip install pytest pylint".to_string())
+            }
+            MissingTool::BootstrapIncomplete { .. } => {
+                Some("install them yourself: pip install pytest pylint".to_string())
+            }
+            MissingTool::Ruff => Some("--offline needs it: pip install ruff".to_string()),
+            MissingTool::Browser { .. } => {
+                Some("set $BROWSER to your browser, or open the file yourself".to_string())
+            }
+            MissingTool::NamedPythonAbsent { .. }
+            | MissingTool::NamedPythonNotOnPath { .. }
+            | MissingTool::PythonDoesNotStart { .. } => None,
+        };
+        let wrapped = Self::wrapping(ExitKind::InvalidInput, err);
+        match hint {
+            Some(hint) => wrapped.hint(hint),
+            None => wrapped,
+        }
+    }
+}
+
+/// A config file or a setting the user wrote: bad input (exit 1). A TOML
+/// error's excerpt goes below the one-line message; an unknown provider's
+/// hint names the providers there are.
+impl From<crate::config::ConfigError> for SwarmError {
+    fn from(err: crate::config::ConfigError) -> Self {
+        use crate::config::ConfigError;
+        match &err {
+            ConfigError::Invalid {
+                excerpt: Some(excerpt),
+                ..
+            } => {
+                let excerpt = excerpt.clone();
+                Self::wrapping(ExitKind::InvalidInput, err).with_detail(excerpt)
+            }
+            ConfigError::UnknownProvider { .. } => {
+                let names: Vec<&str> = crate::llm::PROVIDERS.iter().map(|p| p.name).collect();
+                Self::wrapping(ExitKind::InvalidInput, err)
+                    .hint(format!("use {}", names.join(", ")))
+            }
+            _ => Self::wrapping(ExitKind::InvalidInput, err),
         }
     }
 }
@@ -320,9 +376,87 @@ mod tests {
 
     #[test]
     fn converted_errors_keep_their_type_and_exit_code() {
-        let err = SwarmError::from(ToolError::Missing("pytest".into()));
+        let err = SwarmError::from(ToolError::Missing(crate::tools::MissingTool::NoCacheDir));
         assert_eq!(err.kind, ExitKind::InvalidInput);
         let source = std::error::Error::source(&err).expect("kept");
         assert!(source.downcast_ref::<ToolError>().is_some());
+    }
+
+    #[test]
+    fn a_missing_tool_reads_as_the_fact_then_how_to_get_it() {
+        use crate::tools::MissingTool;
+        let err = SwarmError::from(ToolError::Missing(MissingTool::TestTools {
+            python: "/venv/bin/python".into(),
+            tools: vec!["pytest", "pylint"],
+        }));
+        assert_eq!(
+            err.to_string(),
+            "pytest and pylint not found for /venv/bin/python; run `/venv/bin/python -m pip install pytest pylint`, or drop --no-bootstrap to let swarm make its own tool environment"
+        );
+        assert_eq!(err.hints.len(), 1);
+        let err = SwarmError::from(ToolError::Missing(MissingTool::Ruff));
+        assert_eq!(
+            err.to_string(),
+            "ruff was found neither as `ruff` on PATH nor as `python3 -m ruff`; --offline needs it: pip install ruff"
+        );
+        assert_eq!(err.kind, ExitKind::InvalidInput);
+    }
+
+    #[test]
+    fn a_tool_that_cannot_start_keeps_the_spawn_error_as_its_source() {
+        let spawn = crate::tools::ProcessError::Spawn {
+            command: "python -m pylint".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        };
+        let err = SwarmError::from(ToolError::Run {
+            command: "pylint".into(),
+            source: spawn,
+        });
+        assert_eq!(err.kind, ExitKind::Internal);
+        assert_eq!(
+            err.chain()[1..],
+            [
+                "pylint: could not start `python -m pylint`: entity not found",
+                "could not start `python -m pylint`: entity not found",
+                "entity not found",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_config_error_keeps_its_excerpt_below_and_its_source() {
+        use crate::config::{ConfigError, FileConfig, Problem};
+        let text = "max-iterations = 'many'\n";
+        let toml = toml::from_str::<FileConfig>(text).expect_err("a string is no count");
+        let err = SwarmError::from(ConfigError::toml(
+            Problem::NotSwarmConfig,
+            std::path::Path::new(".swarm.toml"),
+            text,
+            toml,
+        ));
+        assert_eq!(err.kind, ExitKind::InvalidInput);
+        assert_eq!(
+            err.to_string(),
+            ".swarm.toml is not a valid swarm config: line 1, column 18: invalid type: string \"many\", expected u32"
+        );
+        assert_eq!(
+            err.detail.as_deref(),
+            Some("  |\n1 | max-iterations = 'many'\n  |                  ^^^^^^")
+        );
+        assert_eq!(err.chain().len(), 3, "{:?}", err.chain());
+        let err = SwarmError::from(ConfigError::UnknownProvider {
+            name: "nope".into(),
+        });
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "unknown provider `nope`; use {}",
+                crate::llm::PROVIDERS
+                    .iter()
+                    .map(|p| p.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        );
     }
 }

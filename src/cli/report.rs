@@ -37,8 +37,7 @@ pub fn execute(args: &ReportArgs) -> Result<ExitKind, SwarmError> {
     if args.open {
         // The browser may start elsewhere: it gets the full path.
         let path = std::fs::canonicalize(&written.path).unwrap_or(written.path);
-        crate::tools::opener::open_in_browser(&path)
-            .map_err(|e| SwarmError::invalid(e.to_string()))?;
+        crate::tools::opener::open_in_browser(&path)?;
     }
     Ok(ExitKind::Success)
 }

@@ -1,6 +1,20 @@
 //! Capped capture of a process's output: the first and last halves of the
 //! cap are kept, the middle is replaced by a `… N bytes cut …` line, so a
-//! chatty tool cannot exhaust memory or flood the log.
+//! chatty tool cannot exhaust memory or flood the log. Each stream is read
+//! on its own thread while the process runs (no pipe deadlock).
+//!
+//! It reads what a child writes; starting, waiting for and killing the
+//! child is the runner's business ([`super::process`]).
+
+use std::io::Read;
+use std::process::Child;
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How long to wait for the output readers once the process group is gone.
+/// A daemon that left the group (setsid) may hold a pipe open forever.
+const READER_GRACE: Duration = Duration::from_secs(2);
 
 /// Keeps the first and last `cap / 2` bytes of a stream and counts the rest.
 #[derive(Debug)]
@@ -67,6 +81,79 @@ pub fn cap_text(text: &str, cap: usize) -> String {
     let mut buffer = CappedBuffer::new(cap);
     buffer.push(text.as_bytes());
     buffer.render()
+}
+
+/// The child's stdout and stderr, read on threads while it runs.
+pub(super) struct Streams {
+    done: mpsc::Receiver<(usize, String)>,
+    /// How many readers were started.
+    readers: usize,
+}
+
+impl Streams {
+    /// Starts a reader on each of the child's streams, keeping `cap` bytes
+    /// of each.
+    pub(super) fn read(child: &mut Child, cap: usize) -> Self {
+        let (tx, done) = mpsc::channel();
+        let readers = [
+            child
+                .stdout
+                .take()
+                .map(|s| spawn_reader(s, 0, cap, tx.clone())),
+            child
+                .stderr
+                .take()
+                .map(|s| spawn_reader(s, 1, cap, tx.clone())),
+        ];
+        Self {
+            done,
+            readers: readers.iter().filter(|r| r.is_some()).count(),
+        }
+    }
+
+    /// stdout and stderr as read once the process group is gone, waiting at
+    /// most [`READER_GRACE`] for them. Readers still blocked then belong to
+    /// a pipe held by an escaped daemon: they are detached and end when it
+    /// closes.
+    pub(super) fn collect(self) -> [String; 2] {
+        let mut streams = [String::new(), String::new()];
+        let deadline = Instant::now() + READER_GRACE;
+        let mut pending = self.readers;
+        while pending > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.done.recv_timeout(left) {
+                Ok((index, text)) => {
+                    streams[index] = text;
+                    pending -= 1;
+                }
+                Err(_) => break,
+            }
+        }
+        streams
+    }
+}
+
+/// Reads a stream to its end on a thread, keeping a capped copy, and sends
+/// `(index, text)` when done.
+fn spawn_reader<R: Read + Send + 'static>(
+    mut stream: R,
+    index: usize,
+    cap: usize,
+    done: mpsc::Sender<(usize, String)>,
+) -> thread::JoinHandle<()> {
+    thread::spawn(move || {
+        let mut kept = CappedBuffer::new(cap);
+        let mut chunk = [0u8; 8192];
+        loop {
+            match stream.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => kept.push(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+        let _ = done.send((index, kept.render()));
+    })
 }
 
 #[cfg(test)]

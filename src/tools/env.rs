@@ -21,7 +21,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use super::process::{Ending, ProcessBuilder};
-use super::{EnvSource, PythonEnv, ToolError};
+use super::{EnvSource, FileAction, MissingTool, PythonEnv, ToolError};
 use crate::cancel::Cancel;
 
 mod known;
@@ -156,16 +156,17 @@ pub fn resolve_env_with(
         }
         return Ok(env);
     }
-    let missing = probe.missing().join(" and ");
+    let missing = probe.missing();
     if !bootstrap {
-        return Err(ToolError::Missing(format!(
-            "{missing} not found for {}; run `{} -m pip install pytest pylint`, or drop --no-bootstrap to let swarm make its own tool environment",
-            python.display(),
-            python.display()
-        )));
+        return Err(MissingTool::TestTools {
+            python,
+            tools: missing,
+        }
+        .into());
     }
     progress(&format!(
-        "{missing} not found for {}: preparing a tool environment",
+        "{} not found for {}: preparing a tool environment",
+        missing.join(" and "),
         python.display()
     ));
     bootstrap_env(&python, settings, progress)
@@ -178,19 +179,18 @@ fn find_interpreter(
 ) -> Result<(PathBuf, EnvSource), ToolError> {
     if let Some(python) = &settings.swarm_python {
         if !python.exists() && python.components().count() > 1 {
-            return Err(ToolError::Missing(format!(
-                "SWARM_PYTHON points to {}, which does not exist",
-                python.display()
-            )));
+            return Err(MissingTool::NamedPythonAbsent {
+                python: python.clone(),
+            }
+            .into());
         }
         let python = if python.components().count() > 1 {
             python.clone()
         } else {
             search_path(&python.to_string_lossy(), settings.path.as_ref()).ok_or_else(|| {
-                ToolError::Missing(format!(
-                    "SWARM_PYTHON is {}, which is not on PATH",
-                    python.display()
-                ))
+                MissingTool::NamedPythonNotOnPath {
+                    name: python.clone(),
+                }
             })?
         };
         return Ok((python, EnvSource::Explicit));
@@ -207,10 +207,7 @@ fn find_interpreter(
     if let Some(python) = search_path("python3", settings.path.as_ref()) {
         return Ok((python, EnvSource::SystemPython));
     }
-    Err(ToolError::Missing(
-        "no Python interpreter found: install python3, activate a virtualenv, or set SWARM_PYTHON"
-            .to_string(),
-    ))
+    Err(MissingTool::NoPython.into())
 }
 
 /// `.venv/bin/python` in `target` or a parent, stopping at the repository root.
@@ -247,12 +244,7 @@ fn bootstrap_env(
     progress: &dyn Fn(&str),
 ) -> Result<PythonEnv, ToolError> {
     let info = origin_info(origin)?;
-    let tools_dir = settings.tools_dir().ok_or_else(|| {
-        ToolError::Missing(
-            "no cache directory to bootstrap pytest and pylint into; set SWARM_CACHE_DIR or install them: pip install pytest pylint"
-                .to_string(),
-        )
-    })?;
+    let tools_dir = settings.tools_dir().ok_or(MissingTool::NoCacheDir)?;
     let dir = tools_dir.join(tool_env_name(&info));
     let python = dir.join("bin").join("python");
 
@@ -266,9 +258,10 @@ fn bootstrap_env(
             dir.display()
         ));
     } else {
-        std::fs::create_dir_all(&tools_dir).map_err(|e| ToolError::Failed {
-            command: format!("mkdir {}", tools_dir.display()),
-            message: e.to_string(),
+        std::fs::create_dir_all(&tools_dir).map_err(|source| ToolError::File {
+            action: FileAction::Mkdir,
+            path: tools_dir.clone(),
+            source,
         })?;
         progress(&format!("creating tool environment {}", dir.display()));
         let made = ProcessBuilder::new(origin)
@@ -304,10 +297,7 @@ fn bootstrap_env(
             progress("tool environment ready");
             Ok(env)
         }
-        None => Err(ToolError::Missing(format!(
-            "the tool environment {} still lacks pytest or pylint; install them yourself: pip install pytest pylint",
-            dir.display()
-        ))),
+        None => Err(MissingTool::BootstrapIncomplete { dir }.into()),
     }
 }
 
@@ -361,8 +351,13 @@ fn origin_info(origin: &Path) -> Result<OriginInfo, ToolError> {
     if out.ending != Ending::Exited(0) {
         return Err(failed(last_line(&out.combined())));
     }
-    let value: serde_json::Value = serde_json::from_str(out.stdout.trim())
-        .map_err(|e| failed(format!("unexpected output: {e}")))?;
+    let value: serde_json::Value =
+        serde_json::from_str(out.stdout.trim()).map_err(|source| ToolError::Garbled {
+            command: out.command.clone(),
+            what: "unexpected output",
+            last_line: None,
+            source,
+        })?;
     let version = value["version"]
         .as_str()
         .ok_or_else(|| failed("no version in output".to_string()))?
@@ -412,28 +407,31 @@ fn write_origin_pth(tool_python: &Path, site: &[String]) -> Result<(), ToolError
     let pth = purelib.join("_swarm_origin.pth");
     let mut text = site.join("\n");
     text.push('\n');
-    std::fs::write(&pth, text).map_err(|e| ToolError::Failed {
-        command: format!("write {}", pth.display()),
-        message: e.to_string(),
-    })
+    std::fs::write(&pth, text).map_err(|source| ToolError::write(&pth, source))
 }
 
-/// Runs `python args` for a probe (within [`PROBE_TIMEOUT`]); a
-/// [`ToolError::Missing`] naming the interpreter when it cannot be started.
+/// Runs `python args` for a probe (within [`PROBE_TIMEOUT`]);
+/// [`MissingTool::PythonDoesNotStart`] when it cannot be started.
 fn run_python(python: &Path, args: &[&str]) -> Result<super::process::ProcessOutput, ToolError> {
     ProcessBuilder::new(python)
         .args(args)
         .timeout(PROBE_TIMEOUT)
         .run(&Cancel::new())
-        .map_err(|e| ToolError::Missing(format!("cannot run Python at {}: {e}", python.display())))
+        .map_err(|source| {
+            MissingTool::PythonDoesNotStart {
+                python: python.to_path_buf(),
+                source,
+            }
+            .into()
+        })
 }
 
 fn expect_success(
     out: Result<super::process::ProcessOutput, super::process::ProcessError>,
 ) -> Result<super::process::ProcessOutput, ToolError> {
-    let out = out.map_err(|e| ToolError::Failed {
+    let out = out.map_err(|source| ToolError::Run {
         command: "python".to_string(),
-        message: e.to_string(),
+        source,
     })?;
     match out.ending {
         Ending::Exited(0) => Ok(out),

@@ -51,49 +51,21 @@ pub(super) fn check(
     // Paths handed to the child go on its sys.path, relative to its own cwd.
     let root = &std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
     let mut report = ImportCheck::default();
-    let mut log = Vec::new();
     if files.is_empty() {
         report.command = format!("{} -c <compile>", env.python.display());
         return Ok(report);
     }
-
-    let compile_cell = sandbox.cell("compile")?;
-    let compile = compile_cell
-        .command(&env.python)
-        .args(["-c", COMPILE_SCRIPT])
-        .args(files)
-        .shown_args(4, "files")
-        .cwd(root)
-        .timeout(timeout.max(Duration::from_secs(30)));
     report.command = format!(
         "{} -c <compile() each file> ({} files); {} -c 'importlib.import_module(name)' per module",
         env.python.display(),
         files.len(),
         env.python.display()
     );
-    let out = compile.run(cancel).map_err(|e| ToolError::Failed {
-        command: compile.command_line(),
-        message: e.to_string(),
-    })?;
-    match out.ending {
-        Ending::Cancelled => return Err(ToolError::Cancelled),
-        Ending::Exited(0) => {}
-        _ => {
-            return Err(ToolError::Failed {
-                command: out.command.clone(),
-                message: last_line(&out.combined()),
-            })
-        }
-    }
-    let problems: Vec<(String, String)> =
-        serde_json::from_str(out.stdout.trim()).map_err(|e| ToolError::Failed {
-            command: out.command.clone(),
-            message: format!("unexpected output ({e}): {}", last_line(&out.combined())),
-        })?;
-    for (path, problem) in &problems {
+    let mut log = Vec::new();
+    report.compile_errors = compile_all(env, sandbox, root, files, timeout, cancel)?;
+    for (path, problem) in &report.compile_errors {
         log.push(format!("compile error: {path}: {problem}"));
     }
-    report.compile_errors = problems;
 
     let mut imported = 0;
     for file in files {
@@ -106,35 +78,13 @@ pub(super) fn check(
         if cancel.is_cancelled() {
             return Err(ToolError::Cancelled);
         }
-        let cell = sandbox.cell("import")?;
-        let out = cell
-            .command(&env.python)
-            .args(["-c", IMPORT_SCRIPT])
-            .arg(&import_root)
-            .arg(root)
-            .arg(&module)
-            .cwd(root)
-            .timeout(timeout)
-            .output_cap(8 * 1024)
-            .run(cancel)
-            .map_err(|e| ToolError::Failed {
-                command: format!("import {module}"),
-                message: e.to_string(),
-            })?;
-        imported += 1;
-        let problem = match out.ending {
-            Ending::Exited(0) => None,
-            Ending::Cancelled => return Err(ToolError::Cancelled),
-            Ending::TimedOut => Some(format!(
-                "did not finish importing within {}s",
-                timeout.as_secs_f64()
-            )),
-            Ending::Exited(code) if out.stderr.trim().is_empty() => {
-                Some(format!("exited with code {code} while importing"))
-            }
-            Ending::Exited(_) => Some(last_line(&out.stderr)),
-            Ending::Signalled(signal) => Some(format!("killed by signal {signal} while importing")),
+        let import = Import {
+            root,
+            import_root: &import_root,
+            module: &module,
         };
+        let problem = import_one(env, sandbox, import, timeout, cancel)?;
+        imported += 1;
         if let Some(problem) = problem {
             log.push(format!("import error: {file} ({module}): {problem}"));
             report.import_errors.push((file.clone(), problem));
@@ -148,6 +98,94 @@ pub(super) fn check(
     ));
     report.output = cap_text(&log.join("\n"), IMPORT_OUTPUT_CAP);
     Ok(report)
+}
+
+/// Compiles every file in one process: (path, problem) for each that does
+/// not compile.
+fn compile_all(
+    env: &PythonEnv,
+    sandbox: &Sandbox,
+    root: &Path,
+    files: &[String],
+    timeout: Duration,
+    cancel: &Cancel,
+) -> Result<Vec<(String, String)>, ToolError> {
+    let cell = sandbox.cell("compile")?;
+    let compile = cell
+        .command(&env.python)
+        .args(["-c", COMPILE_SCRIPT])
+        .args(files)
+        .shown_args(4, "files")
+        .cwd(root)
+        .timeout(timeout.max(Duration::from_secs(30)));
+    let out = compile.run(cancel).map_err(|source| ToolError::Run {
+        command: compile.command_line(),
+        source,
+    })?;
+    match out.ending {
+        Ending::Cancelled => return Err(ToolError::Cancelled),
+        Ending::Exited(0) => {}
+        _ => {
+            return Err(ToolError::Failed {
+                command: out.command.clone(),
+                message: last_line(&out.combined()),
+            })
+        }
+    }
+    serde_json::from_str(out.stdout.trim()).map_err(|source| ToolError::Garbled {
+        command: out.command.clone(),
+        what: "unexpected output",
+        last_line: Some(last_line(&out.combined())),
+        source,
+    })
+}
+
+/// One module to import: its dotted name, the folder its name starts
+/// from, and the target's root (both go on `sys.path`).
+#[derive(Clone, Copy)]
+struct Import<'a> {
+    root: &'a Path,
+    import_root: &'a Path,
+    module: &'a str,
+}
+
+/// Imports one module in its own process, within `timeout`: why it failed
+/// to, or `None` when it imported.
+fn import_one(
+    env: &PythonEnv,
+    sandbox: &Sandbox,
+    import: Import<'_>,
+    timeout: Duration,
+    cancel: &Cancel,
+) -> Result<Option<String>, ToolError> {
+    let cell = sandbox.cell("import")?;
+    let out = cell
+        .command(&env.python)
+        .args(["-c", IMPORT_SCRIPT])
+        .arg(import.import_root)
+        .arg(import.root)
+        .arg(import.module)
+        .cwd(import.root)
+        .timeout(timeout)
+        .output_cap(8 * 1024)
+        .run(cancel)
+        .map_err(|source| ToolError::Run {
+            command: format!("import {}", import.module),
+            source,
+        })?;
+    Ok(match out.ending {
+        Ending::Exited(0) => None,
+        Ending::Cancelled => return Err(ToolError::Cancelled),
+        Ending::TimedOut => Some(format!(
+            "did not finish importing within {}s",
+            timeout.as_secs_f64()
+        )),
+        Ending::Exited(code) if out.stderr.trim().is_empty() => {
+            Some(format!("exited with code {code} while importing"))
+        }
+        Ending::Exited(_) => Some(last_line(&out.stderr)),
+        Ending::Signalled(signal) => Some(format!("killed by signal {signal} while importing")),
+    })
 }
 
 /// Whether a file is a module whose import says something about the code:

@@ -6,7 +6,8 @@
 //! resource limits, parent-death signal — see [`sandbox`]) with timeouts in
 //! their own process group (killed whole on timeout or cancel), and parses
 //! their results into values. It never prints; progress goes through a
-//! callback.
+//! callback. Its errors ([`ToolError`]) state facts and keep their sources;
+//! what to do about them is said where they reach the user.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -16,6 +17,7 @@ use crate::cancel::Cancel;
 pub mod behaviour;
 mod capture;
 pub mod env;
+mod error;
 mod exit_watch;
 pub mod imports;
 pub mod junit;
@@ -28,6 +30,7 @@ pub mod ruff;
 pub mod sandbox;
 
 pub use env::{resolve_env_with, EnvSettings, PYLINT_PIN, PYTEST_PIN};
+pub use error::{FileAction, MissingTool, ToolError};
 pub use process::{Ending, ProcessBuilder, ProcessError, ProcessOutput};
 pub use pylint::{KnownContent, LintCache, LintTarget};
 pub use sandbox::{LayerState, ResourceLimits, Sandbox, SandboxPolicy, SandboxReport};
@@ -37,20 +40,6 @@ pub use crate::pipeline::measure::{
     ImportCheck, LintBatch, LintKind, LintMessage, LintReport, SkippedLint, TestCase, TestOutcome,
     TestRun,
 };
-
-/// Errors that stop a tool from giving any result at all.
-#[derive(Debug, thiserror::Error)]
-pub enum ToolError {
-    /// The interpreter or a tool is not available; the text says how to fix it.
-    #[error("{0}")]
-    Missing(String),
-    /// A tool ran but gave no usable result (timeout, usage error, no report).
-    #[error("{command}: {message}")]
-    Failed { command: String, message: String },
-    /// The run was cancelled while the tool ran; its processes were killed.
-    #[error("interrupted")]
-    Cancelled,
-}
 
 /// Where the Python interpreter came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

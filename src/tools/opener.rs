@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use super::ToolError;
+use super::{MissingTool, ToolError};
 
 /// The program and arguments that open `file`, from `browser` (the value
 /// of `$BROWSER`, if any).
@@ -41,7 +41,8 @@ pub fn browser_command(browser: Option<&str>, file: &Path) -> (OsString, Vec<OsS
     (program, args)
 }
 
-/// Starts the browser on `file`; returns its command line.
+/// Starts the browser on `file`; returns its command line, or
+/// [`MissingTool::Browser`] when it cannot be started.
 pub fn open_in_browser(file: &Path) -> Result<String, ToolError> {
     let browser = std::env::var("BROWSER").ok();
     let (program, args) = browser_command(browser.as_deref(), file);
@@ -56,10 +57,9 @@ pub fn open_in_browser(file: &Path) -> Result<String, ToolError> {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| {
-            ToolError::Missing(format!(
-                "cannot start `{line}`: {e} (set $BROWSER to your browser, or open the file yourself)"
-            ))
+        .map_err(|source| MissingTool::Browser {
+            command: line.clone(),
+            source,
         })?;
     Ok(line)
 }

@@ -2,7 +2,7 @@
 //! `ProcessBuilder`: it keeps the command line for messages (capped, so a
 //! list of ten thousand files never floods an error), runs the child in its
 //! own session and process group with a parent-death signal, drains stdout
-//! and stderr on threads (no pipe deadlock) into capped buffers, wakes the
+//! and stderr on threads into capped buffers ([`super::capture`]), wakes the
 //! moment the child exits (a pidfd), enforces a timeout, polls the
 //! [`Cancel`] flag, and on either kills the whole process
 //! group and reaps it. Unless a sandbox cell gives the exact environment,
@@ -18,18 +18,17 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
-use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
 use std::sync::Arc;
-use std::thread;
 use std::time::{Duration, Instant};
 
+use super::capture::Streams;
 pub use super::capture::{cap_text, CappedBuffer};
 use super::exit_watch::ExitWatch;
-use super::sandbox::child::{describe_spawn_error, ChildPlan, Confinement};
+use super::sandbox::child::{ChildPlan, Confinement};
+use super::sandbox::failure::describe_spawn_error;
 use crate::cancel::Cancel;
 
 /// How many bytes of each stream are kept by default (head and tail halves).
@@ -41,10 +40,6 @@ pub const SHOWN_ARGS: usize = 24;
 /// The longest pause between two checks of the timeout and the cancel flag
 /// (the child's exit ends a pause at once where the kernel has pidfds).
 const MAX_POLL: Duration = Duration::from_millis(50);
-
-/// How long to wait for the output readers once the process group is gone.
-/// A daemon that left the group (setsid) may hold a pipe open forever.
-const READER_GRACE: Duration = Duration::from_secs(2);
 
 /// Variables removed from a child's environment (besides every provider's
 /// key and base-URL variables from [`crate::llm::PROVIDERS`], every name that
@@ -303,6 +298,47 @@ impl ProcessBuilder {
     /// timeout or a cancel are described by [`ProcessOutput::ending`].
     pub fn run(&self, cancel: &Cancel) -> Result<ProcessOutput, ProcessError> {
         let command = self.command_line();
+        let mut cmd = self.std_command();
+        let started = Instant::now();
+        let mut child = cmd.spawn().map_err(|source| {
+            if let Some(confinement) = &self.confinement {
+                confinement.failed_in_child(&source);
+            }
+            ProcessError::Spawn {
+                command: command.clone(),
+                source,
+            }
+        })?;
+        let streams = Streams::read(&mut child, self.output_cap);
+        let ending = match self.wait(&mut child, started, cancel) {
+            Ok(ending) => ending,
+            Err(source) => {
+                kill_group(&child);
+                let _ = child.wait();
+                return Err(ProcessError::Wait { command, source });
+            }
+        };
+        let duration = started.elapsed();
+        // Shown with -v: each tool command and its time.
+        tracing::info!(
+            "ran {command} in {:.1} s ({})",
+            duration.as_secs_f64(),
+            ending
+        );
+        let [stdout, stderr] = streams.collect();
+        Ok(ProcessOutput {
+            command,
+            ending,
+            stdout,
+            stderr,
+            duration,
+        })
+    }
+
+    /// The command std spawns: piped output, no input, the child's setup
+    /// between fork and exec (see [`ChildPlan`]), the working directory and
+    /// the environment.
+    fn std_command(&self) -> Command {
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.args)
             .stdin(Stdio::null())
@@ -317,6 +353,14 @@ impl ProcessBuilder {
         if let Some(dir) = &self.cwd {
             cmd.current_dir(dir);
         }
+        self.set_env(&mut cmd);
+        cmd
+    }
+
+    /// The child's environment: the base environment (or swarm's own)
+    /// without the scrubbed variables, then [`PYTHON_VARS`], then the
+    /// variables set on this builder.
+    fn set_env(&self, cmd: &mut Command) {
         match &self.base_env {
             Some(vars) => {
                 cmd.env_clear();
@@ -340,69 +384,6 @@ impl ProcessBuilder {
         for (key, value) in &self.env {
             cmd.env(key, value);
         }
-
-        let started = Instant::now();
-        let mut child = cmd.spawn().map_err(|source| {
-            if let Some(confinement) = &self.confinement {
-                confinement.failed_in_child(&source);
-            }
-            ProcessError::Spawn {
-                command: command.clone(),
-                source,
-            }
-        })?;
-        let (tx, rx) = mpsc::channel();
-        let readers = [
-            child
-                .stdout
-                .take()
-                .map(|s| spawn_reader(s, 0, self.output_cap, tx.clone())),
-            child
-                .stderr
-                .take()
-                .map(|s| spawn_reader(s, 1, self.output_cap, tx.clone())),
-        ];
-        drop(tx);
-
-        let ending = match self.wait(&mut child, started, cancel) {
-            Ok(ending) => ending,
-            Err(source) => {
-                kill_group(&child);
-                let _ = child.wait();
-                return Err(ProcessError::Wait { command, source });
-            }
-        };
-        let duration = started.elapsed();
-        // Shown with -v: each tool command and its time.
-        tracing::info!(
-            "ran {command} in {:.1} s ({})",
-            duration.as_secs_f64(),
-            ending
-        );
-
-        let mut streams = [String::new(), String::new()];
-        let deadline = Instant::now() + READER_GRACE;
-        let mut pending = readers.iter().filter(|r| r.is_some()).count();
-        while pending > 0 {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok((index, text)) => {
-                    streams[index] = text;
-                    pending -= 1;
-                }
-                Err(_) => break,
-            }
-        }
-        // Readers still blocked belong to a pipe held by an escaped daemon:
-        // they are detached and end when it closes.
-        let [stdout, stderr] = streams;
-        Ok(ProcessOutput {
-            command,
-            ending,
-            stdout,
-            stderr,
-            duration,
-        })
     }
 
     /// Polls the child until it exits, times out or is cancelled; always
@@ -495,29 +476,6 @@ fn ending_of(status: ExitStatus) -> Ending {
         (None, Some(signal)) => Ending::Signalled(signal),
         (None, None) => Ending::Signalled(0),
     }
-}
-
-/// Reads a stream to its end on a thread, keeping a capped copy, and sends
-/// `(index, text)` when done.
-fn spawn_reader<R: Read + Send + 'static>(
-    mut stream: R,
-    index: usize,
-    cap: usize,
-    done: mpsc::Sender<(usize, String)>,
-) -> thread::JoinHandle<()> {
-    thread::spawn(move || {
-        let mut kept = CappedBuffer::new(cap);
-        let mut chunk = [0u8; 8192];
-        loop {
-            match stream.read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) => kept.push(&chunk[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => break,
-            }
-        }
-        let _ = done.send((index, kept.render()));
-    })
 }
 
 /// `9990` as `9,990`.

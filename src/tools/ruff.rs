@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::process::{Ending, ProcessBuilder};
-use super::ToolError;
+use super::{MissingTool, ToolError};
 use crate::cancel::Cancel;
 
 /// The rules whose safe fixes are taken: unused imports (F401), f-strings
@@ -25,10 +25,6 @@ pub const RULES: &str = "F401,F541,F632,F811,E711,E712,E713,E714,UP,I,SIM,RET5";
 
 /// How long ruff may take on one file.
 const TIMEOUT: Duration = Duration::from_secs(60);
-
-/// What to tell a user without ruff.
-const INSTALL_HINT: &str =
-    "--offline needs ruff, found neither as `ruff` on PATH nor as `python3 -m ruff`: pip install ruff";
 
 /// A ruff that answered `--version`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,8 +46,8 @@ pub struct RuffFix {
 }
 
 impl Ruff {
-    /// `ruff` on `PATH`, else `python3 -m ruff`; `ToolError::Missing` with
-    /// the install hint when neither answers `--version`.
+    /// `ruff` on `PATH`, else `python3 -m ruff`; [`MissingTool::Ruff`]
+    /// when neither answers `--version`.
     pub fn find(cancel: &Cancel) -> Result<Self, ToolError> {
         // Named, not by its path: the log keeps the command line, and no
         // log should name a folder of this machine.
@@ -66,7 +62,7 @@ impl Ruff {
                 return Ok(Self { program, version });
             }
         }
-        Err(ToolError::Missing(INSTALL_HINT.into()))
+        Err(MissingTool::Ruff.into())
     }
 
     /// The diff of ruff's safe fixes to `file` (relative to `root`, where
@@ -81,9 +77,9 @@ impl Ruff {
             .cwd(root)
             .timeout(TIMEOUT);
         let line = command.command_line();
-        let out = command.run(cancel).map_err(|e| ToolError::Failed {
+        let out = command.run(cancel).map_err(|source| ToolError::Run {
             command: line.clone(),
-            message: e.to_string(),
+            source,
         })?;
         match out.ending {
             // 0: nothing to fix; 1: fixes shown.

@@ -152,14 +152,10 @@ pub fn probe(
         .cwd(root)
         .timeout(budget)
         .output_cap(8 * 1024);
-    let out = command.run(cancel).map_err(|e| ToolError::Failed {
+    let out = command.run(cancel).map_err(|source| ToolError::Run {
         command: command.command_line(),
-        message: e.to_string(),
+        source,
     })?;
-    let failed = |message: String| ToolError::Failed {
-        command: out.command.clone(),
-        message,
-    };
     match out.ending {
         Ending::Exited(0) => {}
         Ending::Cancelled => return Err(ToolError::Cancelled),
@@ -178,11 +174,18 @@ pub fn probe(
             )));
         }
     }
-    let text = std::fs::read_to_string(&result_file)
-        .map_err(|e| failed(format!("no result from the probe ({e})")))?;
+    let text = std::fs::read_to_string(&result_file).map_err(|source| ToolError::NoResult {
+        command: out.command.clone(),
+        source,
+    })?;
     serde_json::from_str(&text)
         .map(Some)
-        .map_err(|e| failed(format!("unreadable result from the probe ({e})")))
+        .map_err(|source| ToolError::Garbled {
+            command: out.command,
+            what: "unreadable result from the probe",
+            last_line: None,
+            source,
+        })
 }
 
 fn not_checked(module: &str, reason: String) -> ProbeResult {
@@ -195,8 +198,5 @@ fn not_checked(module: &str, reason: String) -> ProbeResult {
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), ToolError> {
-    std::fs::write(path, text).map_err(|e| ToolError::Failed {
-        command: format!("write {}", path.display()),
-        message: e.to_string(),
-    })
+    std::fs::write(path, text).map_err(|source| ToolError::write(path, source))
 }

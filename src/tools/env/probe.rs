@@ -110,9 +110,11 @@ enum Said {
 pub(super) fn probe(python: &Path) -> Result<Probe, ToolError> {
     let out = run_python(python, &["-c", SCRIPT])?;
     let parsed = expect_success(Ok(out)).and_then(|out| {
-        parse(&out.stdout).map_err(|message| ToolError::Failed {
+        parse(&out.stdout).map_err(|source| ToolError::Garbled {
             command: out.command.clone(),
-            message,
+            what: "unexpected output",
+            last_line: None,
+            source,
         })
     });
     let (found, said) = match parsed {
@@ -154,9 +156,8 @@ pub(super) fn probe(python: &Path) -> Result<Probe, ToolError> {
 
 /// The probe's JSON line: the executable, the layout and what it said of
 /// pytest and pylint.
-fn parse(stdout: &str) -> Result<(Found, [Said; 2]), String> {
-    let value: serde_json::Value =
-        serde_json::from_str(stdout.trim()).map_err(|e| format!("unexpected output: {e}"))?;
+fn parse(stdout: &str) -> Result<(Found, [Said; 2]), serde_json::Error> {
+    let value: serde_json::Value = serde_json::from_str(stdout.trim())?;
     let path = |v: &serde_json::Value| v.as_str().filter(|s| !s.is_empty()).map(PathBuf::from);
     let paths = |v: &serde_json::Value| -> Vec<PathBuf> {
         v.as_array()

@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex};
 use sha2::{Digest, Sha256};
 
 use super::deps::ModuleIndex;
+use super::digest::field;
 pub(super) use super::import_memo::ImportMemo;
 use crate::tools::{LintMessage, PythonEnv};
 
@@ -330,12 +331,6 @@ impl Keys {
         memo.keep();
         facts
     }
-}
-
-/// Adds a length-prefixed field, so no two field lists hash alike.
-pub(super) fn field(hash: &mut Sha256, bytes: &[u8]) {
-    hash.update((bytes.len() as u64).to_le_bytes());
-    hash.update(bytes);
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use std::sync::OnceLock;
 
 use sha2::{Digest, Sha256};
 
-use super::cache::field;
+use super::digest::field;
 
 /// How many lists' memos the folder keeps.
 const MAX_LISTS: usize = 8;

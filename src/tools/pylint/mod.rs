@@ -33,6 +33,7 @@ use crate::cancel::Cancel;
 mod batch;
 mod cache;
 mod deps;
+mod digest;
 mod import_memo;
 mod pass;
 mod score;

@@ -82,15 +82,15 @@ impl Linter<'_> {
             .timeout(self.timeout)
             .output_cap(REPORT_CAP)
             .run(self.cancel)
-            .map_err(|e| ToolError::Failed {
+            .map_err(|source| ToolError::Run {
                 command: "pylint".to_string(),
-                message: e.to_string(),
+                source,
             })?;
         match out.ending {
             Ending::Cancelled => return Err(ToolError::Cancelled),
             Ending::TimedOut => {
                 return Ok(Pass::Unfinished {
-                    why: format!("timed out after {}", super::slow::seconds(self.timeout)),
+                    why: format!("timed out after {}", seconds(self.timeout)),
                     took: out.duration,
                 })
             }
@@ -129,6 +129,16 @@ impl Linter<'_> {
             .args(OPTIONS)
             .args(files.iter().map(|f| as_argument(f)))
             .shown_args(2 + OPTIONS.len() + SHOWN_FILES, "files")
+    }
+}
+
+/// `30s`, or `0.05s` below a second: a pass's timeout, as notes give it.
+pub(super) fn seconds(duration: Duration) -> String {
+    if duration.subsec_nanos() == 0 {
+        format!("{}s", duration.as_secs())
+    } else {
+        let text = format!("{:.3}", duration.as_secs_f64());
+        format!("{}s", text.trim_end_matches('0').trim_end_matches('.'))
     }
 }
 
@@ -261,6 +271,13 @@ pub(super) fn relative_path(path: &str, root: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timeouts_read_as_seconds() {
+        assert_eq!(seconds(Duration::from_secs(30)), "30s");
+        assert_eq!(seconds(Duration::from_millis(50)), "0.05s");
+        assert_eq!(seconds(Duration::from_millis(2500)), "2.5s");
+    }
 
     #[test]
     fn option_like_names_become_paths() {

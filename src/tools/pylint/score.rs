@@ -118,9 +118,9 @@ fn evaluate(
         .cwd(linter.root)
         .timeout(linter.timeout)
         .run(linter.cancel)
-        .map_err(|e| ToolError::Failed {
+        .map_err(|source| ToolError::Run {
             command: "pylint score".to_string(),
-            message: e.to_string(),
+            source,
         })?;
     if out.ending == Ending::Cancelled {
         return Err(ToolError::Cancelled);

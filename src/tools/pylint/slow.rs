@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use super::pass::{Found, Linter, Pass};
+use super::pass::{seconds, Found, Linter, Pass};
 use crate::tools::{LintBatch, SkippedLint, ToolError};
 
 /// How many pylint runs the searches for slow files may add, in all.
@@ -145,16 +145,6 @@ pub(super) fn round_ms(duration: Duration) -> f64 {
     duration.as_millis() as f64 / 1000.0
 }
 
-/// `30s`, or `0.05s` below a second.
-pub(super) fn seconds(duration: Duration) -> String {
-    if duration.subsec_nanos() == 0 {
-        format!("{}s", duration.as_secs())
-    } else {
-        let text = format!("{:.3}", duration.as_secs_f64());
-        format!("{}s", text.trim_end_matches('0').trim_end_matches('.'))
-    }
-}
-
 /// Why `file` is skipped without a run, when an earlier run of this process
 /// skipped it and it has not changed.
 pub(super) fn known_skip(linter: &Linter<'_>, file: &str) -> Option<SkippedLint> {
@@ -200,13 +190,6 @@ fn remember(linter: &Linter<'_>, file: &str, singled_out: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn timeouts_read_as_seconds() {
-        assert_eq!(seconds(Duration::from_secs(30)), "30s");
-        assert_eq!(seconds(Duration::from_millis(50)), "0.05s");
-        assert_eq!(seconds(Duration::from_millis(2500)), "2.5s");
-    }
 
     #[test]
     fn the_budget_runs_out() {

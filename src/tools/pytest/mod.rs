@@ -22,15 +22,17 @@
 //! file in the cell (`--swarm-only`, no command-line limits or quoting), the
 //! plugin deselects the others after writing every collected id.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 mod config;
 mod links;
 mod results;
 
 use super::junit::parse_junit;
-use super::process::{cap_text, Ending};
-use super::{PythonEnv, Sandbox, TestLimits, TestRun, ToolError};
+use super::process::{cap_text, Ending, ProcessBuilder, ProcessOutput};
+use super::sandbox::Cell;
+use super::{PythonEnv, Sandbox, TestCase, TestLimits, TestOutcome, TestRun, ToolError};
 use crate::cancel::Cancel;
 
 /// pytest's exit code when it collected no tests.
@@ -63,29 +65,126 @@ pub(super) fn run_only(
     only: Option<&[String]>,
     cancel: &Cancel,
 ) -> Result<(TestRun, Option<Vec<String>>), ToolError> {
-    let timeout = limits.run;
     let root = &std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
     let cell = sandbox.cell("pytest")?;
-    let junit = cell.dir().join("junit.xml");
-    let plugin_dir = cell.dir().join("plugin");
-    let results_file = cell.dir().join("results.jsonl");
-    let stack_file = cell.dir().join("stacks.txt");
-    write_file(
-        &plugin_dir.join(format!("{PLUGIN_MODULE}.py")),
-        PLUGIN_SOURCE,
-    )?;
-    let (config, confcutdir) = match config::locate(root, &sandbox.boundary_of(root)) {
-        Some(file) => {
-            let folder = file.parent().unwrap_or(root).to_path_buf();
-            (file, folder)
-        }
-        None => {
-            let empty = cell.dir().join("pytest.ini");
-            write_file(&empty, "")?;
-            (empty, root.clone())
-        }
+    let boundary = sandbox.boundary_of(root);
+    let files = RunFiles::prepare(&cell, &boundary, root, only)?;
+    let escaping = links::leading_out(root, &boundary);
+    let builder = command(&cell, env, root, limits, &files, &escaping);
+    let out = builder.run(cancel).map_err(|source| ToolError::Run {
+        command: builder.command_line(),
+        source,
+    })?;
+    if out.ending == Ending::Cancelled {
+        return Err(ToolError::Cancelled);
+    }
+    let mut output = cap_text(&out.combined(), TEST_OUTPUT_CAP);
+    if !escaping.is_empty() {
+        let names: Vec<String> = escaping
+            .iter()
+            .map(|l| l.strip_prefix(root).unwrap_or(l).display().to_string())
+            .collect();
+        output.push_str(&format!(
+            "\n[swarm] not collected: symlinks leading out of the project: {}",
+            names.join(", ")
+        ));
+    }
+    let cases = read_cases(&files, root, &out, limits.run, &mut output);
+    let exit_code = out.exit_code();
+    let collected = only.and_then(|_| {
+        let text = std::fs::read_to_string(&files.results).ok()?;
+        results::selection(&text)
+    });
+    let run = TestRun {
+        cases,
+        exit_code,
+        timed_out: out.ending == Ending::TimedOut,
+        no_tests: exit_code == Some(NO_TESTS_COLLECTED),
+        command: out.command,
+        output,
+        duration: out.duration,
     };
-    let escaping = links::leading_out(root, &sandbox.boundary_of(root));
+    Ok((run, collected))
+}
+
+/// The files of one pytest run in its sandbox cell.
+struct RunFiles {
+    /// Where pytest writes its junit XML.
+    junit: PathBuf,
+    /// The folder holding swarm's plugin (put on `PYTHONPATH`).
+    plugin_dir: PathBuf,
+    /// Where the plugin writes each result as it finishes.
+    results: PathBuf,
+    /// Where faulthandler dumps the stacks before the run's deadline.
+    stacks: PathBuf,
+    /// The configuration file pytest reads (`-c`).
+    config: PathBuf,
+    /// The folder pytest looks for `conftest.py` no higher than.
+    confcutdir: PathBuf,
+    /// The file listing the tests to run, when only some are.
+    only: Option<PathBuf>,
+}
+
+impl RunFiles {
+    /// Writes the plugin into `cell`, finds pytest's configuration under
+    /// `boundary` (or writes an empty one into the cell) and, with `only`,
+    /// the list of tests to run.
+    fn prepare(
+        cell: &Cell,
+        boundary: &Path,
+        root: &Path,
+        only: Option<&[String]>,
+    ) -> Result<Self, ToolError> {
+        let dir = cell.dir();
+        let plugin_dir = dir.join("plugin");
+        write_file(
+            &plugin_dir.join(format!("{PLUGIN_MODULE}.py")),
+            PLUGIN_SOURCE,
+        )?;
+        let (config, confcutdir) = match config::locate(root, boundary) {
+            Some(file) => {
+                let folder = file.parent().unwrap_or(root).to_path_buf();
+                (file, folder)
+            }
+            None => {
+                let empty = dir.join("pytest.ini");
+                write_file(&empty, "")?;
+                (empty, root.to_path_buf())
+            }
+        };
+        let only = match only {
+            Some(ids) => {
+                let listing = dir.join("only.txt");
+                let mut text = ids.join("\n");
+                text.push('\n');
+                write_file(&listing, &text)?;
+                Some(listing)
+            }
+            None => None,
+        };
+        Ok(Self {
+            junit: dir.join("junit.xml"),
+            plugin_dir,
+            results: dir.join("results.jsonl"),
+            stacks: dir.join("stacks.txt"),
+            config,
+            confcutdir,
+            only,
+        })
+    }
+}
+
+/// The pytest command line of a run (see the module docs): swarm's plugin
+/// with the limits, the configuration, the junit XML, an `--ignore` for
+/// every link in `escaping` and, when only some tests run, their list.
+fn command(
+    cell: &Cell,
+    env: &PythonEnv,
+    root: &Path,
+    limits: TestLimits,
+    files: &RunFiles,
+    escaping: &[PathBuf],
+) -> ProcessBuilder {
     let mut builder = cell
         .command(&env.python)
         .args([
@@ -103,53 +202,46 @@ pub(super) fn run_only(
         ))
         .arg(format!(
             "--swarm-run-deadline={:.3}",
-            deadline_after(timeout)
+            deadline_after(limits.run)
         ))
         .arg("--swarm-results")
-        .arg(&results_file)
+        .arg(&files.results)
         .arg("--swarm-stack-file")
-        .arg(&stack_file)
+        .arg(&files.stacks)
         .arg("--rootdir")
         .arg(root)
         .arg("-c")
-        .arg(&config)
+        .arg(&files.config)
         .arg("--confcutdir")
-        .arg(&confcutdir)
+        .arg(&files.confcutdir)
         .arg("--junitxml")
-        .arg(&junit)
+        .arg(&files.junit)
         .args(["-o", "junit_family=xunit1", "--color=no"])
-        .env("PYTHONPATH", &plugin_dir)
+        .env("PYTHONPATH", &files.plugin_dir)
         .cwd(root)
-        .timeout(timeout);
-    for link in &escaping {
+        .timeout(limits.run);
+    for link in escaping {
         builder = builder.arg(format!("--ignore={}", link.display()));
     }
-    if let Some(ids) = only {
-        let listing = cell.dir().join("only.txt");
-        let mut text = ids.join("\n");
-        text.push('\n');
-        write_file(&listing, &text)?;
-        builder = builder.arg("--swarm-only").arg(&listing);
+    if let Some(listing) = &files.only {
+        builder = builder.arg("--swarm-only").arg(listing);
     }
-    let out = builder.run(cancel).map_err(|e| ToolError::Failed {
-        command: builder.command_line(),
-        message: e.to_string(),
-    })?;
-    if out.ending == Ending::Cancelled {
-        return Err(ToolError::Cancelled);
-    }
-    let mut output = cap_text(&out.combined(), TEST_OUTPUT_CAP);
-    if !escaping.is_empty() {
-        let names: Vec<String> = escaping
-            .iter()
-            .map(|l| l.strip_prefix(root).unwrap_or(l).display().to_string())
-            .collect();
-        output.push_str(&format!(
-            "\n[swarm] not collected: symlinks leading out of the project: {}",
-            names.join(", ")
-        ));
-    }
-    let mut cases = match std::fs::read_to_string(&junit) {
+    builder
+}
+
+/// The cases of the run that ended as `out`: the junit XML's, else (pytest
+/// killed or crashed before writing it) those the plugin wrote as tests
+/// finished. What a reader of `output` should know is added to it in turn:
+/// junit XML that could not be read, the run stopped at `timeout`, results
+/// read from the plugin's file.
+fn read_cases(
+    files: &RunFiles,
+    root: &Path,
+    out: &ProcessOutput,
+    timeout: Duration,
+    output: &mut String,
+) -> Vec<TestCase> {
+    let mut cases = match std::fs::read_to_string(&files.junit) {
         Ok(xml) => match parse_junit(&xml, root) {
             Ok(cases) => Some(cases),
             Err(e) => {
@@ -168,9 +260,9 @@ pub(super) fn run_only(
     }
     if cases.is_none() {
         // Killed (or crashed) before the junit XML: what finished still counts.
-        if let Ok(text) = std::fs::read_to_string(&results_file) {
+        if let Ok(text) = std::fs::read_to_string(&files.results) {
             let (cut, stacks) = if timed_out {
-                let stacks = std::fs::read_to_string(&stack_file).ok();
+                let stacks = std::fs::read_to_string(&files.stacks).ok();
                 (results::Cut::Limit(timeout), stacks)
             } else {
                 (results::Cut::Ended(out.exit_code()), None)
@@ -178,7 +270,7 @@ pub(super) fn run_only(
             let found = results::cases_from_results(&text, stacks.as_deref(), root, cut);
             let not_run = found
                 .iter()
-                .filter(|c| c.outcome == super::TestOutcome::NotRun)
+                .filter(|c| c.outcome == TestOutcome::NotRun)
                 .count();
             output.push_str(&format!(
                 "\n[swarm] {} test(s) read from the results written as they finished; {not_run} not run",
@@ -187,39 +279,20 @@ pub(super) fn run_only(
             cases = Some(found);
         }
     }
-    let cases = cases.unwrap_or_default();
-    let exit_code = out.exit_code();
-    let collected = only.and_then(|_| {
-        let text = std::fs::read_to_string(&results_file).ok()?;
-        results::selection(&text)
-    });
-    let run = TestRun {
-        cases,
-        exit_code,
-        timed_out,
-        no_tests: exit_code == Some(NO_TESTS_COLLECTED),
-        command: out.command,
-        output,
-        duration: out.duration,
-    };
-    Ok((run, collected))
+    cases.unwrap_or_default()
 }
 
 /// Writes `text` to `path`, creating its folder.
 fn write_file(path: &Path, text: &str) -> Result<(), ToolError> {
-    let failed = |e: std::io::Error| ToolError::Failed {
-        command: format!("write {}", path.display()),
-        message: e.to_string(),
-    };
     if let Some(folder) = path.parent() {
-        std::fs::create_dir_all(folder).map_err(failed)?;
+        std::fs::create_dir_all(folder).map_err(|source| ToolError::write(path, source))?;
     }
-    std::fs::write(path, text).map_err(failed)
+    std::fs::write(path, text).map_err(|source| ToolError::write(path, source))
 }
 
 /// The wall-clock time `timeout` from now, in seconds since the epoch: when
 /// the whole run will be killed, for the plugin's last stack dump.
-fn deadline_after(timeout: std::time::Duration) -> f64 {
+fn deadline_after(timeout: Duration) -> f64 {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();

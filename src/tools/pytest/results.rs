@@ -100,19 +100,45 @@ pub(in crate::tools) fn cases_from_results(
     cut: Cut,
 ) -> Vec<TestCase> {
     let prefixes = root_prefixes(root);
-    let mut order: Vec<String> = Vec::new();
-    let mut known: HashMap<String, Progress> = HashMap::new();
-    let events = results
+    let mut tests = Tests::default();
+    for event in results
         .lines()
-        .filter_map(|line| serde_json::from_str::<Event>(line).ok());
-    for event in events {
+        .filter_map(|line| serde_json::from_str::<Event>(line).ok())
+    {
+        tests.record(event, &prefixes);
+    }
+    let stack = stacks
+        .map(|text| trim_details(&relativize(&test_frames(text), &prefixes)))
+        .filter(|s| !s.is_empty());
+    let Tests { order, mut known } = tests;
+    order
+        .into_iter()
+        .filter_map(|id| {
+            let progress = known.remove(&id)?;
+            Some(at_cut(id, progress, cut, stack.as_deref()))
+        })
+        .collect()
+}
+
+/// Every test the events named, in the order first named.
+#[derive(Debug, Default)]
+struct Tests {
+    order: Vec<String>,
+    known: HashMap<String, Progress>,
+}
+
+impl Tests {
+    /// Takes in one event: a test collected, started, or one of its phases
+    /// reported (the worst phase's outcome wins). `prefixes` (the rootdir's)
+    /// are removed from messages and tracebacks.
+    fn record(&mut self, event: Event, prefixes: &[String]) {
         match event {
             Event::Collected { ids } => {
                 for id in &ids {
-                    track(&mut known, &mut order, id);
+                    self.track(id);
                 }
             }
-            Event::Start { id } => track(&mut known, &mut order, &id).started = true,
+            Event::Start { id } => self.track(&id).started = true,
             Event::Report {
                 id,
                 when,
@@ -120,21 +146,21 @@ pub(in crate::tools) fn cases_from_results(
                 message,
                 details,
             } => {
-                let progress = track(&mut known, &mut order, &id);
+                let progress = self.track(&id);
                 if when == "teardown" || when == "collect" {
                     progress.finished = true;
                 }
                 let Some(outcome) = outcome_of(&when, &outcome) else {
-                    continue;
+                    return;
                 };
                 let case = TestCase {
                     id,
                     outcome,
                     message: message
-                        .map(|m| relativize(&m, &prefixes))
+                        .map(|m| relativize(&m, prefixes))
                         .filter(|m| !m.is_empty()),
                     details: details
-                        .map(|d| trim_details(&relativize(&d, &prefixes)))
+                        .map(|d| trim_details(&relativize(&d, prefixes)))
                         .filter(|d| !d.is_empty()),
                 };
                 if progress
@@ -148,53 +174,45 @@ pub(in crate::tools) fn cases_from_results(
         }
     }
 
-    let stack = stacks
-        .map(|text| trim_details(&relativize(&test_frames(text), &prefixes)))
-        .filter(|s| !s.is_empty());
-    order
-        .into_iter()
-        .filter_map(|id| {
-            let progress = known.remove(&id)?;
-            Some(match (progress.started, progress.finished, progress.case) {
-                (_, true, Some(case)) => case,
-                (true, false, case) => TestCase {
-                    outcome: case.map_or(TestOutcome::Failed, |c| {
-                        if rank(c.outcome) > rank(TestOutcome::Failed) {
-                            c.outcome
-                        } else {
-                            TestOutcome::Failed
-                        }
-                    }),
-                    message: Some(format!("did not finish: {cut}")),
-                    details: stack.clone().filter(|s| shows_test(s, &id)),
-                    id,
-                },
-                (_, _, Some(case)) => case,
-                (_, _, None) => TestCase {
-                    id,
-                    outcome: TestOutcome::NotRun,
-                    message: Some(format!("not run: {cut} before this test started")),
-                    details: None,
-                },
-            })
+    /// The progress of `id`, added in order when first seen.
+    fn track(&mut self, id: &str) -> &mut Progress {
+        if !self.known.contains_key(id) {
+            self.order.push(id.to_string());
+        }
+        self.known.entry(id.to_string()).or_insert(Progress {
+            case: None,
+            started: false,
+            finished: false,
         })
-        .collect()
+    }
 }
 
-/// The progress of `id`, added in order when first seen.
-fn track<'a>(
-    known: &'a mut HashMap<String, Progress>,
-    order: &mut Vec<String>,
-    id: &str,
-) -> &'a mut Progress {
-    if !known.contains_key(id) {
-        order.push(id.to_string());
+/// The case of test `id` when the run was `cut`: its outcome when it
+/// finished; failed (with `stack` when the dump shows it) when it had
+/// started and not finished; not run when it never started.
+fn at_cut(id: String, progress: Progress, cut: Cut, stack: Option<&str>) -> TestCase {
+    match (progress.started, progress.finished, progress.case) {
+        (_, true, Some(case)) => case,
+        (true, false, case) => TestCase {
+            outcome: case.map_or(TestOutcome::Failed, |c| {
+                if rank(c.outcome) > rank(TestOutcome::Failed) {
+                    c.outcome
+                } else {
+                    TestOutcome::Failed
+                }
+            }),
+            message: Some(format!("did not finish: {cut}")),
+            details: stack.filter(|s| shows_test(s, &id)).map(str::to_string),
+            id,
+        },
+        (_, _, Some(case)) => case,
+        (_, _, None) => TestCase {
+            id,
+            outcome: TestOutcome::NotRun,
+            message: Some(format!("not run: {cut} before this test started")),
+            details: None,
+        },
     }
-    known.entry(id.to_string()).or_insert(Progress {
-        case: None,
-        started: false,
-        finished: false,
-    })
 }
 
 /// Whether a stack dump shows the test `id` running (the dump is taken

@@ -42,13 +42,15 @@ use crate::cancel::Cancel;
 
 pub(crate) mod child;
 mod env;
+pub(crate) mod failure;
 mod known;
 mod landlock;
 mod limits;
 mod namespaces;
 
-use child::{describe_spawn_error, Confinement};
+use child::Confinement;
 use env::CellDirs;
+use failure::describe_spawn_error;
 pub use limits::ResourceLimits;
 use namespaces::NamespacePlan;
 
@@ -216,10 +218,6 @@ impl Sandbox {
         env: &PythonEnv,
         memo: Option<&ProbeMemo>,
     ) -> Result<Sandbox, ToolError> {
-        let failed = |message: String| ToolError::Failed {
-            command: "sandbox".to_string(),
-            message,
-        };
         let mut builder = tempfile::Builder::new();
         builder.prefix("swarm-sandbox-");
         let scratch = match &policy.scratch_parent {
@@ -228,7 +226,10 @@ impl Sandbox {
             }
             None => builder.tempdir(),
         }
-        .map_err(|e| failed(format!("cannot create a scratch folder: {e}")))?;
+        .map_err(|source| ToolError::Sandbox {
+            step: "cannot create a scratch folder".to_string(),
+            source,
+        })?;
         let absolute = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
         let writable: Vec<PathBuf> = policy.writable.iter().map(absolute).collect();
         let mut read_roots: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
@@ -258,12 +259,16 @@ impl Sandbox {
         let probed = match recalled {
             Some(probed) => probed,
             None => {
-                let probed = sandbox.probe_all(policy.isolate).map_err(|problem| {
-                    failed(format!(
-                        "{} does not start with the sandbox's environment: {problem}",
-                        env.python.display()
-                    ))
-                })?;
+                let probed =
+                    sandbox
+                        .probe_all(policy.isolate)
+                        .map_err(|problem| ToolError::Failed {
+                            command: "sandbox".to_string(),
+                            message: format!(
+                                "{} does not start with the sandbox's environment: {problem}",
+                                env.python.display()
+                            ),
+                        })?;
                 if let Some((memo, key)) = &memo {
                     memo.remember(key, &probed, vec![env.python.clone()]);
                 }
@@ -508,9 +513,9 @@ impl Sandbox {
         let dir = self.scratch.path().join(format!("{n}-{tool}"));
         let dirs = CellDirs::under(&dir);
         for folder in [&dirs.home, &dirs.tmp] {
-            std::fs::create_dir_all(folder).map_err(|e| ToolError::Failed {
-                command: "sandbox".to_string(),
-                message: format!("cannot create {}: {e}", folder.display()),
+            std::fs::create_dir_all(folder).map_err(|source| ToolError::Sandbox {
+                step: format!("cannot create {}", folder.display()),
+                source,
             })?;
         }
         let env = env::for_cell(&self.inherited, &self.env, &dirs);
@@ -557,9 +562,9 @@ impl Cell {
             devices: DEVICES.iter().map(PathBuf::from).collect(),
             deny_tcp: !sandbox.namespaces,
         };
-        landlock::build_ruleset(abi, &rules).map_err(|e| ToolError::Failed {
-            command: "sandbox".to_string(),
-            message: format!("cannot build the Landlock ruleset: {e}"),
+        landlock::build_ruleset(abi, &rules).map_err(|source| ToolError::Sandbox {
+            step: "cannot build the Landlock ruleset".to_string(),
+            source,
         })
     }
 }

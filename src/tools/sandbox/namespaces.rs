@@ -26,7 +26,7 @@
 
 use std::ffi::CStr;
 
-use super::child::{Failure, Step};
+use super::failure::{Failure, Step};
 
 /// The id maps, formatted before the fork.
 #[derive(Debug)]

@@ -264,7 +264,16 @@ fn pytest_that_cannot_start_is_an_error() {
         &Cancel::new(),
     )
     .expect_err("no interpreter");
-    assert!(matches!(err, ToolError::Failed { .. }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            ToolError::Run {
+                source: ProcessError::Spawn { .. },
+                ..
+            }
+        ),
+        "{err:?}"
+    );
 }
 
 #[test]

@@ -67,9 +67,12 @@ fn missing_tools_without_bootstrap_is_a_hint() {
         &settings,
     )
     .expect_err("no tools");
-    let ToolError::Missing(hint) = err else {
-        panic!("expected Missing, got {err:?}");
+    let ToolError::Missing(MissingTool::TestTools { tools, .. }) = &err else {
+        panic!("expected the test tools missing, got {err:?}");
     };
+    assert_eq!(tools, &["pytest", "pylint"]);
+    // What the user reads: the fact, then how to get the tools.
+    let hint = swarm::error::SwarmError::from(err).to_string();
     assert!(hint.contains("pytest and pylint not found"), "{hint}");
     assert!(hint.contains("pip install pytest pylint"), "{hint}");
     assert!(hint.contains("--no-bootstrap"), "{hint}");
