@@ -11,7 +11,6 @@ use crate::support::repo::{git_in, git_ok, TestRepo};
 mod content;
 mod fast_forward;
 mod hook_env;
-mod layering;
 mod location;
 mod locks;
 mod runs;
