@@ -6,7 +6,7 @@
 pub mod analysis;
 mod atomic;
 pub mod cancel;
-pub mod cli;
+mod cli;
 pub mod config;
 pub mod error;
 pub mod git;
@@ -14,9 +14,11 @@ pub mod harden;
 pub mod llm;
 mod lockfile;
 pub mod log;
-pub mod orchestrator;
+mod orchestrator;
 pub mod patch;
 pub mod pipeline;
 pub mod report;
-pub mod stage;
+mod stage;
 pub mod tools;
+
+pub use cli::main;

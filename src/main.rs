@@ -1,5 +1,5 @@
 //! The `swarm` binary: everything happens in the library's `cli` module.
 
 fn main() -> std::process::ExitCode {
-    swarm::cli::main()
+    swarm::main()
 }

@@ -259,10 +259,12 @@ fn refused(
     });
     let outcome = match split {
         Some(Ok(steps)) => {
+            let sizes: Vec<String> = steps.iter().map(|s| s.changed_lines.to_string()).collect();
             cx.events.emit(Event::Notice {
                 message: format!(
-                    "{file}: the proposal is split into {} reviewer-sized steps",
-                    steps.len()
+                    "{file}: the proposal is split into {} reviewer-sized steps ({} changed lines)",
+                    steps.len(),
+                    sizes.join(", ")
                 ),
             });
             return Ok(Reviewed::Split(steps));

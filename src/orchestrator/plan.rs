@@ -235,7 +235,7 @@ fn note_selection(coverage: &mut Coverage, selection: &Selection, round: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stage::planner::Shown;
+    use crate::stage::planner::request::Shown;
 
     fn shown(paths: &[&str]) -> Selection {
         Selection {

@@ -174,15 +174,6 @@ impl Budget {
             tests: allowance(RequestKind::Tests, settings.test_tokens)?,
         })
     }
-
-    /// The allowance of one kind of request.
-    pub fn allowance(&self, kind: RequestKind) -> Allowance {
-        match kind {
-            RequestKind::Plan => self.plan,
-            RequestKind::Fix => self.fix,
-            RequestKind::Tests => self.tests,
-        }
-    }
 }
 
 impl Default for Budget {
@@ -251,8 +242,11 @@ mod tests {
     fn a_known_window_caps_and_a_declared_one_wins() {
         let gpt4 = Budget::new(&settings(None), "gpt-4").expect("fits");
         assert_eq!(gpt4.window, Some(8_192));
-        for kind in [RequestKind::Plan, RequestKind::Fix, RequestKind::Tests] {
-            let a = gpt4.allowance(kind);
+        for (kind, a) in [
+            (RequestKind::Plan, gpt4.plan),
+            (RequestKind::Fix, gpt4.fix),
+            (RequestKind::Tests, gpt4.tests),
+        ] {
             let replies = if kind.asks_again() { 2 } else { 1 };
             assert!(a.prompt_tokens + replies * u64::from(a.reply_tokens) <= 8_192);
             assert!(a.prompt_tokens >= MIN_PROMPT_TOKENS);

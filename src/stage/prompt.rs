@@ -76,11 +76,6 @@ pub struct FixPrompt {
     pub excerpts: Option<Vec<Excerpt>>,
 }
 
-/// The Fixer's request for one file (see [`fix_prompt`]).
-pub fn fix_request(input: &FixInput<'_>) -> ChatRequest {
-    fix_prompt(input).request
-}
-
 /// The Fixer's request for one file, within `input.allowance.prompt_tokens`
 /// by [`llm::prompt_tokens`]: the whole file with as much evidence as fits
 /// beside it, else the file in excerpts ([`excerpt`]) beside a share of
@@ -306,7 +301,7 @@ mod tests {
             related: &related,
             ..input(&[])
         };
-        let text = fix_request(&with).messages[0].content.clone();
+        let text = fix_prompt(&with).request.messages[0].content.clone();
         assert!(
             text.contains("## Related code in other files (for context"),
             "{text}"
@@ -314,7 +309,7 @@ mod tests {
         assert!(text.contains("### `pkg/r0.py` lines 3-4: `f0` (calls g)\n```python\ndef f0():\n    return g()\n```"), "{text}");
         // At most four definitions.
         assert!(text.contains("`f3`") && !text.contains("`f4`"), "{text}");
-        let bare = fix_request(&input(&[])).messages[0].content.clone();
+        let bare = fix_prompt(&input(&[])).request.messages[0].content.clone();
         assert!(!bare.contains("Related code"), "{bare}");
     }
 
@@ -328,13 +323,13 @@ mod tests {
 
     #[test]
     fn history_is_tiered() {
-        let first = fix_request(&input(&[])).messages[0].content.clone();
+        let first = fix_prompt(&input(&[])).request.messages[0].content.clone();
         assert!(!first.contains("Previous attempt") && !first.contains("Earlier attempts"));
         let one = [attempt(1)];
-        let second = fix_request(&input(&one)).messages[0].content.clone();
+        let second = fix_prompt(&input(&one)).request.messages[0].content.clone();
         assert!(second.contains("## Previous attempt") && second.contains("```diff"));
         let three = [attempt(1), attempt(2), attempt(3)];
-        let third = fix_request(&input(&three)).messages[0].content.clone();
+        let third = fix_prompt(&input(&three)).request.messages[0].content.clone();
         assert!(third.contains("Earlier attempts (3)"));
         assert!(third.contains("Tried idea 1; idea 2; idea 3"));
         assert!(third.contains("different approach"));

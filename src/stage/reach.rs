@@ -270,9 +270,9 @@ mod context;
 mod resolve;
 mod rotation;
 
-pub use context::{related_code, ImportedNames, Related};
+pub use context::{related_code, Related};
 pub use resolve::{called_definitions, Resolved};
-pub use rotation::{rotate, FRUITLESS_ROUNDS};
+pub use rotation::rotate;
 
 #[cfg(test)]
 mod tests;

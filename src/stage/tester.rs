@@ -113,13 +113,6 @@ pub struct TestFate {
     pub fails_on_original: bool,
 }
 
-impl TestFate {
-    /// The step it failed, if any.
-    pub fn failed_at(&self) -> Option<Step> {
-        self.steps.iter().find(|s| !s.passed).map(|s| s.step)
-    }
-}
-
 /// The Tester's work on one module.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Generated {

@@ -9,8 +9,8 @@ pub mod request;
 
 use std::collections::BTreeMap;
 
-pub use evidence::{rank, Facts, Ranked, Reason};
-pub use request::{plan_request, PlanInput, PlanTooBig, Selection, Shown};
+pub use evidence::{rank, Facts, Ranked};
+pub use request::{plan_request, PlanInput, Selection};
 
 use super::{call_model, ModelCall};
 use crate::llm::{ChatModel, ChatRequest, ChatResponse, LlmError};

@@ -114,7 +114,7 @@ fn a_file_that_fits_is_shown_whole_with_all_its_evidence() {
 #[test]
 fn evidence_is_given_up_in_order_before_the_file() {
     let owned = Owned::new(60, 8, 40, 1, 3_000);
-    let full = llm::prompt_tokens(&fix_request(&owned.input(u64::MAX)));
+    let full = llm::prompt_tokens(&fix_prompt(&owned.input(u64::MAX)).request);
     let mut seen_whole_and_bare = false;
     for allowance in (MIN_PROMPT_TOKENS..full).rev().step_by(37) {
         let prompt = fix_prompt(&owned.input(allowance));
@@ -188,7 +188,7 @@ fn a_file_too_large_is_shown_in_excerpts_within_the_allowance() {
 fn a_long_reply_is_shown_cut_in_a_reask_that_fits() {
     let owned = Owned::new(200, 2, 5, 0, 100);
     let input = owned.input(3_000);
-    let request = fix_request(&input);
+    let request = fix_prompt(&input).request;
     let short = follow_up_within(
         request.clone(),
         "no diff here",

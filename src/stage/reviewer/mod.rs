@@ -40,7 +40,7 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-pub use rebase::{ShownVersion, ShownVersions};
+pub use rebase::ShownVersions;
 pub use rules::Rejection;
 pub use split::{split, SplitFailure, Step};
 

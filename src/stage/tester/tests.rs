@@ -6,6 +6,11 @@ def test_nothing():\n    mean([1, 2])\n\n\n\
 def test_true():\n    assert True\n\n\n\
 class TestMore:\n    def test_x(self):\n        assert mean([1]) == 1\n";
 
+/// The step a test failed, if any.
+fn failed_at(fate: &TestFate) -> Option<Step> {
+    fate.steps.iter().find(|s| !s.passed).map(|s| s.step)
+}
+
 #[test]
 fn python_comes_from_the_fence_or_the_whole_reply() {
     let fenced = "Here are tests.\n\n```python\nimport stats\n```\nDone.";
@@ -45,7 +50,7 @@ fn the_static_steps_keep_real_assertions_only() {
         ]
     );
     let nothing = &generated.tests[1];
-    assert_eq!(nothing.failed_at(), Some(Step::RealAssertions));
+    assert_eq!(failed_at(nothing), Some(Step::RealAssertions));
     assert!(
         nothing
             .reason
@@ -63,7 +68,7 @@ fn a_file_that_does_not_import_the_module_keeps_nothing() {
         "```python\ndef test_a():\n    assert 1 + 1 == 2\n```\n",
     );
     assert_eq!(generated.kept(), 0);
-    assert_eq!(generated.tests[0].failed_at(), Some(Step::ImportsModule));
+    assert_eq!(failed_at(&generated.tests[0]), Some(Step::ImportsModule));
     let broken = prepare("stats.py", "```python\ndef test_a(:\n    pass\n```\n");
     assert!(broken.note.as_deref().unwrap().contains("does not parse"));
     assert!(!broken.file_steps[0].passed);
@@ -164,7 +169,7 @@ fn a_set_aside_test_counts_only_when_the_plan_calls_it_a_bug_and_it_passes() {
     generated.settle("test_mean_of_two", None, why);
     assert!(generated.tests[0].kept);
     assert_eq!(generated.tests[0].reason, None);
-    assert_eq!(generated.tests[0].failed_at(), None);
+    assert_eq!(failed_at(&generated.tests[0]), None);
     assert!(generated
         .kept_text("stats")
         .unwrap()
