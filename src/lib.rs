@@ -3,7 +3,6 @@
 //! The library runs the pipeline (Auditor → Fixer → Reviewer → Executor →
 //! Judge) and returns values and events; only `cli` writes to the terminal.
 
-pub mod analysis;
 mod atomic;
 pub mod cancel;
 mod cli;
@@ -15,8 +14,12 @@ pub mod llm;
 mod lockfile;
 pub mod log;
 mod orchestrator;
-pub mod patch;
 pub mod pipeline;
+
+/// Static analysis of Python source (the `swarm-analysis` crate).
+pub use swarm_analysis as analysis;
+/// The patch engine (the `swarm-patch` crate).
+pub use swarm_patch as patch;
 pub mod report;
 mod stage;
 pub mod tools;

@@ -143,7 +143,7 @@ fn closest(old: &[&str], file: &[&str]) -> Option<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::patch::HunkLine;
+    use crate::HunkLine;
 
     #[test]
     fn not_found_names_missing_lines_and_closest_region() {

@@ -20,7 +20,7 @@ mod danger;
 mod metrics;
 mod outline;
 mod resolve;
-pub(crate) mod tree;
+pub mod tree;
 
 pub use calls::{function_pairs, literal_calls, CallSite, FunctionPair, MAX_FUNCTIONS};
 pub use danger::is_dangerous;

@@ -401,7 +401,7 @@ fn clip(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::is_dangerous;
-    use crate::analysis::dangerous_calls;
+    use crate::dangerous_calls;
 
     fn names(source: &str) -> Vec<String> {
         dangerous_calls(source)

@@ -1,11 +1,12 @@
 //! Parsing Python with tree-sitter and walking the syntax tree: the shared
-//! plumbing of the metrics, syntax and dangerous-call checks.
+//! plumbing of the metrics, syntax and dangerous-call checks, and what the
+//! Tester reads of the tests it generates (`parse`, `text`).
 
 use tree_sitter::{Node, Parser, Tree};
 
 /// Parses Python source. tree-sitter always returns a tree, with `ERROR`
 /// and `MISSING` nodes where the source does not parse.
-pub(crate) fn parse(source: &str) -> Tree {
+pub fn parse(source: &str) -> Tree {
     let mut parser = Parser::new();
     parser
         .set_language(&tree_sitter_python::LANGUAGE.into())
@@ -111,6 +112,6 @@ fn starts_line(node: Node<'_>, source: &str) -> bool {
 }
 
 /// The text of a node (empty when the source is not valid UTF-8 there).
-pub(crate) fn text<'s>(node: Node<'_>, source: &'s str) -> &'s str {
+pub fn text<'s>(node: Node<'_>, source: &'s str) -> &'s str {
     node.utf8_text(source.as_bytes()).unwrap_or_default()
 }

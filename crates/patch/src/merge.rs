@@ -205,7 +205,7 @@ fn regions(marked: &str, marker: usize) -> Vec<ConflictRegion> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::patch::{parse_reply, EditOp, ReplyContext};
+    use crate::{parse_reply, EditOp, ReplyContext};
 
     const ORIGINAL: &str = "\"\"\"Money.\"\"\"\n\n\ndef to_cents(amount):\n    return round(amount * 10)\n\n\ndef apply_discount(price, percent):\n    return price * percent / 100\n";
 
@@ -234,8 +234,8 @@ mod tests {
             .replace("price * percent", "price * (100 - percent)");
         let hunks = hunks(ORIGINAL, &theirs);
         // The diff does not fit the current text…
-        assert!(crate::patch::apply(
-            &[crate::patch::FileEdit {
+        assert!(crate::apply(
+            &[crate::FileEdit {
                 path: "m.py".into(),
                 op: EditOp::Patch(hunks.clone())
             }],
