@@ -6,13 +6,15 @@
 //! lock, at a cost that does not grow with the file (`store`); a log cut
 //! short by a crash is mended and nothing is ever thrown away (`repair`).
 //! Known secrets are masked before anything is written. This module owns the
-//! entry format; the bytes on disk belong to `store`.
+//! entry format; the bytes on disk belong to `store`, which it calls (never
+//! the other way round).
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use super::error::LogError;
 use super::repair::Repair;
 use super::store::OpenLog;
 
@@ -122,23 +124,6 @@ impl Entry {
         self.details.insert(key.to_string(), value.into());
         self
     }
-}
-
-/// Errors reading or writing the log.
-#[derive(Debug, thiserror::Error)]
-pub enum LogError {
-    #[error("cannot write the experiment log {path}: {source} (fix its permissions or pass another --log-file)")]
-    Write {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("cannot read the experiment log {path}: {source} (fix its permissions or pass another --log-file)")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("the experiment log {path} stayed locked by another process for {secs} s: stop that process or pass another --log-file")]
-    Locked { path: PathBuf, secs: u64 },
 }
 
 /// The experiment log on disk. It holds no entries in memory: each

@@ -3,8 +3,9 @@
 //! The log is one JSON array, appended to in place under a file lock:
 //! `experiment` renders entries, `store` appends them, `lock` takes the lock,
 //! `tail` and `scan` find where the next entry goes, `repair` mends a log a
-//! crash cut short.
+//! crash cut short. `error` says what went wrong, as facts.
 
+mod error;
 pub mod events;
 pub mod experiment;
 mod lock;
@@ -13,6 +14,7 @@ mod scan;
 mod store;
 mod tail;
 
+pub use error::LogError;
 pub use events::{Event, EventSink, Step};
-pub use experiment::{Action, Agent, Entry, ExperimentLog, LogError, Status};
+pub use experiment::{Action, Agent, Entry, ExperimentLog, Status};
 pub use repair::Repair;

@@ -38,10 +38,6 @@ pub(crate) struct Recorder<'a> {
     clock: StageClock,
 }
 
-fn log_err(e: crate::log::experiment::LogError) -> SwarmError {
-    SwarmError::internal(e.to_string())
-}
-
 impl<'a> Recorder<'a> {
     /// `clock` started with the run.
     pub fn new(log: &'a mut ExperimentLog, model: &str, run_id: &str, clock: StageClock) -> Self {
@@ -60,7 +56,8 @@ impl<'a> Recorder<'a> {
 
     fn write(&mut self, entry: Entry) -> Result<(), SwarmError> {
         let entry = entry.detail("run_id", self.run_id.clone());
-        self.log.record(entry).map(|_| ()).map_err(log_err)
+        self.log.record(entry)?;
+        Ok(())
     }
 
     fn entry(
