@@ -8,6 +8,7 @@ mod git;
 mod install;
 mod llm;
 mod log;
+mod log_fixture;
 mod patch_corpus;
 mod patch_props;
 mod patch_support;
