@@ -20,7 +20,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use swarm::log::{Action, Agent, Entry, ExperimentLog};
+use swarm::log::{Action, Agent, Entry, ExperimentLog, Kind, PytestRun, RunEnd, RunStart, ToolRun};
 
 const SIZES: &[usize] = &[10, 10_000, 100_000];
 /// Timed appends per size.
@@ -34,11 +34,14 @@ fn entry(n: usize) -> Entry {
         Action::CodeAnalysis,
         format!("python3 -m pytest -q --junitxml=report.xml tests/ # run {n}"),
         "tests/test_stats.py::test_mean PASSED\n".repeat(12),
+        Kind::Tool(ToolRun::Pytest(PytestRun {
+            attempt: Some(u32::try_from(n % 10).expect("below 10")),
+            passed: 12,
+            total: 12,
+            ..PytestRun::default()
+        })),
     )
-    .detail("kind", "tool")
-    .detail("tool", "pytest")
-    .detail("run_id", "20261122-101500-7f3a")
-    .detail("iteration", n % 10)
+    .in_run("20261122-101500-7f3a")
 }
 
 /// The same entry as JSON, as it sits in the file.
@@ -120,14 +123,14 @@ fn report_times(dir: &Path, size: usize) -> (Duration, Duration) {
     write_lines(&path, size);
     let run = "20261123-090000-0b1c";
     let mut log = ExperimentLog::open(&path).expect("open");
-    for (n, kind) in ["run_start"]
-        .into_iter()
-        .chain(std::iter::repeat_n("tool", 18))
-        .chain(["run_end"])
-        .enumerate()
-    {
-        log.record(entry(n).detail("run_id", run).detail("kind", kind))
-            .expect("record");
+    for n in 0..20 {
+        let mut e = entry(n).in_run(run);
+        match n {
+            0 => e.details.kind = Kind::RunStart(RunStart::default()),
+            19 => e.details.kind = Kind::RunEnd(RunEnd::default()),
+            _ => {}
+        }
+        log.record(e).expect("record");
     }
     log.sync().expect("sync");
     let prices = swarm::llm::PriceTable::new();

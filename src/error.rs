@@ -8,6 +8,7 @@
 
 use crate::git::GitError;
 use crate::llm::LlmError;
+use crate::log::LogError;
 use crate::tools::ToolError;
 
 /// How a run ended, as the process exit code (each case: `docs/architecture.md`,
@@ -344,6 +345,58 @@ impl From<crate::config::ConfigError> for SwarmError {
             }
             _ => Self::wrapping(ExitKind::InvalidInput, err),
         }
+    }
+}
+
+/// The log's facts, with what a user can do about them. Exit code 5
+/// (internal): a run that cannot write its log stops; where the log is
+/// opened, before any work, the caller makes it invalid input instead.
+impl From<LogError> for SwarmError {
+    fn from(err: LogError) -> Self {
+        let hint = match &err {
+            LogError::Write { .. } | LogError::Read { .. } => {
+                "fix its permissions or pass another --log-file"
+            }
+            LogError::Locked { .. } => "stop that process or pass another --log-file",
+        };
+        Self::wrapping(ExitKind::Internal, err).hint(hint)
+    }
+}
+
+#[cfg(test)]
+mod log_error_tests {
+    use super::*;
+
+    #[test]
+    fn a_log_error_states_the_facts_and_the_user_reads_what_to_do() {
+        let locked = LogError::Locked {
+            path: "logs/experiment_data.json".into(),
+            secs: 60,
+        };
+        assert!(!locked.to_string().contains("--log-file"), "{locked}");
+        let err = SwarmError::from(locked);
+        assert_eq!(
+            err.to_string(),
+            "the experiment log logs/experiment_data.json stayed locked by another process for \
+             60 s; stop that process or pass another --log-file"
+        );
+        assert_eq!(err.kind.code(), 5);
+        let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "permission denied");
+        let err = SwarmError::from(LogError::Write {
+            path: "x.json".into(),
+            source: io,
+        });
+        assert_eq!(
+            err.to_string(),
+            "cannot write the experiment log x.json: permission denied; \
+             fix its permissions or pass another --log-file"
+        );
+        let chain = err.chain();
+        assert_eq!(
+            chain.last().map(String::as_str),
+            Some("permission denied"),
+            "{chain:?}"
+        );
     }
 }
 

@@ -4,9 +4,10 @@
 //! cassette written by [`RecordingModel`](super::RecordingModel) (an object with
 //! `interactions`); the content decides, not the file name.
 //!
-//! Model calls in an experiment log are the entries whose `details.kind` is
-//! `"llm_call"` (except those whose `status` is `FAILURE`: the call got no
-//! reply), with `details.input_prompt`, `details.output_response` and
+//! Model calls in an experiment log, read through `crate::log`'s entry
+//! types, are the entries whose `details.kind` is `"llm_call"` (except
+//! those whose `status` is `FAILURE`: the call got no reply), with
+//! `details.input_prompt`, `details.output_response` and
 //! `details.request_hash`; entries without `kind` by the Auditor or Fixer
 //! with a non-empty `output_response` count too (logs written by other
 //! tools). Each request gets the first unused call with the same hash, else
@@ -21,12 +22,14 @@
 use std::path::Path;
 use std::sync::Mutex;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::cassette::Cassette;
 use super::chat::{ChatModel, ChatRequest, ChatResponse, Finish, ProviderKind, Usage};
 use super::error::{LlmError, RecordingProblem};
 use super::reply::estimated_usage;
+use crate::log::{Agent, Entry, Kind, ModelCall as LoggedCall, Status};
 
 /// One recorded reply.
 #[derive(Clone, Debug, PartialEq)]
@@ -156,7 +159,12 @@ impl ChatModel for ReplayModel {
 fn parse_recording(text: &str) -> Result<Vec<RecordedCall>, RecordingProblem> {
     let value: Value = serde_json::from_str(text).map_err(RecordingProblem::NotJson)?;
     match value {
-        Value::Array(entries) => Ok(entries.iter().filter_map(log_call).collect()),
+        // An element that does not read as an entry is not a model call.
+        Value::Array(entries) => Ok(entries
+            .iter()
+            .filter_map(|entry| Entry::deserialize(entry).ok())
+            .filter_map(|entry| log_call(&entry))
+            .collect()),
         Value::Object(ref object) if object.contains_key("interactions") => {
             let cassette = Cassette::parse(text)?;
             Ok(cassette
@@ -176,52 +184,54 @@ fn parse_recording(text: &str) -> Result<Vec<RecordedCall>, RecordingProblem> {
 }
 
 /// The model call recorded in one experiment-log entry, if it is one.
-fn log_call(entry: &Value) -> Option<RecordedCall> {
-    let details = entry.get("details")?;
-    let text = details.get("output_response")?.as_str()?;
+fn log_call(entry: &Entry) -> Option<RecordedCall> {
+    let text = &entry.details.output_response;
     let mut not_utf8 = None;
-    match details.get("kind").and_then(Value::as_str) {
-        Some("llm_call") => {
-            if entry.get("status").and_then(Value::as_str) == Some("FAILURE") {
-                let error = details.get("error").and_then(Value::as_str)?;
+    let call = match &entry.details.kind {
+        Kind::LlmCall(call) => {
+            if entry.status == Status::Failure {
+                let error = call.error.as_deref()?;
                 not_utf8 = Some(LlmError::not_utf8_detail(error)?);
             }
+            call
         }
-        Some(_) => return None,
-        None => {
-            let agent = entry.get("agent").and_then(Value::as_str)?;
-            if !matches!(agent, "Auditor" | "Fixer") || text.trim().is_empty() {
+        Kind::Unnamed(call) => {
+            if !matches!(entry.agent, Agent::Auditor | Agent::Fixer) || text.trim().is_empty() {
                 return None;
             }
+            call
         }
-    }
+        _ => return None,
+    };
     Some(RecordedCall {
-        hash: details
-            .get("request_hash")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        text: text.to_string(),
-        finish: details
-            .get("finish")
+        hash: call.request_hash.clone(),
+        text: text.clone(),
+        finish: call
+            .finish
+            .as_ref()
             .and_then(|finish| serde_json::from_value(finish.clone()).ok())
             .unwrap_or(Finish::Stop),
-        usage: logged_usage(details),
+        usage: logged_usage(call),
         not_utf8,
     })
 }
 
-/// Token counts of a log entry: `details.usage{input_tokens,output_tokens}`
-/// or `details.input_tokens` / `details.output_tokens`.
-fn logged_usage(details: &Value) -> Option<Usage> {
-    let holder = details.get("usage").unwrap_or(details);
-    Some(Usage {
-        input_tokens: holder.get("input_tokens")?.as_u64()?,
-        output_tokens: holder.get("output_tokens")?.as_u64()?,
-        estimated: holder
-            .get("estimated")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-    })
+/// Token counts of a logged call: `details.usage{input_tokens,output_tokens}`
+/// (as other tools nest them) or `details.input_tokens` /
+/// `details.output_tokens`.
+fn logged_usage(call: &LoggedCall) -> Option<Usage> {
+    match &call.usage {
+        Some(nested) => Some(Usage {
+            input_tokens: nested.input_tokens?,
+            output_tokens: nested.output_tokens?,
+            estimated: nested.estimated.unwrap_or(false),
+        }),
+        None => Some(Usage {
+            input_tokens: call.input_tokens?,
+            output_tokens: call.output_tokens?,
+            estimated: false,
+        }),
+    }
 }
 
 #[cfg(test)]

@@ -5,141 +5,19 @@
 //! and is written as one line. Entries are appended in place under a file
 //! lock, at a cost that does not grow with the file (`store`); a log cut
 //! short by a crash is mended and nothing is ever thrown away (`repair`).
-//! Known secrets are masked before anything is written. This module owns the
-//! entry format; the bytes on disk belong to `store`.
+//! Known secrets are masked before anything is written. This module gives
+//! an entry its id and time and turns it into its line; what an entry holds
+//! is `entry`'s and `kinds`', the bytes on disk are `store`'s.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use super::entry::Entry;
+use super::error::LogError;
 use super::repair::Repair;
 use super::store::OpenLog;
-
-/// Who acted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Agent {
-    Auditor,
-    Fixer,
-    Reviewer,
-    Judge,
-    Executor,
-    System,
-}
-
-impl Agent {
-    fn as_str(self) -> &'static str {
-        match self {
-            Agent::Auditor => "Auditor",
-            Agent::Fixer => "Fixer",
-            Agent::Reviewer => "Reviewer",
-            Agent::Judge => "Judge",
-            Agent::Executor => "Executor",
-            Agent::System => "System",
-        }
-    }
-}
-
-/// What kind of action an entry records.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Action {
-    CodeAnalysis,
-    CodeGen,
-    Debug,
-    Fix,
-}
-
-impl Action {
-    fn as_str(self) -> &'static str {
-        match self {
-            Action::CodeAnalysis => "CODE_ANALYSIS",
-            Action::CodeGen => "CODE_GEN",
-            Action::Debug => "DEBUG",
-            Action::Fix => "FIX",
-        }
-    }
-}
-
-/// Whether the action itself completed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Status {
-    Success,
-    Failure,
-    Info,
-}
-
-impl Status {
-    fn as_str(self) -> &'static str {
-        match self {
-            Status::Success => "SUCCESS",
-            Status::Failure => "FAILURE",
-            Status::Info => "INFO",
-        }
-    }
-}
-
-/// One entry before it is written.
-#[derive(Clone, Debug)]
-pub struct Entry {
-    pub agent: Agent,
-    pub model: String,
-    pub action: Action,
-    pub status: Status,
-    pub input_prompt: String,
-    pub output_response: String,
-    /// Extra fields inside `details`.
-    pub details: Map<String, Value>,
-}
-
-impl Entry {
-    /// An entry with no extra details.
-    pub fn new(
-        agent: Agent,
-        model: &str,
-        action: Action,
-        input_prompt: impl Into<String>,
-        output_response: impl Into<String>,
-    ) -> Self {
-        Self {
-            agent,
-            model: model.to_string(),
-            action,
-            status: Status::Success,
-            input_prompt: input_prompt.into(),
-            output_response: output_response.into(),
-            details: Map::new(),
-        }
-    }
-
-    /// Sets the status.
-    pub fn status(mut self, status: Status) -> Self {
-        self.status = status;
-        self
-    }
-
-    /// Adds a field inside `details`.
-    pub fn detail(mut self, key: &str, value: impl Into<Value>) -> Self {
-        self.details.insert(key.to_string(), value.into());
-        self
-    }
-}
-
-/// Errors reading or writing the log.
-#[derive(Debug, thiserror::Error)]
-pub enum LogError {
-    #[error("cannot write the experiment log {path}: {source} (fix its permissions or pass another --log-file)")]
-    Write {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("cannot read the experiment log {path}: {source} (fix its permissions or pass another --log-file)")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("the experiment log {path} stayed locked by another process for {secs} s: stop that process or pass another --log-file")]
-    Locked { path: PathBuf, secs: u64 },
-}
 
 /// The experiment log on disk. It holds no entries in memory: each
 /// [`record`](Self::record) appends one in place under the file's lock.
@@ -225,21 +103,15 @@ impl ExperimentLog {
         Ok(())
     }
 
-    /// The entry as one line of JSON, secrets masked.
-    fn render(&self, id: &str, entry: Entry) -> Vec<u8> {
-        let mut details = Map::new();
-        details.insert("input_prompt".into(), entry.input_prompt.into());
-        details.insert("output_response".into(), entry.output_response.into());
-        details.extend(entry.details);
-        let mut value = serde_json::json!({
-            "id": id,
-            "timestamp": chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, false),
-            "agent": entry.agent.as_str(),
-            "model": entry.model,
-            "action": entry.action.as_str(),
-            "details": Value::Object(details),
-            "status": entry.status.as_str(),
-        });
+    /// The entry as one line of JSON with its id and the time now, secrets
+    /// masked. Keys come out in order (`serde_json`'s map is sorted), as
+    /// earlier versions wrote them.
+    fn render(&self, id: &str, mut entry: Entry) -> Vec<u8> {
+        entry.id = id.to_string();
+        entry.timestamp =
+            chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, false);
+        let mut value =
+            serde_json::to_value(&entry).expect("an entry's fields all have string keys");
         if !self.secrets.is_empty() {
             mask_value(&mut value, &self.secrets);
         }
@@ -274,6 +146,16 @@ fn mask_value(value: &mut Value, secrets: &[String]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log::{Action, Agent, Kind, ModelCall};
+
+    /// A model call about `file` in round `iteration`.
+    fn call(file: &str, iteration: u32) -> Kind {
+        Kind::LlmCall(ModelCall {
+            file: Some(file.to_string()),
+            iteration: Some(iteration),
+            ..ModelCall::default()
+        })
+    }
 
     #[test]
     fn appends_to_an_existing_log_and_masks_secrets() {
@@ -286,13 +168,21 @@ mod tests {
             Action::CodeAnalysis,
             "a",
             "b",
+            call("b.py", 1),
         ))
         .unwrap();
         let mut log = ExperimentLog::open(&path).unwrap();
         log.mask("sk-SECRET-1234");
         log.record(
-            Entry::new(Agent::Fixer, "m", Action::Fix, "key sk-SECRET-1234", "ok")
-                .detail("file", "a.py"),
+            Entry::new(
+                Agent::Fixer,
+                "m",
+                Action::Fix,
+                "key sk-SECRET-1234",
+                "ok",
+                call("a.py", 1),
+            )
+            .in_run("r1"),
         )
         .unwrap();
         let text = fs::read_to_string(&path).unwrap();
@@ -305,10 +195,24 @@ mod tests {
         assert_eq!(entries[1]["status"], "SUCCESS");
         assert_eq!(entries[1]["details"]["input_prompt"], "key ***");
         assert_eq!(entries[1]["details"]["file"], "a.py");
+        assert_eq!(entries[1]["details"]["kind"], "llm_call");
+        assert_eq!(entries[1]["details"]["run_id"], "r1");
+        assert_eq!(entries[0]["details"].get("run_id"), None);
+        assert!(uuid::Uuid::parse_str(entries[1]["id"].as_str().unwrap()).is_ok());
+        let time = entries[1]["timestamp"].as_str().unwrap();
+        assert!(chrono::DateTime::parse_from_rfc3339(time).is_ok(), "{time}");
     }
 
-    fn entry(n: usize) -> Entry {
-        Entry::new(Agent::System, "m", Action::CodeAnalysis, "a", "b").detail("n", n)
+    /// Entry number `n`, with `n` as its round.
+    fn entry(n: u32) -> Entry {
+        Entry::new(
+            Agent::System,
+            "m",
+            Action::CodeAnalysis,
+            "a",
+            "b",
+            call("a.py", n),
+        )
     }
 
     fn numbers(path: &Path) -> Vec<u64> {
@@ -316,7 +220,7 @@ mod tests {
         v.as_array()
             .unwrap()
             .iter()
-            .map(|e| e["details"]["n"].as_u64().unwrap())
+            .map(|e| e["details"]["iteration"].as_u64().unwrap())
             .collect()
     }
 
@@ -366,8 +270,9 @@ mod tests {
         let path = dir.path().join("experiment_data.json");
         let mut log = ExperimentLog::open(&path).unwrap();
         for n in 0..3 {
-            log.record(entry(n).detail("text", "}\n]\n,{\"details\": ["))
-                .unwrap();
+            let mut tricky = entry(n);
+            tricky.details.output_response = "}\n]\n,{\"details\": [".to_string();
+            log.record(tricky).unwrap();
             let size = fs::metadata(&path).unwrap().len();
             let file = fs::File::open(&path).unwrap();
             assert_eq!(

@@ -103,17 +103,8 @@ impl Element {
 
 /// Reads the whole log from `reader`.
 pub(crate) fn scan(mut reader: impl Read) -> io::Result<Scan> {
-    let mut state = State::Head;
-    let mut entries = 0;
-    let mut end_of_entries = 0u64;
-    let mut element = Element::default();
-    let mut offset = 0u64;
+    let mut scanner = Scanner::default();
     let mut buf = vec![0u8; 64 * 1024];
-    let damaged = |entries, end_of_entries| Scan {
-        shape: Shape::Damaged,
-        entries,
-        end_of_entries,
-    };
     loop {
         let n = match reader.read(&mut buf) {
             Ok(0) => break,
@@ -122,66 +113,103 @@ pub(crate) fn scan(mut reader: impl Read) -> io::Result<Scan> {
             Err(e) => return Err(e),
         };
         for &b in &buf[..n] {
-            // A bare element ends at its delimiter, which is then read again
-            // as what follows the element.
-            if state == State::InElement {
-                if !element.take(b) {
-                    offset += 1;
-                    continue;
-                }
-                if !element.is_valid() {
-                    return Ok(damaged(entries, end_of_entries));
-                }
-                entries += 1;
-                state = State::AfterElement;
-                if !element.bare {
-                    offset += 1;
-                    end_of_entries = offset;
-                    continue;
-                }
-                end_of_entries = offset;
+            if let Some(early) = scanner.take(b) {
+                return Ok(early);
             }
-            match state {
-                _ if is_ws(b) => {}
-                State::Head if b == b'[' => {
-                    state = State::BeforeElement { first: true };
-                    end_of_entries = offset + 1;
-                }
-                State::Head => {
-                    return Ok(Scan {
-                        shape: Shape::NotAnArray,
-                        entries,
-                        end_of_entries,
-                    })
-                }
-                State::BeforeElement { first: true } | State::AfterElement if b == b']' => {
-                    state = State::Closed;
-                }
-                State::BeforeElement { .. } if b != b',' && b != b']' => {
-                    element = Element {
-                        bare: !matches!(b, b'{' | b'[' | b'"'),
-                        ..Element::default()
-                    };
-                    // A first byte never completes an element.
-                    element.take(b);
-                    state = State::InElement;
-                }
-                State::AfterElement if b == b',' => state = State::BeforeElement { first: false },
-                _ => return Ok(damaged(entries, end_of_entries)),
-            }
-            offset += 1;
         }
     }
-    let shape = match state {
-        State::Head => Shape::Empty,
-        State::Closed => Shape::Closed,
-        _ => Shape::Damaged,
-    };
-    Ok(Scan {
-        shape,
-        entries,
-        end_of_entries,
-    })
+    Ok(scanner.finish())
+}
+
+/// The scan so far, one byte at a time.
+struct Scanner {
+    state: State,
+    /// Complete, valid elements so far.
+    entries: usize,
+    end_of_entries: u64,
+    element: Element,
+    /// Offset of the next byte.
+    offset: u64,
+}
+
+impl Default for Scanner {
+    fn default() -> Self {
+        Self {
+            state: State::Head,
+            entries: 0,
+            end_of_entries: 0,
+            element: Element::default(),
+            offset: 0,
+        }
+    }
+}
+
+impl Scanner {
+    /// What was found so far, in `shape`.
+    fn found(&self, shape: Shape) -> Scan {
+        Scan {
+            shape,
+            entries: self.entries,
+            end_of_entries: self.end_of_entries,
+        }
+    }
+
+    /// Takes the next byte; `Some` when the shape is known before the end
+    /// (the file is not an array, or damaged here).
+    fn take(&mut self, b: u8) -> Option<Scan> {
+        // A bare element ends at its delimiter, which is then read again
+        // as what follows the element.
+        if self.state == State::InElement {
+            if !self.element.take(b) {
+                self.offset += 1;
+                return None;
+            }
+            if !self.element.is_valid() {
+                return Some(self.found(Shape::Damaged));
+            }
+            self.entries += 1;
+            self.state = State::AfterElement;
+            if !self.element.bare {
+                self.offset += 1;
+                self.end_of_entries = self.offset;
+                return None;
+            }
+            self.end_of_entries = self.offset;
+        }
+        match self.state {
+            _ if is_ws(b) => {}
+            State::Head if b == b'[' => {
+                self.state = State::BeforeElement { first: true };
+                self.end_of_entries = self.offset + 1;
+            }
+            State::Head => return Some(self.found(Shape::NotAnArray)),
+            State::BeforeElement { first: true } | State::AfterElement if b == b']' => {
+                self.state = State::Closed;
+            }
+            State::BeforeElement { .. } if b != b',' && b != b']' => {
+                self.element = Element {
+                    bare: !matches!(b, b'{' | b'[' | b'"'),
+                    ..Element::default()
+                };
+                // A first byte never completes an element.
+                self.element.take(b);
+                self.state = State::InElement;
+            }
+            State::AfterElement if b == b',' => self.state = State::BeforeElement { first: false },
+            _ => return Some(self.found(Shape::Damaged)),
+        }
+        self.offset += 1;
+        None
+    }
+
+    /// The shape of the whole file, once every byte was taken.
+    fn finish(&self) -> Scan {
+        self.found(match self.state {
+            State::Head => Shape::Empty,
+            State::Closed => Shape::Closed,
+            _ => Shape::Damaged,
+        })
+    }
 }
 
 #[cfg(test)]

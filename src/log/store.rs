@@ -6,7 +6,7 @@
 //! file is one valid JSON array before and after it and only a crash in the
 //! middle of that write can leave it cut short, which the next append mends.
 //! This module knows bytes, not entries: rendering and masking belong to
-//! `experiment`.
+//! `experiment`, which calls this one (never the other way round).
 
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom};
@@ -14,7 +14,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::experiment::LogError;
+use super::error::LogError;
 use super::lock::{LockError, LockedFile};
 use super::repair::{set_aside, Aside, Repair};
 use super::scan::{scan, Shape};

@@ -1,14 +1,17 @@
-//! Turns what the run does into experiment-log entries.
+//! Turns what the run does into experiment-log entries: each entry's kind
+//! built as its type in `crate::log` from the stages' results, with the
+//! prompt and reply texts every entry carries. It only writes; the report
+//! and replay read the entries back through the same types.
 
 use std::collections::BTreeMap;
-
-use serde_json::json;
 
 use super::timing::{AttemptTimes, Stage, StageClock};
 use super::{RunConfig, Summary};
 use crate::analysis::FileMetrics;
 use crate::error::SwarmError;
-use crate::log::{Action, Agent, Entry, ExperimentLog, Status};
+use crate::log::{
+    Action, Agent, Decision, Entry, ExperimentLog, Kind, ModelCall as CallEntry, Status, ToolRun,
+};
 use crate::pipeline::{clip, Change, Excerpt, Measurement, Verdict};
 use crate::stage::reviewer::Rejection;
 use crate::stage::ModelCall;
@@ -36,8 +39,9 @@ pub(crate) struct Recorder<'a> {
     clock: StageClock,
 }
 
-fn log_err(e: crate::log::experiment::LogError) -> SwarmError {
-    SwarmError::internal(e.to_string())
+/// A record of another layer, kept in the log as that layer serializes it.
+fn as_json<T: serde::Serialize + ?Sized>(record: &T) -> serde_json::Value {
+    serde_json::to_value(record).expect("the run's records serialize with string keys")
 }
 
 impl<'a> Recorder<'a> {
@@ -57,8 +61,9 @@ impl<'a> Recorder<'a> {
     }
 
     fn write(&mut self, entry: Entry) -> Result<(), SwarmError> {
-        let entry = entry.detail("run_id", self.run_id.clone());
-        self.log.record(entry).map(|_| ()).map_err(log_err)
+        let entry = entry.in_run(&self.run_id);
+        self.log.record(entry)?;
+        Ok(())
     }
 
     fn entry(
@@ -67,22 +72,26 @@ impl<'a> Recorder<'a> {
         action: Action,
         input: impl Into<String>,
         output: impl Into<String>,
+        kind: Kind,
     ) -> Entry {
-        Entry::new(agent, &self.model, action, input, output)
+        Entry::new(agent, &self.model, action, input, output, kind)
     }
 
     pub fn system_start(&mut self, config: &RunConfig, files: &[String]) -> Result<(), SwarmError> {
+        let target = config.target.display().to_string();
         let e = self
             .entry(
                 Agent::System,
                 Action::CodeAnalysis,
-                format!("swarm run on {}", config.target.display()),
+                format!("swarm run on {target}"),
                 files_line(files),
+                Kind::RunStart(crate::log::RunStart {
+                    target: Some(target),
+                    max_iterations: config.max_iterations,
+                    dry_run: config.dry_run,
+                }),
             )
-            .status(Status::Info)
-            .detail("kind", "run_start")
-            .detail("max_iterations", config.max_iterations)
-            .detail("dry_run", config.dry_run);
+            .status(Status::Info);
         self.write(e)
     }
 
@@ -90,28 +99,33 @@ impl<'a> Recorder<'a> {
     /// `details.seconds`, by stage in `details.stage_seconds`.
     pub fn system_end(&mut self, summary: &Summary) -> Result<(), SwarmError> {
         let text = serde_json::to_string(summary).unwrap_or_default();
-        let (stages, seconds) = self.clock.report();
+        let (stage_seconds, seconds) = self.clock.report();
+        let end = crate::log::RunEnd {
+            exit_code: summary.exit_code,
+            seconds: Some(seconds),
+            stage_seconds,
+        };
         let e = self
-            .entry(Agent::System, Action::CodeAnalysis, "run summary", text)
-            .status(Status::Info)
-            .detail("kind", "run_end")
-            .detail("exit_code", summary.exit_code)
-            .detail("seconds", seconds)
-            .detail("stage_seconds", stages);
+            .entry(
+                Agent::System,
+                Action::CodeAnalysis,
+                "run summary",
+                text,
+                Kind::RunEnd(end),
+            )
+            .status(Status::Info);
         self.write(e)
     }
 
     pub fn metrics(&mut self, metrics: &BTreeMap<String, FileMetrics>) -> Result<(), SwarmError> {
         let table = serde_json::to_string(metrics).unwrap_or_default();
-        let e = self
-            .entry(
-                Agent::Auditor,
-                Action::CodeAnalysis,
-                format!("tree-sitter metrics of {} files", metrics.len()),
-                clip(&table, OUTPUT_CAP * 4).to_string(),
-            )
-            .detail("kind", "tool")
-            .detail("tool", "metrics");
+        let e = self.entry(
+            Agent::Auditor,
+            Action::CodeAnalysis,
+            format!("tree-sitter metrics of {} files", metrics.len()),
+            clip(&table, OUTPUT_CAP * 4).to_string(),
+            Kind::Tool(ToolRun::Metrics),
+        );
         self.write(e)
     }
 
@@ -122,83 +136,88 @@ impl<'a> Recorder<'a> {
         m: &Measurement,
         attempt: Option<u32>,
     ) -> Result<(), SwarmError> {
-        let snap = &m.snapshot;
-        if let Some(run) = &m.test_run {
-            let (passed, total) = snap.counts();
-            let e = self
-                .entry(
-                    agent,
-                    Action::CodeAnalysis,
-                    run.command.clone(),
-                    clip(&run.output, OUTPUT_CAP).to_string(),
-                )
-                .detail("kind", "tool")
-                .detail("tool", "pytest")
-                .detail("attempt", json!(attempt))
-                .detail("cached", m.cached)
-                .detail("stopped_early", m.early_stop.is_some())
-                .detail("early_stop", json!(m.early_stop))
-                .detail(
-                    "early_stop_reason",
-                    json!(m.early_stop.as_ref().map(|s| s.describe())),
-                )
-                .detail("exit_code", json!(run.exit_code))
-                .detail("seconds", seconds(run.duration))
-                .detail("first_pass_seconds", json!(m.first_pass.map(seconds)))
-                .detail("timed_out", run.timed_out)
-                .detail("no_tests", run.no_tests)
-                .detail("passed", passed)
-                .detail("total", total)
-                .detail(
-                    "failing",
-                    json!(snap.failing().iter().map(|c| &c.id).collect::<Vec<_>>()),
-                )
-                .detail(
-                    "vanished",
-                    json!(snap
-                        .tests
-                        .as_ref()
-                        .map(|t| t.vanished.iter().cloned().collect::<Vec<_>>())
-                        .unwrap_or_default()),
-                );
+        if let Some(e) = self.pytest(agent, m, attempt) {
             self.write(e)?;
         }
-        if let Some(check) = &m.import_check {
-            let e = self
-                .entry(
-                    agent,
-                    Action::CodeAnalysis,
-                    check.command.clone(),
-                    clip(&check.output, OUTPUT_CAP).to_string(),
-                )
-                .detail("kind", "tool")
-                .detail("tool", "import_check")
-                .detail("attempt", json!(attempt))
-                .detail("cached", m.cached)
-                .detail("compile_errors", check.compile_errors.len())
-                .detail("import_errors", check.import_errors.len());
+        if let Some(e) = self.import_check(agent, m, attempt) {
             self.write(e)?;
         }
-        let e = self
-            .entry(
-                agent,
-                Action::CodeAnalysis,
-                snap.lint.command.clone(),
-                clip(&snap.lint.output, OUTPUT_CAP).to_string(),
-            )
-            .detail("kind", "tool")
-            .detail("tool", "pylint")
-            .detail("attempt", json!(attempt))
-            .detail("cached", m.cached)
-            .detail("score", json!(snap.pylint))
-            .detail("messages", snap.lint.messages.len())
-            .detail("linted", snap.lint.linted)
-            .detail("from_cache", snap.lint.from_cache)
-            .detail("batches", json!(snap.lint.batches))
-            .detail("seconds", json!(snap.lint.seconds))
-            .detail("skipped", json!(snap.lint.skipped))
-            .detail("notes", json!(snap.lint.notes));
+        let e = self.pylint(agent, m, attempt);
         self.write(e)
+    }
+
+    /// The pytest run of a measurement, if pytest ran for it.
+    fn pytest(&self, agent: Agent, m: &Measurement, attempt: Option<u32>) -> Option<Entry> {
+        let run = m.test_run.as_ref()?;
+        let snap = &m.snapshot;
+        let (passed, total) = snap.counts();
+        let vanished = snap.tests.as_ref().map(|t| t.vanished.iter().cloned());
+        let kind = ToolRun::Pytest(crate::log::PytestRun {
+            attempt,
+            cached: m.cached,
+            stopped_early: m.early_stop.is_some(),
+            early_stop: as_json(&m.early_stop),
+            early_stop_reason: m.early_stop.as_ref().map(|s| s.describe()),
+            exit_code: run.exit_code,
+            seconds: seconds(run.duration),
+            first_pass_seconds: m.first_pass.map(seconds),
+            timed_out: run.timed_out,
+            no_tests: run.no_tests,
+            passed,
+            total,
+            failing: snap.failing().iter().map(|c| c.id.clone()).collect(),
+            vanished: vanished.into_iter().flatten().collect(),
+        });
+        Some(self.entry(
+            agent,
+            Action::CodeAnalysis,
+            run.command.clone(),
+            clip(&run.output, OUTPUT_CAP).to_string(),
+            Kind::Tool(kind),
+        ))
+    }
+
+    /// The import checks of a measurement, if they ran for it.
+    fn import_check(&self, agent: Agent, m: &Measurement, attempt: Option<u32>) -> Option<Entry> {
+        let check = m.import_check.as_ref()?;
+        let kind = ToolRun::ImportCheck(crate::log::ImportCheckRun {
+            attempt,
+            cached: m.cached,
+            compile_errors: check.compile_errors.len(),
+            import_errors: check.import_errors.len(),
+        });
+        Some(self.entry(
+            agent,
+            Action::CodeAnalysis,
+            check.command.clone(),
+            clip(&check.output, OUTPUT_CAP).to_string(),
+            Kind::Tool(kind),
+        ))
+    }
+
+    /// The pylint run of a measurement.
+    fn pylint(&self, agent: Agent, m: &Measurement, attempt: Option<u32>) -> Entry {
+        let snap = &m.snapshot;
+        let lint = &snap.lint;
+        let kind = ToolRun::Pylint(crate::log::PylintRun {
+            attempt,
+            cached: m.cached,
+            score: snap.pylint,
+            messages: lint.messages.len(),
+            linted: lint.linted,
+            from_cache: lint.from_cache,
+            batches: as_json(&lint.batches),
+            seconds: lint.seconds,
+            skipped: as_json(&lint.skipped),
+            notes: lint.notes.clone(),
+        });
+        self.entry(
+            agent,
+            Action::CodeAnalysis,
+            lint.command.clone(),
+            clip(&lint.output, OUTPUT_CAP).to_string(),
+            Kind::Tool(kind),
+        )
     }
 
     /// The behaviour check of attempt `attempt` (see
@@ -208,25 +227,20 @@ impl<'a> Recorder<'a> {
         check: &crate::stage::judge::behaviour::BehaviourCheck,
         attempt: u32,
     ) -> Result<(), SwarmError> {
-        let e = self
-            .entry(
-                Agent::Judge,
-                Action::CodeAnalysis,
-                format!(
-                    "behaviour check of {}: the best state's functions and the changed ones on the same inputs",
-                    check
-                        .files
-                        .iter()
-                        .map(|f| f.file.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                check.describe(),
-            )
-            .detail("kind", "tool")
-            .detail("tool", "behaviour_check")
-            .detail("attempt", attempt)
-            .detail("behaviour", json!(check));
+        let files: Vec<&str> = check.files.iter().map(|f| f.file.as_str()).collect();
+        let e = self.entry(
+            Agent::Judge,
+            Action::CodeAnalysis,
+            format!(
+                "behaviour check of {}: the best state's functions and the changed ones on the same inputs",
+                files.join(", ")
+            ),
+            check.describe(),
+            Kind::Tool(ToolRun::BehaviourCheck(crate::log::BehaviourCheckRun {
+                attempt,
+                behaviour: as_json(check),
+            })),
+        );
         self.write(e)
     }
 
@@ -237,33 +251,30 @@ impl<'a> Recorder<'a> {
         &mut self,
         generated: &crate::stage::tester::Generated,
     ) -> Result<(), SwarmError> {
-        let e = self
-            .entry(
-                Agent::Judge,
-                Action::CodeAnalysis,
-                format!(
-                    "validate the tests generated for {}: parses, imports the module, real assertions, runs, passes on the original code, not flaky ({} runs)",
-                    generated.file,
-                    crate::stage::tester::run::RUNS
-                ),
-                generated.describe(),
-            )
-            .detail("kind", "tool")
-            .detail("tool", "tester")
-            .detail("file", generated.file.as_str())
-            .detail(
-                "generated_tests",
-                json!({
-                    "file": generated.file,
-                    "test_file": generated.test_file,
-                    "kept": generated.kept(),
-                    "discarded": generated.discarded(),
-                    "note": generated.note,
-                    "file_steps": generated.file_steps,
-                    "tests": generated.tests,
-                    "seconds": generated.seconds,
-                }),
-            );
+        let tests = serde_json::json!({
+            "file": generated.file,
+            "test_file": generated.test_file,
+            "kept": generated.kept(),
+            "discarded": generated.discarded(),
+            "note": generated.note,
+            "file_steps": generated.file_steps,
+            "tests": generated.tests,
+            "seconds": generated.seconds,
+        });
+        let e = self.entry(
+            Agent::Judge,
+            Action::CodeAnalysis,
+            format!(
+                "validate the tests generated for {}: parses, imports the module, real assertions, runs, passes on the original code, not flaky ({} runs)",
+                generated.file,
+                crate::stage::tester::run::RUNS
+            ),
+            generated.describe(),
+            Kind::Tool(ToolRun::Tester(crate::log::TesterRun {
+                file: generated.file.clone(),
+                generated_tests: tests,
+            })),
+        );
         self.write(e)
     }
 
@@ -275,34 +286,32 @@ impl<'a> Recorder<'a> {
     ) -> Result<(), SwarmError> {
         /// Names of summarised files kept in the entry.
         const NAMED: usize = 200;
-        let e = self
-            .entry(
-                Agent::Auditor,
-                Action::CodeAnalysis,
-                format!(
-                    "plan {} context: {} file(s) in full, {} as one line, {} counted per folder",
-                    selection.batch,
-                    selection.in_full.len(),
-                    selection.summarised.len(),
-                    selection.counted_files()
-                ),
-                format!(
-                    "about {} of {} prompt tokens",
-                    selection.prompt_tokens, selection.allowance_tokens
-                ),
-            )
-            .detail("kind", "plan_selection")
-            .detail("batch", selection.batch)
-            .detail("in_full", json!(selection.in_full))
-            .detail(
-                "summarised",
-                json!(selection.summarised.iter().take(NAMED).collect::<Vec<_>>()),
-            )
-            .detail("summarised_count", selection.summarised.len())
-            .detail("counted", json!(selection.counted))
-            .detail("counted_count", selection.counted_files())
-            .detail("prompt_tokens", selection.prompt_tokens)
-            .detail("allowance_tokens", selection.allowance_tokens);
+        let kind = Kind::PlanSelection(crate::log::PlanSelection {
+            batch: selection.batch,
+            in_full: as_json(&selection.in_full),
+            summarised: selection.summarised.iter().take(NAMED).cloned().collect(),
+            summarised_count: selection.summarised.len(),
+            counted: selection.counted.clone(),
+            counted_count: selection.counted_files(),
+            prompt_tokens: selection.prompt_tokens,
+            allowance_tokens: selection.allowance_tokens,
+        });
+        let e = self.entry(
+            Agent::Auditor,
+            Action::CodeAnalysis,
+            format!(
+                "plan {} context: {} file(s) in full, {} as one line, {} counted per folder",
+                selection.batch,
+                selection.in_full.len(),
+                selection.summarised.len(),
+                selection.counted_files()
+            ),
+            format!(
+                "about {} of {} prompt tokens",
+                selection.prompt_tokens, selection.allowance_tokens
+            ),
+            kind,
+        );
         self.write(e)
     }
 
@@ -315,7 +324,7 @@ impl<'a> Recorder<'a> {
         file: Option<&str>,
         iteration: Option<u32>,
     ) -> Result<(), SwarmError> {
-        let e = self.call_entry(agent, action, call, file, iteration);
+        let e = self.call_entry(agent, action, call, file, iteration, None);
         self.write(e)
     }
 
@@ -329,10 +338,8 @@ impl<'a> Recorder<'a> {
         iteration: u32,
         excerpts: Option<&[Excerpt]>,
     ) -> Result<(), SwarmError> {
-        let mut e = self.call_entry(Agent::Fixer, action, call, file, Some(iteration));
-        if let Some(excerpts) = excerpts {
-            e = e.detail("excerpts", json!(excerpts));
-        }
+        let excerpts = excerpts.map(as_json);
+        let e = self.call_entry(Agent::Fixer, action, call, file, Some(iteration), excerpts);
         self.write(e)
     }
 
@@ -343,35 +350,39 @@ impl<'a> Recorder<'a> {
         call: &ModelCall,
         file: Option<&str>,
         iteration: Option<u32>,
+        excerpts: Option<serde_json::Value>,
     ) -> Entry {
-        let (output, status, usage, finish, error) = match &call.reply {
-            Ok(r) => (
-                r.text.clone(),
-                Status::Success,
-                Some(r.usage),
-                Some(r.finish.clone()),
-                None,
-            ),
-            Err(e) => (String::new(), Status::Failure, None, None, Some(e.clone())),
+        let mut logged = CallEntry {
+            request_hash: Some(call.request.hash()),
+            file: file.map(str::to_string),
+            iteration,
+            elapsed_ms: call.elapsed_ms as u64,
+            excerpts,
+            ..CallEntry::default()
         };
-        self.entry(agent, action, call.request.transcript(), output)
+        let (output, status) = match &call.reply {
+            Ok(r) => {
+                logged.input_tokens = Some(r.usage.input_tokens);
+                logged.output_tokens = Some(r.usage.output_tokens);
+                logged.tokens_estimated = Some(r.usage.estimated);
+                logged.finish = Some(as_json(&r.finish));
+                (r.text.clone(), Status::Success)
+            }
+            Err(e) => {
+                logged.error = Some(e.clone());
+                (String::new(), Status::Failure)
+            }
+        };
+        let input = call.request.transcript();
+        self.entry(agent, action, input, output, Kind::LlmCall(logged))
             .status(status)
-            .detail("kind", "llm_call")
-            .detail("request_hash", call.request.hash())
-            .detail("file", json!(file))
-            .detail("iteration", json!(iteration))
-            .detail("elapsed_ms", json!(call.elapsed_ms as u64))
-            .detail("input_tokens", json!(usage.map(|u| u.input_tokens)))
-            .detail("output_tokens", json!(usage.map(|u| u.output_tokens)))
-            .detail("tokens_estimated", json!(usage.map(|u| u.estimated)))
-            .detail("finish", json!(finish))
-            .detail("error", json!(error))
     }
 
     /// The Reviewer's decision; a rejection carries its rule's stable name
-    /// in `details.rule`, a change merged from an earlier version
-    /// `details.rebased`, a split proposal `details.split_into` (its number
-    /// of steps) and each step `details.step` (`2 of 5`).
+    /// in `details.rule` and its reason in `details.reason`, a change merged
+    /// from an earlier version `details.rebased`, a split proposal
+    /// `details.split_into` (its number of steps) and each step
+    /// `details.step` (`2 of 5`).
     pub fn review(
         &mut self,
         file: &str,
@@ -379,16 +390,17 @@ impl<'a> Recorder<'a> {
         outcome: Result<&Change, &Rejection>,
         note: ReviewNote,
     ) -> Result<(), SwarmError> {
-        let (mut output, verdict, rule) = match outcome {
+        let (mut output, decision) = match outcome {
             Ok(change) => (
                 format!("accepted: {} changed lines", change.changed_lines),
-                "accepted",
-                None,
+                Decision::Accepted,
             ),
             Err(reason) => (
                 format!("rejected: {reason}"),
-                "rejected",
-                Some(reason.rule()),
+                Decision::Rejected {
+                    rule: Some(reason.rule().to_string()),
+                    reason: reason.to_string(),
+                },
             ),
         };
         let rebased = outcome.ok().map(|c| &c.rebased).filter(|r| !r.is_empty());
@@ -398,27 +410,23 @@ impl<'a> Recorder<'a> {
         if let Some(steps) = note.split_into {
             output.push_str(&format!("\nsplit into {steps} reviewer-sized steps"));
         }
-        let mut e = self
-            .entry(
-                Agent::Reviewer,
-                Action::CodeAnalysis,
-                format!("review the proposal for {file}"),
-                output,
-            )
-            .detail("kind", "review")
-            .detail("file", file)
-            .detail("iteration", iteration)
-            .detail("verdict", verdict)
-            .detail("rule", json!(rule));
-        if let Some(rebased) = rebased {
-            e = e.detail("rebased", json!(rebased));
-        }
-        if let Some(steps) = note.split_into {
-            e = e.detail("split_into", steps);
-        }
-        if let Some((index, total)) = note.step {
-            e = e.detail("step", format!("{index} of {total}"));
-        }
+        let kind = Kind::Review(crate::log::Review {
+            file: file.to_string(),
+            iteration,
+            decision,
+            rebased: rebased.map(as_json),
+            split_into: note.split_into,
+            step: note
+                .step
+                .map(|(index, total)| format!("{index} of {total}")),
+        });
+        let e = self.entry(
+            Agent::Reviewer,
+            Action::CodeAnalysis,
+            format!("review the proposal for {file}"),
+            output,
+            kind,
+        );
         self.write(e)
     }
 
@@ -429,15 +437,15 @@ impl<'a> Recorder<'a> {
         } else {
             safety.shortfalls.join("\n")
         };
-        let e = self
-            .entry(
-                Agent::System,
-                Action::CodeAnalysis,
-                "sandbox for pytest, pylint and import checks; swarm's own hardening",
-                output,
-            )
-            .detail("kind", "safety")
-            .detail("safety", json!(safety));
+        let e = self.entry(
+            Agent::System,
+            Action::CodeAnalysis,
+            "sandbox for pytest, pylint and import checks; swarm's own hardening",
+            output,
+            Kind::Safety(crate::log::SafetyCheck {
+                safety: as_json(safety),
+            }),
+        );
         self.write(e)
     }
 
@@ -451,20 +459,20 @@ impl<'a> Recorder<'a> {
                 check.restored.join(", ")
             )
         };
-        let e = self
-            .entry(
-                Agent::Judge,
-                Action::CodeAnalysis,
-                format!("final check of the best state with the base commit's tests ({restored})"),
-                format!(
-                    "{}: {}",
-                    if check.passed { "passed" } else { "failed" },
-                    check.tests
-                ),
-            )
-            .detail("kind", "final_check")
-            .detail("passed", check.passed)
-            .detail("restored", json!(check.restored));
+        let e = self.entry(
+            Agent::Judge,
+            Action::CodeAnalysis,
+            format!("final check of the best state with the base commit's tests ({restored})"),
+            format!(
+                "{}: {}",
+                if check.passed { "passed" } else { "failed" },
+                check.tests
+            ),
+            Kind::FinalCheck(crate::log::FinalCheck {
+                passed: check.passed,
+                restored: check.restored.clone(),
+            }),
+        );
         self.write(e)
     }
 
@@ -481,20 +489,20 @@ impl<'a> Recorder<'a> {
         verdict: Verdict,
         times: AttemptTimes,
     ) -> Result<(), SwarmError> {
-        let e = self
-            .entry(
-                Agent::Executor,
-                Action::Fix,
-                format!("commit attempt {attempt} ({file})"),
-                format!("{commit}\n\n{message}"),
-            )
-            .detail("kind", "commit")
-            .detail("file", file)
-            .detail("attempt", attempt)
-            .detail("commit", commit)
-            .detail("verdict", verdict.as_str())
-            .detail("diff", clip(diff, OUTPUT_CAP * 4).to_string())
-            .detail("seconds", times.to_json());
+        let e = self.entry(
+            Agent::Executor,
+            Action::Fix,
+            format!("commit attempt {attempt} ({file})"),
+            format!("{commit}\n\n{message}"),
+            Kind::Commit(crate::log::Commit {
+                file: file.to_string(),
+                attempt,
+                commit: commit.to_string(),
+                verdict,
+                diff: clip(diff, OUTPUT_CAP * 4).to_string(),
+                seconds: times.seconds(),
+            }),
+        );
         self.write(e)
     }
 }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use super::RunConfig;
 use crate::cancel::Cancel;
-use crate::error::SwarmError;
+use crate::error::{ExitKind, SwarmError};
 use crate::git::{Repo, RepoInfo, RepoLock, RunWorkspace};
 use crate::llm::Preflight;
 use crate::log::{Event, EventSink, ExperimentLog};
@@ -158,8 +158,11 @@ fn python_files_and_submodules(
 /// The experiment log, masking the run's secrets, with any repair it made
 /// told to the user.
 fn open_log(config: &RunConfig, notice: &dyn Fn(String)) -> Result<ExperimentLog, SwarmError> {
-    let mut log =
-        ExperimentLog::open(&config.log_file).map_err(|e| SwarmError::invalid(e.to_string()))?;
+    let mut log = ExperimentLog::open(&config.log_file).map_err(|e| {
+        let mut err = SwarmError::from(e);
+        err.kind = ExitKind::InvalidInput;
+        err
+    })?;
     for secret in &config.secrets {
         log.mask(secret.expose());
     }

@@ -4,9 +4,10 @@
 //! figures mean (tool and model time against swarm's own) is worked out
 //! from the log by whoever reads it, as `benches/scale.rs` does.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use crate::log::AttemptSeconds;
 
 /// A part of the run whose wall time the run-end entry reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,14 +89,14 @@ impl StageClock {
 
     /// `{"setup": 0.41, "audit": 3.2, …}` (seconds, to the millisecond)
     /// and the total since the start, as of now.
-    pub fn report(&self) -> (Value, f64) {
+    pub fn report(&self) -> (BTreeMap<String, f64>, f64) {
         let mut spent = self.spent;
         spent[self.current.index()] += self.since.elapsed();
-        let stages: serde_json::Map<String, Value> = Stage::ALL
+        let stages = Stage::ALL
             .iter()
-            .map(|s| (s.name().to_string(), json!(millis(spent[s.index()]))))
+            .map(|s| (s.name().to_string(), millis(spent[s.index()])))
             .collect();
-        (Value::Object(stages), millis(self.started.elapsed()))
+        (stages, millis(self.started.elapsed()))
     }
 }
 
@@ -115,16 +116,15 @@ pub(crate) struct AttemptTimes {
 }
 
 impl AttemptTimes {
-    /// `{"review": …, "apply": …, "judge": …, "commit": …, "worktree": …}`
-    /// in seconds, to the millisecond.
-    pub fn to_json(self) -> Value {
-        json!({
-            "review": millis(self.review),
-            "apply": millis(self.apply),
-            "judge": millis(self.judge),
-            "commit": millis(self.commit),
-            "worktree": millis(self.worktree),
-        })
+    /// Each step in seconds, to the millisecond.
+    pub fn seconds(self) -> AttemptSeconds {
+        AttemptSeconds {
+            review: millis(self.review),
+            apply: millis(self.apply),
+            judge: millis(self.judge),
+            commit: millis(self.commit),
+            worktree: millis(self.worktree),
+        }
     }
 }
 
@@ -147,10 +147,10 @@ mod tests {
         std::thread::sleep(Duration::from_millis(10));
         clock.enter(back);
         let (stages, total) = clock.report();
-        let of = |name: &str| stages[name].as_f64().expect("a number");
-        assert!(of("setup") >= 0.02, "{stages}");
-        assert!(of("audit") >= 0.03, "{stages}");
-        assert!(of("plan") >= 0.01, "{stages}");
+        let of = |name: &str| stages[name];
+        assert!(of("setup") >= 0.02, "{stages:?}");
+        assert!(of("audit") >= 0.03, "{stages:?}");
+        assert!(of("plan") >= 0.01, "{stages:?}");
         assert_eq!(of("rounds"), 0.0);
         assert_eq!(of("delivery"), 0.0);
         let sum: f64 = Stage::ALL.iter().map(|s| of(s.name())).sum();
@@ -164,9 +164,9 @@ mod tests {
             worktree: Duration::from_micros(12_345),
             ..AttemptTimes::default()
         };
-        let json = times.to_json();
-        assert_eq!(json["judge"], 1.5);
-        assert_eq!(json["worktree"], 0.012);
-        assert_eq!(json["apply"], 0.0);
+        let seconds = times.seconds();
+        assert_eq!(seconds.judge, 1.5);
+        assert_eq!(seconds.worktree, 0.012);
+        assert_eq!(seconds.apply, 0.0);
     }
 }

@@ -3,7 +3,7 @@
 //! is [`super::bar`]'s.
 
 /// The Judge's decision on an attempt, relative to the best state so far.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// Better than best, and acceptable as a final result.

@@ -1,11 +1,12 @@
 //! Reads one run's entries back from the experiment log.
 //!
 //! The log is streamed once, one element at a time: each element is first
-//! read as raw JSON, probed for `details.run_id` and `details.kind`, and
-//! parsed in full only when it belongs to the wanted run, so a long log of
-//! many runs costs one pass and little memory. A log cut short (a crash, or
-//! another run appending at this moment) yields its complete entries. This
-//! module only reads; it never writes or repairs the log (`crate::log` does).
+//! read as raw JSON, glanced at for its run and whether it starts it
+//! ([`Glance`]), and parsed in full (as a [`crate::log::Entry`]) only when
+//! it belongs to the wanted run, so a long log of many runs costs one pass
+//! and little memory. A log cut short (a crash, or another run appending at
+//! this moment) yields its complete entries. This module only reads; it
+//! never writes or repairs the log (`crate::log` does).
 
 use std::fs::File;
 use std::io::BufReader;
@@ -14,7 +15,8 @@ use std::path::{Path, PathBuf};
 use serde::de::{SeqAccess, Visitor};
 use serde::Deserializer as _;
 use serde_json::value::RawValue;
-use serde_json::Value;
+
+use crate::log::{Entry, Glance};
 
 /// Errors reading the log for a report.
 #[derive(Debug, thiserror::Error)]
@@ -51,20 +53,7 @@ pub(crate) struct Scanned {
     /// Run ids in the order their runs started (each once).
     pub runs: Vec<String>,
     /// The wanted run's entries, in log order.
-    pub entries: Vec<Value>,
-}
-
-/// The fields an entry is probed for before it is parsed in full.
-#[derive(serde::Deserialize)]
-struct Probe {
-    #[serde(default)]
-    details: ProbeDetails,
-}
-
-#[derive(serde::Deserialize, Default)]
-struct ProbeDetails {
-    run_id: Option<String>,
-    kind: Option<String>,
+    pub entries: Vec<Entry>,
 }
 
 /// Collects as it goes, so that what was read survives a log cut short.
@@ -83,15 +72,13 @@ impl<'de> Visitor<'de> for Collect<'_> {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         while let Some(raw) = seq.next_element::<Box<RawValue>>()? {
             // An element that is not an entry (a foreign tool's) is skipped.
-            let Ok(probe) = serde_json::from_str::<Probe>(raw.get()) else {
+            let Some(glance) = Glance::of(raw.get().as_bytes()) else {
                 continue;
             };
-            let Some(run_id) = probe.details.run_id else {
+            let Some(run_id) = glance.run_id else {
                 continue;
             };
-            if probe.details.kind.as_deref() == Some("run_start")
-                && !self.out.runs.contains(&run_id)
-            {
+            if glance.starts_run && !self.out.runs.contains(&run_id) {
                 self.out.runs.push(run_id.clone());
             }
             if self.want == Some(run_id.as_str()) {
@@ -151,7 +138,7 @@ const BACK_CHUNK: u64 = 64 * 1024;
 /// whole history. Each entry is one line of the file as swarm appends it.
 /// `None` when no `run_start` of `run` is found that way (a start moved
 /// aside by a repair, a log written by hand): then only [`scan`] can tell.
-pub(crate) fn scan_back(path: &Path, run: &str) -> Result<Option<Vec<Value>>, ReportError> {
+pub(crate) fn scan_back(path: &Path, run: &str) -> Result<Option<Vec<Entry>>, ReportError> {
     use std::os::unix::fs::FileExt;
     let read_error = |source| ReportError::Read {
         path: path.to_path_buf(),
@@ -159,7 +146,7 @@ pub(crate) fn scan_back(path: &Path, run: &str) -> Result<Option<Vec<Value>>, Re
     };
     let file = open_log(path)?;
     let mut pos = file.metadata().map_err(read_error)?.len();
-    let mut found: Vec<Value> = Vec::new();
+    let mut found: Vec<Entry> = Vec::new();
     // The bytes after the last newline seen: the end of a line whose start
     // is in a chunk not read yet.
     let mut tail: Vec<u8> = Vec::new();
@@ -189,23 +176,23 @@ pub(crate) fn scan_back(path: &Path, run: &str) -> Result<Option<Vec<Value>>, Re
 
 /// Keeps `line` in `found` when it is an entry of `run`; `true` when it is
 /// the run's `run_start`.
-fn take_line(line: &[u8], run: &str, found: &mut Vec<Value>) -> bool {
+fn take_line(line: &[u8], run: &str, found: &mut Vec<Entry>) -> bool {
     let line = line.trim_ascii();
     let line = line.strip_prefix(b"[").unwrap_or(line).trim_ascii();
     let line = line.strip_suffix(b",").unwrap_or(line);
     if !line.starts_with(b"{") {
         return false;
     }
-    let Ok(probe) = serde_json::from_slice::<Probe>(line) else {
+    let Some(glance) = Glance::of(line) else {
         return false;
     };
-    if probe.details.run_id.as_deref() != Some(run) {
+    if glance.run_id.as_deref() != Some(run) {
         return false;
     }
     if let Ok(entry) = serde_json::from_slice(line) {
         found.push(entry);
     }
-    probe.details.kind.as_deref() == Some("run_start")
+    glance.starts_run
 }
 
 /// The run `wanted` names (a run id or a unique prefix of one), or the
@@ -246,10 +233,18 @@ pub(crate) fn pick_run(
 mod tests {
     use super::*;
 
+    /// Entry `n` of `run`, numbered in its prompt.
     fn entry(run: &str, kind: &str, n: u32) -> String {
         format!(
-            r#"{{"id":"x","agent":"System","details":{{"input_prompt":"","output_response":"","run_id":"{run}","kind":"{kind}","n":{n}}}}}"#
+            r#"{{"id":"x","agent":"System","details":{{"input_prompt":"{n}","output_response":"","run_id":"{run}","kind":"{kind}"}}}}"#
         )
+    }
+
+    fn ns(entries: &[Entry]) -> Vec<u64> {
+        entries
+            .iter()
+            .map(|e| e.details.input_prompt.parse().unwrap())
+            .collect()
     }
 
     fn write_log(dir: &Path, text: &str) -> PathBuf {
@@ -272,12 +267,7 @@ mod tests {
         let path = write_log(dir.path(), &text);
         let scanned = scan(&path, Some("r1")).unwrap();
         assert_eq!(scanned.runs, ["r1", "r2"]);
-        let ns: Vec<u64> = scanned
-            .entries
-            .iter()
-            .map(|e| e["details"]["n"].as_u64().unwrap())
-            .collect();
-        assert_eq!(ns, [1, 3, 5]);
+        assert_eq!(ns(&scanned.entries), [1, 3, 5]);
     }
 
     #[test]
@@ -295,13 +285,7 @@ mod tests {
             entry("r2", "report", 6),
         );
         let path = write_log(dir.path(), &text);
-        let ns = |entries: Vec<Value>| -> Vec<u64> {
-            entries
-                .iter()
-                .map(|e| e["details"]["n"].as_u64().unwrap())
-                .collect()
-        };
-        assert_eq!(ns(scan_back(&path, "r2").unwrap().unwrap()), [2, 3, 5, 6]);
+        assert_eq!(ns(&scan_back(&path, "r2").unwrap().unwrap()), [2, 3, 5, 6]);
         assert!(scan(&path, Some("r2")).is_err(), "a whole pass fails");
         // A run whose start is not there: only a whole pass can tell.
         let path = write_log(
@@ -313,18 +297,18 @@ mod tests {
             ),
         );
         assert_eq!(scan_back(&path, "r1").unwrap(), None);
-        assert_eq!(ns(scan(&path, Some("r1")).unwrap().entries), [1, 2]);
+        assert_eq!(ns(&scan(&path, Some("r1")).unwrap().entries), [1, 2]);
         // Lines longer than what is read at a time, and a first line that
         // is the array's opening and the entry together.
         let long = "x".repeat(200_000);
         let big = format!(
-            r#"{{"id":"y","details":{{"run_id":"r3","kind":"review","n":8,"text":"{long}"}}}}"#
+            r#"{{"id":"y","agent":"Reviewer","details":{{"run_id":"r3","kind":"review","input_prompt":"8","output_response":"{long}"}}}}"#
         );
         let path = write_log(
             dir.path(),
             &format!("[{},\n{big},\n{big}\n]\n", entry("r3", "run_start", 7)),
         );
-        assert_eq!(ns(scan_back(&path, "r3").unwrap().unwrap()), [7, 8, 8]);
+        assert_eq!(ns(&scan_back(&path, "r3").unwrap().unwrap()), [7, 8, 8]);
     }
 
     #[test]

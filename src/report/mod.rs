@@ -181,7 +181,7 @@ impl Drop for OnRunEnd<'_> {
 mod tests {
     use super::*;
     use crate::log::events::Collect;
-    use crate::log::{Action, Agent, Entry, ExperimentLog, Status};
+    use crate::log::{Action, Agent, Entry, ExperimentLog, Kind, RunStart, Status};
 
     fn start(log: &mut ExperimentLog, run: &str) {
         log.record(
@@ -191,10 +191,13 @@ mod tests {
                 Action::CodeAnalysis,
                 "swarm run on /t",
                 "",
+                Kind::RunStart(RunStart {
+                    target: Some("/t".into()),
+                    ..RunStart::default()
+                }),
             )
             .status(Status::Info)
-            .detail("kind", "run_start")
-            .detail("run_id", run),
+            .in_run(run),
         )
         .unwrap();
     }

@@ -1,16 +1,18 @@
 //! The report's model: what one run did, gathered from its log entries.
 //!
-//! Pure: it takes the run's entries (in log order) and a price table and
-//! returns plain values; it knows the entry kinds `crate::orchestrator`
-//! writes (`run_start`, `llm_call`, `review`, `tool`, `commit`, `run_end`)
-//! but nothing of HTML, which is `render`'s.
+//! Pure: it takes the run's entries (in log order, as `crate::log` types)
+//! and a price table and returns plain values; it reads the kinds the
+//! orchestrator writes (run start and end, model calls, reviews, pytest and
+//! pylint runs, commits) but nothing of HTML, which is `render`'s.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::llm::{PriceTable, Usage};
+use crate::log::{
+    Agent, Commit, Decision, Entry, Kind, ModelCall, Review, RunEnd, Status, TestTally, ToolRun,
+};
 
 /// Tests passed out of total.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -111,64 +113,48 @@ pub struct RunReport {
     pub calls: Vec<Call>,
 }
 
-fn text<'a>(v: &'a Value, key: &str) -> &'a str {
-    v[key].as_str().unwrap_or_default()
+impl From<TestTally> for Count {
+    fn from(tally: TestTally) -> Self {
+        Self {
+            passed: tally.passed,
+            total: tally.total,
+        }
+    }
 }
 
-fn count(v: &Value) -> Option<Count> {
-    Some(Count {
-        passed: v["passed"].as_u64()?,
-        total: v["total"].as_u64()?,
-    })
-}
-
-/// A rejection's reason: the first line of the Reviewer's output, without
-/// its `rejected: ` prefix.
-fn rejection_reason(output: &str) -> String {
-    let first = output.lines().next().unwrap_or_default();
-    first
-        .strip_prefix("rejected: ")
-        .unwrap_or(first)
-        .to_string()
-}
+/// Per attempt number: tests and pylint.
+type Measured = BTreeMap<u64, (Option<Count>, Option<f64>)>;
 
 /// Builds the report of run `run_id` from its entries.
-pub fn gather(run_id: &str, entries: &[Value], prices: &PriceTable) -> RunReport {
+pub fn gather(run_id: &str, entries: &[Entry], prices: &PriceTable) -> RunReport {
     let mut report = RunReport {
         run_id: run_id.to_string(),
         ..RunReport::default()
     };
     // The Fixer's last reply per file, shown with a rejection of it.
     let mut replies: BTreeMap<String, String> = BTreeMap::new();
-    // Per attempt number: tests and pylint.
-    let mut measured: BTreeMap<u64, (Option<Count>, Option<f64>)> = BTreeMap::new();
+    let mut measured = Measured::new();
     for entry in entries {
-        let details = &entry["details"];
-        match text(details, "kind") {
-            "run_start" => {
-                let prompt = text(details, "input_prompt");
-                report.target = prompt
-                    .strip_prefix("swarm run on ")
-                    .unwrap_or(prompt)
-                    .into();
-                report.model = text(entry, "model").to_string();
-                report.started = text(entry, "timestamp").to_string();
+        match &entry.details.kind {
+            Kind::RunStart(start) => {
+                report.target = start.target.clone().unwrap_or_default();
+                report.model = entry.model.clone();
+                report.started = entry.timestamp.clone();
             }
-            "llm_call" => {
-                let agent = text(entry, "agent");
-                let reply = text(details, "output_response");
-                if agent == "Auditor" && entry["status"] == "SUCCESS" {
-                    report.plans.push(reply.to_string());
+            Kind::LlmCall(call) => {
+                let reply = &entry.details.output_response;
+                if entry.agent == Agent::Auditor && entry.status == Status::Success {
+                    report.plans.push(reply.clone());
                 }
-                if let (Some(file), "Fixer") = (details["file"].as_str(), agent) {
-                    replies.insert(file.to_string(), reply.to_string());
+                if let (Some(file), Agent::Fixer) = (&call.file, entry.agent) {
+                    replies.insert(file.clone(), reply.clone());
                 }
-                report.calls.push(call_of(entry, prices));
+                report.calls.push(call_of(entry, call, prices));
             }
-            "review" => report.attempts.push(review_of(details, &replies)),
-            "tool" => measurement(details, &mut report, &mut measured),
-            "commit" => committed(details, &mut report.attempts),
-            "run_end" => ending(details, &mut report),
+            Kind::Review(review) => report.attempts.push(review_of(review, &replies)),
+            Kind::Tool(tool) => measurement(tool, &mut report, &mut measured),
+            Kind::Commit(commit) => committed(commit, &mut report.attempts),
+            Kind::RunEnd(end) => ending(entry, end, &mut report),
             _ => {}
         }
     }
@@ -185,106 +171,107 @@ pub fn gather(run_id: &str, entries: &[Value], prices: &PriceTable) -> RunReport
     report
 }
 
-fn call_of(entry: &Value, prices: &PriceTable) -> Call {
-    let details = &entry["details"];
+fn call_of(entry: &Entry, call: &ModelCall, prices: &PriceTable) -> Call {
     let usage = Usage {
-        input_tokens: details["input_tokens"].as_u64().unwrap_or(0),
-        output_tokens: details["output_tokens"].as_u64().unwrap_or(0),
-        estimated: details["tokens_estimated"].as_bool().unwrap_or(false),
+        input_tokens: call.input_tokens.unwrap_or(0),
+        output_tokens: call.output_tokens.unwrap_or(0),
+        estimated: call.tokens_estimated.unwrap_or(false),
     };
     Call {
-        agent: text(entry, "agent").to_string(),
-        file: details["file"].as_str().map(str::to_string),
-        iteration: details["iteration"].as_u64(),
+        agent: entry.agent.as_str().to_string(),
+        file: call.file.clone(),
+        iteration: call.iteration.map(u64::from),
         input_tokens: usage.input_tokens,
         output_tokens: usage.output_tokens,
-        cost_usd: prices.cost(text(entry, "model"), &usage),
-        seconds: details["elapsed_ms"].as_f64().unwrap_or(0.0) / 1000.0,
-        failed: entry["status"] == "FAILURE",
+        cost_usd: prices.cost(&entry.model, &usage),
+        seconds: call.elapsed_ms as f64 / 1000.0,
+        failed: entry.status == Status::Failure,
     }
 }
 
-fn review_of(details: &Value, replies: &BTreeMap<String, String>) -> Attempt {
-    let file = text(details, "file").to_string();
-    let rejected = text(details, "verdict") == "rejected";
+fn review_of(review: &Review, replies: &BTreeMap<String, String>) -> Attempt {
+    let (verdict, rule, reason) = match &review.decision {
+        Decision::Accepted => ("not judged", None, None),
+        Decision::Rejected { rule, reason } => ("rejected", rule.clone(), Some(reason.clone())),
+    };
     Attempt {
-        iteration: details["iteration"].as_u64().unwrap_or(0),
-        verdict: if rejected { "rejected" } else { "not judged" }.to_string(),
-        rule: details["rule"].as_str().map(str::to_string),
-        reason: rejected.then(|| rejection_reason(text(details, "output_response"))),
-        step: details["step"].as_str().map(str::to_string),
-        proposal: replies.get(&file).filter(|_| rejected).cloned(),
-        file,
+        iteration: u64::from(review.iteration),
+        verdict: verdict.to_string(),
+        rule,
+        reason,
+        step: review.step.clone(),
+        proposal: replies
+            .get(&review.file)
+            .filter(|_| verdict == "rejected")
+            .cloned(),
+        file: review.file.clone(),
         ..Attempt::default()
     }
 }
 
 /// pytest and pylint results: the baseline's (no attempt) or an attempt's.
-fn measurement(
-    details: &Value,
-    report: &mut RunReport,
-    measured: &mut BTreeMap<u64, (Option<Count>, Option<f64>)>,
-) {
-    let tool = text(details, "tool");
-    if tool != "pytest" && tool != "pylint" {
-        return;
-    }
-    let Some(k) = details["attempt"].as_u64() else {
-        match tool {
-            "pytest" => report.tests_before = report.tests_before.or(count(details)),
-            _ => report.pylint_before = report.pylint_before.or(details["score"].as_f64()),
-        }
-        return;
-    };
-    let slot = measured.entry(k).or_default();
+fn measurement(tool: &ToolRun, report: &mut RunReport, measured: &mut Measured) {
     match tool {
-        "pytest" => slot.0 = count(details),
-        _ => slot.1 = details["score"].as_f64(),
+        ToolRun::Pytest(run) => {
+            let count = Some(Count {
+                passed: run.passed as u64,
+                total: run.total as u64,
+            });
+            match run.attempt {
+                None => report.tests_before = report.tests_before.or(count),
+                Some(k) => measured.entry(u64::from(k)).or_default().0 = count,
+            }
+        }
+        ToolRun::Pylint(run) => match run.attempt {
+            None => report.pylint_before = report.pylint_before.or(run.score),
+            Some(k) => measured.entry(u64::from(k)).or_default().1 = run.score,
+        },
+        _ => {}
     }
 }
 
 /// The Executor's commit completes the latest accepted proposal of its file.
-fn committed(details: &Value, attempts: &mut [Attempt]) {
-    let file = text(details, "file");
+fn committed(commit: &Commit, attempts: &mut [Attempt]) {
     let open = attempts
         .iter_mut()
         .rev()
-        .find(|a| a.file == file && a.verdict == "not judged" && a.commit.is_none());
+        .find(|a| a.file == commit.file && a.verdict == "not judged" && a.commit.is_none());
     if let Some(attempt) = open {
-        attempt.verdict = text(details, "verdict").to_string();
-        attempt.number = details["attempt"].as_u64();
-        attempt.commit = details["commit"].as_str().map(str::to_string);
-        attempt.diff = details["diff"].as_str().map(str::to_string);
+        attempt.verdict = commit.verdict.as_str().to_string();
+        attempt.number = Some(u64::from(commit.attempt));
+        attempt.commit = Some(commit.commit.clone());
+        attempt.diff = Some(commit.diff.clone());
     }
 }
 
 /// The run's end: the summary it printed.
-fn ending(details: &Value, report: &mut RunReport) {
-    let summary: Value =
-        serde_json::from_str(text(details, "output_response")).unwrap_or(Value::Null);
+fn ending(entry: &Entry, end: &RunEnd, report: &mut RunReport) {
+    let summary = entry.run_summary().unwrap_or_default();
     report.ending = Some(Ending {
-        status: text(&summary, "status").to_string(),
-        exit_code: details["exit_code"].as_u64().unwrap_or(0),
-        stop_reason: text(&summary, "stop_reason").to_string(),
-        delivery: text(&summary["delivery"], "state").to_string(),
+        status: summary.status,
+        exit_code: u64::from(end.exit_code),
+        stop_reason: summary.stop_reason,
+        delivery: summary.delivery.state,
     });
-    report.tests_before = count(&summary["tests_before"]).or(report.tests_before);
-    report.tests_after = count(&summary["tests_after"]);
-    report.pylint_before = summary["pylint_before"].as_f64().or(report.pylint_before);
-    report.pylint_after = summary["pylint_after"].as_f64();
-    report.seconds = details["seconds"].as_f64();
-    let tokens = &summary["tokens"];
+    report.tests_before = summary
+        .tests_before
+        .map(Count::from)
+        .or(report.tests_before);
+    report.tests_after = summary.tests_after.map(Count::from);
+    report.pylint_before = summary.pylint_before.or(report.pylint_before);
+    report.pylint_after = summary.pylint_after;
+    report.seconds = end.seconds;
     report.spend = Spend {
-        input_tokens: tokens["input"].as_u64().unwrap_or(0),
-        output_tokens: tokens["output"].as_u64().unwrap_or(0),
-        cost_usd: tokens["cost_usd"].as_f64(),
-        calls: tokens["calls"].as_u64().unwrap_or(0),
+        input_tokens: summary.tokens.input,
+        output_tokens: summary.tokens.output,
+        cost_usd: summary.tokens.cost_usd,
+        calls: summary.tokens.calls,
     };
 }
 
 /// A run that stopped before its summary: spend from its calls, duration
 /// from its first and last entries.
-fn fill_without_ending(report: &mut RunReport, entries: &[Value]) {
+fn fill_without_ending(report: &mut RunReport, entries: &[Entry]) {
     let calls = &report.calls;
     let costs: Vec<f64> = calls.iter().filter_map(|c| c.cost_usd).collect();
     report.spend = Spend {
@@ -293,9 +280,8 @@ fn fill_without_ending(report: &mut RunReport, entries: &[Value]) {
         cost_usd: (!costs.is_empty()).then(|| costs.iter().sum()),
         calls: calls.iter().filter(|c| !c.failed).count() as u64,
     };
-    let time = |e: Option<&Value>| {
-        e.and_then(|e| chrono::DateTime::parse_from_rfc3339(text(e, "timestamp")).ok())
-    };
+    let time =
+        |e: Option<&Entry>| e.and_then(|e| chrono::DateTime::parse_from_rfc3339(&e.timestamp).ok());
     if let (Some(first), Some(last)) = (time(entries.first()), time(entries.last())) {
         report.seconds = Some((last - first).num_milliseconds() as f64 / 1000.0);
     }
@@ -331,14 +317,18 @@ fn series(report: &mut RunReport) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
-    fn e(agent: &str, status: &str, details: Value) -> Value {
-        json!({"agent": agent, "model": "gpt-4o-mini", "status": status,
-               "timestamp": "2026-11-22T10:15:00.000+00:00", "details": details})
+    /// An entry as the log holds it, read through the log's types.
+    fn e(agent: &str, status: &str, details: Value) -> Entry {
+        serde_json::from_value(
+            json!({"agent": agent, "model": "gpt-4o-mini", "status": status,
+               "timestamp": "2026-11-22T10:15:00.000+00:00", "details": details}),
+        )
+        .unwrap()
     }
 
-    fn run_entries() -> Vec<Value> {
+    fn run_entries() -> Vec<Entry> {
         let summary = json!({"status": "success", "stop_reason": "green",
             "tests_before": {"passed": 4, "total": 8}, "tests_after": {"passed": 8, "total": 8},
             "pylint_before": 5.5, "pylint_after": 9.1, "delivery": {"state": "updated"},

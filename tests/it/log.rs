@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use swarm::log::{Action, Agent, Entry, ExperimentLog, Repair};
+use swarm::log::{Action, Agent, Entry, ExperimentLog, Kind, ModelCall, Repair};
 
 use crate::support::fixture::{read_log, swarm_in};
 
@@ -17,8 +17,8 @@ use crate::support::fixture::{read_log, swarm_in};
 const WRITERS: usize = 6;
 const PER_WRITER: usize = 120;
 
-/// An entry of `writer` numbered `n`, with text that looks like the log's own
-/// structure.
+/// An entry of `writer` numbered `n` (a model call about file `writer` in
+/// round `n`), with text that looks like the log's own structure.
 fn entry(writer: &str, n: usize) -> Entry {
     Entry::new(
         Agent::Fixer,
@@ -29,9 +29,12 @@ fn entry(writer: &str, n: usize) -> Entry {
             "x".repeat(n % 7 * 40)
         ),
         "reply [{}]\n]\n",
+        Kind::LlmCall(ModelCall {
+            file: Some(writer.to_string()),
+            iteration: Some(u32::try_from(n).expect("a small number")),
+            ..ModelCall::default()
+        }),
     )
-    .detail("writer", writer)
-    .detail("n", n)
 }
 
 /// The entries of an old log, written as the version before in-place appends
@@ -124,10 +127,10 @@ fn processes_appending_at_once_keep_every_entry() {
     let mut seen: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     let mut order = Vec::new();
     for e in &entries[3..] {
-        let writer = e["details"]["writer"].as_str().unwrap().to_string();
+        let writer = e["details"]["file"].as_str().unwrap().to_string();
         seen.entry(writer.clone())
             .or_default()
-            .push(e["details"]["n"].as_u64().unwrap());
+            .push(e["details"]["iteration"].as_u64().unwrap());
         assert_eq!(e["details"]["output_response"], "reply [{}]\n]\n");
         order.push(writer);
     }
@@ -233,7 +236,7 @@ fn check_cut(full: &[u8], k: usize, originals: &[Value], kept: usize) {
     let entries = read_log(&path);
     assert_eq!(entries.len(), kept + 1, "cut at {k}");
     assert_eq!(&entries[..kept], &originals[..kept], "cut at {k}");
-    assert_eq!(entries[kept]["details"]["writer"], "new", "cut at {k}");
+    assert_eq!(entries[kept]["details"]["file"], "new", "cut at {k}");
 
     let asides = siblings(&path);
     let intact = k == 0 || serde_json::from_slice::<Value>(cut).is_ok();
@@ -291,7 +294,7 @@ fn a_pretty_printed_log_of_the_older_version_is_appended_to() {
         let entries = read_log(&path);
         assert_eq!(entries.len(), 4 + n + 1);
         assert_eq!(&entries[..4], &old_entries[..]);
-        assert_eq!(entries[4 + n]["details"]["n"], n);
+        assert_eq!(entries[4 + n]["details"]["iteration"], n);
         assert_eq!(entries[4 + n]["agent"], "Fixer");
         assert!(entries[4 + n]["id"].as_str().unwrap().len() == 36);
     }

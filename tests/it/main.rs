@@ -9,6 +9,7 @@ mod install;
 mod layers;
 mod llm;
 mod log;
+mod log_fixture;
 mod patch_corpus;
 mod patch_props;
 mod patch_support;

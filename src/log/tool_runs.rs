@@ -1,0 +1,134 @@
+//! The tool entries of the experiment log (`details.kind` = `tool`): one
+//! type per `details.tool`, with the facts each run adds beside its command
+//! line (`input_prompt`) and trimmed output (`output_response`).
+//!
+//! Records another layer owns and nobody reads back from the log (the
+//! Judge's early stop, pylint's batches, the behaviour check, the Tester's
+//! tests) are kept as that layer serialized them, as JSON values; the log
+//! must not depend on the stages or the tools. Fields are defaulted when
+//! missing, so entries of earlier versions read alike; the test counts,
+//! which a report cannot do without, are required.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A tool run, by `details.tool`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "tool", rename_all = "snake_case")]
+pub enum ToolRun {
+    /// The tree-sitter metrics of the target (the table is the entry's
+    /// `output_response`).
+    Metrics,
+    /// pytest over one state.
+    Pytest(PytestRun),
+    /// The compile and import checks of a state without tests.
+    ImportCheck(ImportCheckRun),
+    /// pylint over one state.
+    Pylint(PylintRun),
+    /// The behaviour check of an attempt.
+    BehaviourCheck(BehaviourCheckRun),
+    /// The Tester's validation of the tests generated for one module.
+    Tester(TesterRun),
+    /// A tool this version does not know (written by a later one).
+    #[serde(other)]
+    Unknown,
+}
+
+/// pytest over the baseline (`attempt` null), an attempt or the final check.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PytestRun {
+    /// The attempt measured; `None` for the baseline and the final check.
+    #[serde(default)]
+    pub attempt: Option<u32>,
+    /// Served from the baseline cache: pytest did not run in this run.
+    #[serde(default)]
+    pub cached: bool,
+    #[serde(default)]
+    pub stopped_early: bool,
+    /// Why the Judge stopped before the full suite, as the Judge records
+    /// it (null when it did not).
+    #[serde(default)]
+    pub early_stop: Value,
+    /// The same, in words.
+    #[serde(default)]
+    pub early_stop_reason: Option<String>,
+    /// pytest's exit code; `None` when it was killed.
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    /// pytest's wall time, to the millisecond.
+    #[serde(default)]
+    pub seconds: f64,
+    /// The wall time of the first pass over the previously failing tests,
+    /// when the full suite ran after it.
+    #[serde(default)]
+    pub first_pass_seconds: Option<f64>,
+    #[serde(default)]
+    pub timed_out: bool,
+    /// pytest collected no tests.
+    #[serde(default)]
+    pub no_tests: bool,
+    pub passed: usize,
+    pub total: usize,
+    /// Ids of the failing tests.
+    #[serde(default)]
+    pub failing: Vec<String>,
+    /// Ids of tests of the baseline that this run no longer has.
+    #[serde(default)]
+    pub vanished: Vec<String>,
+}
+
+/// The compile and import checks of a state without tests.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ImportCheckRun {
+    pub attempt: Option<u32>,
+    pub cached: bool,
+    /// Files that do not compile.
+    pub compile_errors: usize,
+    /// Modules that do not import (or do not finish importing).
+    pub import_errors: usize,
+}
+
+/// pylint over one state.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PylintRun {
+    pub attempt: Option<u32>,
+    pub cached: bool,
+    /// The global score out of 10; `None` when no file could be linted.
+    pub score: Option<f64>,
+    /// How many messages pylint gave.
+    pub messages: usize,
+    /// Files pylint ran over this time.
+    pub linted: usize,
+    /// Files whose result came from the lint cache.
+    pub from_cache: usize,
+    /// Every pylint process (files, seconds, outcome), as the tools record it.
+    pub batches: Value,
+    /// The lint's wall time.
+    pub seconds: f64,
+    /// Files left out (path and why), as the tools record them.
+    pub skipped: Value,
+    /// What went differently from one plain pylint run, one line each.
+    pub notes: Vec<String>,
+}
+
+/// The behaviour check of one attempt.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BehaviourCheckRun {
+    pub attempt: u32,
+    /// The check, function by function, as the Judge records it.
+    pub behaviour: Value,
+}
+
+/// The Tester's validation of the tests generated for one module.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TesterRun {
+    /// The module (target-relative).
+    pub file: String,
+    /// Every test with the steps it passed and the one it failed, as the
+    /// Tester records them.
+    pub generated_tests: Value,
+}
