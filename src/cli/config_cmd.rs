@@ -13,9 +13,9 @@ pub fn execute(args: &RunArgs) -> Result<ExitKind, SwarmError> {
     }
     let (target, rows) = settings::show(&args, &ProcessEnv)?;
     let width = rows.iter().map(|(n, _, _)| n.len()).max().unwrap_or(0);
-    println!("{:width$}  {}", "target", target.display());
+    super::print_line(&format!("{:width$}  {}", "target", target.display()));
     for (name, value, source) in &rows {
-        println!("{name:width$}  {value}  ({source})");
+        super::print_line(&format!("{name:width$}  {value}  ({source})"));
     }
     Ok(ExitKind::Success)
 }

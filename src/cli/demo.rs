@@ -83,7 +83,7 @@ pub async fn execute(args: DemoArgs, printer: &Printer) -> Result<ExitKind, Swar
     let model = llm::build(provider)?;
     let summary = run::run_to_summary(&resolved.run, model, printer).await?;
     let graph = demo.repo.log_graph()?;
-    println!("$ git log --all --graph --oneline\n{graph}");
+    super::print_line(&format!("$ git log --all --graph --oneline\n{graph}"));
     if args.keep {
         let kept = demo.temp.keep();
         eprintln!("demo: kept {}", kept.display());
@@ -94,7 +94,7 @@ pub async fn execute(args: DemoArgs, printer: &Printer) -> Result<ExitKind, Swar
         if let Some(object) = json.as_object_mut() {
             object.insert("fixture".into(), args.fixture.clone().into());
         }
-        println!("{json}");
+        super::print_line(&json.to_string());
     }
     Ok(summary.exit)
 }
@@ -108,7 +108,7 @@ fn print_list(names: &[&str]) {
             .and_then(|f| toml::from_str::<FixtureMeta>(f.contents_utf8()?).ok())
             .map(|meta| meta.description)
             .unwrap_or_default();
-        println!("{name:width$}  {description}");
+        super::print_line(&format!("{name:width$}  {description}"));
     }
 }
 

@@ -262,6 +262,18 @@ fn man_page() -> Result<ExitKind, SwarmError> {
     print_bytes(&page, "the man page")
 }
 
+/// Writes `text` and a newline to stdout, as `println!` would, except that
+/// a reader that stops early (`| head`) ends nothing: the rest is dropped
+/// instead of panicking.
+pub(crate) fn print_line(text: &str) {
+    let mut line = String::with_capacity(text.len() + 1);
+    line.push_str(text);
+    line.push('\n');
+    if let Err(e) = print_bytes(line.as_bytes(), "to standard output") {
+        eprintln!("swarm: {e}");
+    }
+}
+
 /// Writes `bytes` to stdout; a reader that stops early (`| head`) is fine.
 fn print_bytes(bytes: &[u8], what: &str) -> Result<ExitKind, SwarmError> {
     use std::io::Write;

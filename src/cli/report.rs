@@ -33,7 +33,7 @@ pub fn execute(args: &ReportArgs) -> Result<ExitKind, SwarmError> {
         None => Which::Newest,
     };
     let written = report::write(&log_file, which, &PriceTable::new()).map_err(error_of)?;
-    println!("{}", written.path.display());
+    super::print_line(&written.path.display().to_string());
     if args.open {
         // The browser may start elsewhere: it gets the full path.
         let path = std::fs::canonicalize(&written.path).unwrap_or(written.path);

@@ -32,15 +32,13 @@ pub async fn execute(args: RunArgs, printer: &Printer) -> Result<ExitKind, Swarm
     }
     .await;
     if let (true, Err(e)) = (json, &result) {
-        println!(
-            "{}",
-            serde_json::json!({
-                "status": "error",
-                "exit_code": e.kind.code(),
-                "error": e.to_string(),
-                "hints": e.hints,
-            })
-        );
+        let line = serde_json::json!({
+            "status": "error",
+            "exit_code": e.kind.code(),
+            "error": e.to_string(),
+            "hints": e.hints,
+        });
+        super::print_line(&line.to_string());
     }
     result
 }
@@ -64,7 +62,7 @@ pub async fn run_with(
 ) -> Result<ExitKind, SwarmError> {
     let summary = run_to_summary(config, model, printer).await?;
     if json {
-        println!("{}", serde_json::to_string(&summary).unwrap_or_default());
+        super::print_line(&serde_json::to_string(&summary).unwrap_or_default());
     }
     Ok(summary.exit)
 }

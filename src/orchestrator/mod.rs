@@ -26,7 +26,6 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::analysis::{FileMetrics, Severity};
 use crate::cancel::Cancel;
 use crate::error::SwarmError;
 use crate::git::RunWorkspace;
@@ -44,6 +43,7 @@ use crate::stage::{auditor, executor};
 use crate::tools::{LintCache, PythonEnv, Sandbox, SandboxPolicy};
 use record::Recorder;
 pub use summary::{Delivery, FinalCheck, Safety, Spend, StopReason, Summary, TestCount};
+use swarm_analysis::{FileMetrics, Severity};
 use timing::{Stage, StageClock};
 
 /// Everything a run needs besides the model.

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 
 use super::timing::{AttemptTimes, Stage, StageClock};
 use super::{RunConfig, Summary};
-use crate::analysis::FileMetrics;
 use crate::error::SwarmError;
 use crate::log::{
     Action, Agent, Decision, Entry, ExperimentLog, Kind, ModelCall as CallEntry, Status, ToolRun,
@@ -15,6 +14,7 @@ use crate::log::{
 use crate::pipeline::{clip, Change, Excerpt, Measurement, Verdict};
 use crate::stage::reviewer::Rejection;
 use crate::stage::ModelCall;
+use swarm_analysis::FileMetrics;
 
 /// How much tool output an entry keeps.
 const OUTPUT_CAP: usize = 8_000;

@@ -17,7 +17,6 @@ use crate::error::SwarmError;
 use crate::git::RunWorkspace;
 use crate::llm::LlmError;
 use crate::log::{Action, Event, Step};
-use crate::patch::ReplyContext;
 use crate::pipeline::Proposal;
 use crate::pipeline::{LintMessage, TestCase};
 use crate::stage::budget::Allowance;
@@ -25,6 +24,7 @@ use crate::stage::fixer;
 use crate::stage::prompt::{FixInput, PastAttempt};
 use crate::stage::ruff_fixer::{self, ProposalSource};
 use crate::stage::{auditor, is_test_path, reach, ModelCall};
+use swarm_patch::ReplyContext;
 
 /// At most this many files are worked on in one round.
 const MAX_FILES_PER_ROUND: usize = 6;
@@ -203,7 +203,7 @@ fn job_for(cx: &RunContext<'_>, state: &RunState, file: &str) -> FixJob {
         .severities
         .get(file)
         .copied()
-        .unwrap_or(crate::analysis::Severity::Medium);
+        .unwrap_or(swarm_analysis::Severity::Medium);
     FixJob {
         path: file.to_string(),
         text: crate::stage::read_source_text(root, file).unwrap_or_default(),

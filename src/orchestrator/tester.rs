@@ -358,7 +358,7 @@ fn commit_tests(
         .iter()
         .map(|w| {
             let text = String::from_utf8_lossy(w.content.as_deref().unwrap_or_default());
-            crate::patch::unified_diff(&w.path, "", &text)
+            swarm_patch::unified_diff(&w.path, "", &text)
         })
         .collect();
     rec.commit(

@@ -3,7 +3,7 @@
 //! showed ([`Excerpt`]). Read by the Reviewer, logged by the orchestrator.
 
 use super::path::TargetPath;
-use crate::patch::{self, FileEdit};
+use swarm_patch::{self as patch, FileEdit};
 
 /// What the model proposed for a file.
 #[derive(Clone, Debug)]

@@ -9,11 +9,11 @@ use std::path::Path;
 
 use super::baseline_cache::{BaselineCache, BaselineKey};
 use super::judge::{self, Limits};
-use crate::analysis::{FileMetrics, Severity};
 use crate::cancel::Cancel;
 use crate::pipeline::LintMessage;
 use crate::pipeline::Measurement;
 use crate::tools::ToolError;
+use swarm_analysis::{FileMetrics, Severity};
 
 mod metrics_cache;
 pub use metrics_cache::MetricsCache;

@@ -15,10 +15,10 @@
 //! module decides what to show within a room; how big the room is, and
 //! what else the prompt holds, is `prompt`'s business.
 
-use crate::analysis::{self, DefinitionKind, Outline};
 use crate::llm::budget_tokens;
 use crate::pipeline::Excerpt;
 use crate::pipeline::{LintMessage, TestCase};
+use swarm_analysis::{self as analysis, DefinitionKind, Outline};
 
 mod targets;
 

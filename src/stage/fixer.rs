@@ -8,8 +8,8 @@
 use super::prompt::{self, FixInput, FixPrompt};
 use super::{call_model, ModelCall};
 use crate::llm::{self, ChatModel, Finish, LlmError};
-use crate::patch::{self, FileEdit, ReplyContext};
 use crate::pipeline::{Proposal, ReplyProblem, TargetPath, Unusable};
+use swarm_patch::{self as patch, FileEdit, ReplyContext};
 
 /// What stands in for a reply whose bytes could not be read, in the
 /// follow-up request's history.

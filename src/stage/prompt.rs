@@ -329,7 +329,9 @@ mod tests {
         let second = fix_prompt(&input(&one)).request.messages[0].content.clone();
         assert!(second.contains("## Previous attempt") && second.contains("```diff"));
         let three = [attempt(1), attempt(2), attempt(3)];
-        let third = fix_prompt(&input(&three)).request.messages[0].content.clone();
+        let third = fix_prompt(&input(&three)).request.messages[0]
+            .content
+            .clone();
         assert!(third.contains("Earlier attempts (3)"));
         assert!(third.contains("Tried idea 1; idea 2; idea 3"));
         assert!(third.contains("different approach"));

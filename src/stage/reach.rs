@@ -10,8 +10,8 @@ use std::collections::BTreeSet;
 use regex::Regex;
 
 use super::is_test_path;
-use crate::analysis;
 use crate::pipeline::TestCase;
+use swarm_analysis as analysis;
 
 /// Packages re-exporting from packages are followed this deep.
 const REEXPORT_DEPTH: usize = 3;

@@ -9,10 +9,10 @@ use std::path::Path;
 use super::ModelCall;
 use crate::cancel::Cancel;
 use crate::llm::{ChatModel, ChatRequest, ChatResponse, Finish, LlmError, ProviderKind, Usage};
-use crate::patch::{self, ReplyContext};
 use crate::pipeline::{Proposal, ReplyProblem, TargetPath, Unusable};
 use crate::tools::ruff::{Ruff, RULES};
 use crate::tools::ToolError;
+use swarm_patch::{self as patch, ReplyContext};
 
 /// Where a run's proposals come from.
 #[derive(Clone, Debug, Default)]

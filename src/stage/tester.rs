@@ -26,12 +26,12 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use crate::analysis::check_syntax;
 use crate::llm::{ChatModel, ChatResponse, LlmError};
 use crate::pipeline::{TestCase, TestOutcome};
 use crate::stage::judge::behaviour::untested_modules;
 use crate::stage::prompt::tester::{test_request, TestInput};
 use crate::stage::{call_model, ModelCall};
+use swarm_analysis::check_syntax;
 
 pub mod run;
 pub mod shape;
@@ -333,7 +333,7 @@ impl Generated {
         let by_plan = plan_item
             .filter(|item| item.to_ascii_lowercase().contains("bug"))
             .and_then(|item| {
-                crate::analysis::calls(body, None)
+                swarm_analysis::calls(body, None)
                     .into_iter()
                     .map(|c| c.name)
                     .find(|name| {
@@ -426,7 +426,7 @@ pub fn test_path(file: &str) -> String {
 /// Lines of `sources` (path, text) other than `file` itself that call one
 /// of `file`'s top-level functions: `report.py:7: print(mean([1, 2, 3]))`.
 pub fn call_sites(file: &str, text: &str, sources: &[(String, String)]) -> Vec<String> {
-    let names: Vec<String> = crate::analysis::outline(text)
+    let names: Vec<String> = swarm_analysis::outline(text)
         .top_level()
         .map(|d| d.name.clone())
         .filter(|n| !n.starts_with('_'))

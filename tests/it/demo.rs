@@ -4,7 +4,9 @@
 use serde_json::Value;
 
 use crate::e2e::FAKE_KEY;
-use crate::support::fixture::{fixture_dir, good_model, read_log, swarm_in, FixtureRepo};
+use crate::support::fixture::{
+    fixture_dir, good_model, read_log, swarm_command, swarm_in, FixtureRepo,
+};
 use crate::support::llm_server::LlmServer;
 
 const FIXTURES: &[&str] = &["single_module", "package", "monorepo_target", "no_tests"];
@@ -88,6 +90,23 @@ fn demo_lists_fixtures_and_refuses_unknown_ones() {
     );
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no fixture named `nope`"));
+}
+
+#[test]
+fn a_reader_that_stops_early_ends_no_listing_with_a_panic() {
+    // `swarm demo --list | head -0`: the reading end is gone before swarm
+    // writes its first line.
+    let home = tempfile::tempdir().unwrap();
+    let mut child = swarm_command(home.path(), home.path(), &["demo", "--list"], &[])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("swarm starts");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("swarm ends");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
 /// Re-records `fixtures/<name>/replay.json` from a run against the good

@@ -124,7 +124,7 @@ pub fn assert_fixed_and_delivered(fx: &FixtureRepo, out: &std::process::Output, 
     );
 }
 
-/// The experiment log format of ARCHITECTURE.md.
+/// The experiment log format of docs/architecture.md.
 pub fn assert_log_valid(log: &[Value], agents_expected: &[&str]) {
     assert!(!log.is_empty());
     let mut agents = BTreeSet::new();

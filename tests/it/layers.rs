@@ -154,6 +154,20 @@ fn code_of(line: &str) -> String {
 fn paths_in(code: &str, module: &[String]) -> Vec<Vec<String>> {
     let mut found = Vec::new();
     let bytes = code.as_bytes();
+    // The leaf crates are named by their own names; they count as the
+    // modules they were.
+    for (krate, module) in [("swarm_patch", "patch"), ("swarm_analysis", "analysis")] {
+        let mut from = 0;
+        while let Some(at) = code[from..].find(krate) {
+            let at = from + at;
+            from = at + krate.len();
+            let before = at.checked_sub(1).map(|i| bytes[i]);
+            if before.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                continue;
+            }
+            found.push(vec![module.to_string()]);
+        }
+    }
     for start in ["crate::", "super::", "self::"] {
         let mut from = 0;
         while let Some(at) = code[from..].find(start) {
@@ -401,6 +415,8 @@ fn the_checks_see_an_import_that_climbs_and_a_loop() {
     );
     let sup = paths_in("use super::store::OpenLog;", &module);
     assert_eq!(sup, vec![vec!["log", "store", "OpenLog"]]);
+    let leaf = paths_in("use swarm_patch::{self as patch, FileEdit};", &module);
+    assert_eq!(leaf, vec![vec!["patch"]]);
     // A loop of two files is found, a chain is not.
     let a = PathBuf::from("a.rs");
     let b = PathBuf::from("b.rs");

@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::analysis::{self, FileMetrics};
 use crate::tools::KnownContent;
+use swarm_analysis::{self as analysis, FileMetrics};
 
 /// How many lists of files the folder keeps.
 pub const MAX_LISTS: usize = 8;

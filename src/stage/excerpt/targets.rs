@@ -6,9 +6,9 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use super::{Evidence, CONTEXT};
-use crate::analysis::{DefinitionKind, Outline};
 use crate::pipeline::Excerpt;
 use crate::pipeline::LintMessage;
+use swarm_analysis::{DefinitionKind, Outline};
 
 /// At most this many definitions one name in the tests or plan may point at.
 const MAX_PER_NAME: usize = 3;

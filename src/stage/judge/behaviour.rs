@@ -26,12 +26,12 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::{Limits, Tools, IMPORT_TIMEOUT};
-use crate::analysis::{function_pairs, literal_calls};
 use crate::cancel::Cancel;
 use crate::pipeline::BehaviourOutcome;
 use crate::stage::{is_test_path, reach};
 use crate::tools::behaviour::{self, ProbeRequest, ProbeResult, ProbedCall};
 use crate::tools::ToolError;
+use swarm_analysis::{function_pairs, literal_calls};
 
 /// Longest one call of one version may take (capped by the per-test limit).
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(2);

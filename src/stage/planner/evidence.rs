@@ -9,9 +9,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::analysis::{FileMetrics, Severity};
 use crate::pipeline::{LintMessage, TestCase};
 use crate::stage::reach;
+use swarm_analysis::{FileMetrics, Severity};
 
 /// Why a file is where it is in the ranking.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -232,7 +232,7 @@ mod tests {
         .collect();
         let mut metrics = BTreeMap::new();
         for path in &sources {
-            let mut m = crate::analysis::analyze(path, "x = 1\n");
+            let mut m = swarm_analysis::analyze(path, "x = 1\n");
             if path == "tangled.py" {
                 m.severity = Severity::High;
             }

@@ -12,13 +12,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use super::evidence::Ranked;
-use crate::analysis::{FileMetrics, Severity};
 use crate::llm::{budget_tokens, prompt_tokens, ChatMessage, ChatRequest, Role};
 use crate::pipeline::clip;
 use crate::pipeline::{LintMessage, TestCase};
 use crate::stage::auditor::lint_for;
 use crate::stage::budget::{Allowance, PLAN_REPLY};
 use crate::stage::prompt::{one_line, stable};
+use swarm_analysis::{FileMetrics, Severity};
 
 const PLAN_SYSTEM: &str = "You are the Auditor of swarm, an automated refactoring tool for Python \
 projects. You read static analysis results, test results and source code, and write a precise, \
@@ -498,7 +498,7 @@ mod tests {
         let (sources, texts) = project(n);
         let metrics: BTreeMap<String, FileMetrics> = texts
             .iter()
-            .map(|(p, t)| (p.clone(), crate::analysis::analyze(p, t)))
+            .map(|(p, t)| (p.clone(), swarm_analysis::analyze(p, t)))
             .collect();
         let reads = std::cell::Cell::new(0);
         let read = |p: &str| {
@@ -606,7 +606,7 @@ mod tests {
         let (sources, texts) = project(5);
         let metrics: BTreeMap<String, FileMetrics> = texts
             .iter()
-            .map(|(p, t)| (p.clone(), crate::analysis::analyze(p, t)))
+            .map(|(p, t)| (p.clone(), swarm_analysis::analyze(p, t)))
             .collect();
         let read = |p: &str| texts.get(p).cloned();
         let facts = Facts {

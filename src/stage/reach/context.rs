@@ -4,8 +4,8 @@
 //! Fixer read-only; what fits is the prompt's business.
 
 use super::resolve::{called_definitions, Files, Resolved};
-use crate::analysis::{self, Definition, DefinitionKind};
 use crate::pipeline::TestCase;
+use swarm_analysis::{self as analysis, Definition, DefinitionKind};
 
 /// At most this many related definitions are collected for one file.
 const MAX_RELATED: usize = 4;

@@ -5,8 +5,8 @@
 //! class (`w = Wallet(); w.pay()` runs `Wallet.pay`).
 
 use super::test_module;
-use crate::analysis::{self, Binding, DefinitionKind};
 use crate::pipeline::TestCase;
+use swarm_analysis::{self as analysis, Binding, DefinitionKind};
 
 /// Re-exports are followed this many modules deep.
 const DEPTH: usize = 4;

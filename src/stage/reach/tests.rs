@@ -323,10 +323,10 @@ fn callers_are_found_without_reading_the_files_known_to_import_none_of_the_names
         read_paths.borrow_mut().push(p.to_string());
         plain(p)
     };
-    let metrics: std::collections::BTreeMap<String, crate::analysis::FileMetrics> = LEDGER
+    let metrics: std::collections::BTreeMap<String, swarm_analysis::FileMetrics> = LEDGER
         .iter()
         .chain(MORE)
-        .map(|(path, text)| (path.to_string(), crate::analysis::analyze(path, text)))
+        .map(|(path, text)| (path.to_string(), swarm_analysis::analyze(path, text)))
         .collect();
     assert_eq!(
         metrics["ledger/__init__.py"].imported_names,

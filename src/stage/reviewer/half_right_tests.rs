@@ -3,8 +3,8 @@
 //! into steps that each pass every rule.
 
 use super::*;
-use crate::patch::{EditOp, FileEdit, ReplyContext};
 use crate::pipeline::Rebased;
+use swarm_patch::{EditOp, FileEdit, ReplyContext};
 
 const ORIGINAL: &str = "\"\"\"Money.\"\"\"\n\n\ndef to_cents(amount):\n    return round(amount * 10)\n\n\ndef apply_discount(price, percent):\n    return price * percent / 100\n";
 

@@ -44,11 +44,11 @@ pub use rebase::ShownVersions;
 pub use rules::Rejection;
 pub use split::{split, SplitFailure, Step};
 
-use crate::analysis::Severity;
 use crate::git::FileWrite;
-use crate::patch::{self, PatchError};
 use crate::pipeline::{Change, Proposal, ReplyProblem};
 use rules::{ChangedFile, FILE_RULES, PATH_RULES};
+use swarm_analysis::Severity;
+use swarm_patch::{self as patch, PatchError};
 
 /// Changed-line limits per severity (defaults from the multi-agent
 /// refactoring paper: low 40, medium 100, high 180), and the changed-byte

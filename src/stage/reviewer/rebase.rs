@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 
 use super::Rejection;
-use crate::patch::{self, EditOp, FileEdit, FileOutcome, MergeConflict, Rebase};
 use crate::pipeline::{Rebased, TargetPath};
+use swarm_patch::{self as patch, EditOp, FileEdit, FileOutcome, MergeConflict, Rebase};
 
 /// At most this many versions of one file are remembered: the first shown
 /// (usually the original) and the most recent others.

@@ -9,10 +9,10 @@ use std::path::{Component, Path};
 
 use super::harness;
 use super::ReviewContext;
-use crate::analysis::{self, Severity};
-use crate::patch::{MergeConflict, PatchError};
 use crate::pipeline::Unusable;
 use crate::stage::{is_startup_file, is_test_path, PYTEST_CONFIG_FILES, SHARED_CONFIG_FILES};
+use swarm_analysis::{self as analysis, Severity};
+use swarm_patch::{MergeConflict, PatchError};
 
 /// Why the Reviewer turned a proposal down: one variant per rule.
 /// `Display` is the sentence for the model's next prompt (what is wrong and
@@ -348,7 +348,7 @@ fn test_config_content(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Resul
 }
 
 fn too_many_lines(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
-    let lines = crate::patch::changed_lines(file.before_text(), file.after_text());
+    let lines = swarm_patch::changed_lines(file.before_text(), file.after_text());
     let limit = ctx.limits.for_severity(file.severity);
     if lines > limit {
         return Err(Rejection::TooManyLines {
@@ -362,7 +362,7 @@ fn too_many_lines(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Result<(),
 }
 
 fn too_many_bytes(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
-    let bytes = crate::patch::changed_bytes(file.before_text(), file.after_text());
+    let bytes = swarm_patch::changed_bytes(file.before_text(), file.after_text());
     let limit = ctx.limits.bytes_for_severity(file.severity);
     if bytes > limit {
         return Err(Rejection::TooManyBytes {

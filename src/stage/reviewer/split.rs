@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use super::{check_edits, readable_edits, rebase, Proposal, Rejection, ReviewContext};
-use crate::patch::{EditOp, FileEdit, FileSteps};
+use swarm_patch::{EditOp, FileEdit, FileSteps};
 
 /// Proposals with more hunks than this are not split.
 const MAX_HUNKS: usize = 64;

@@ -1,8 +1,8 @@
 //! The Reviewer's rules, one behaviour each, matched by variant.
 
 use super::*;
-use crate::patch::{EditOp, FileEdit, ReplyContext};
 use crate::pipeline::Unusable;
+use swarm_patch::{EditOp, FileEdit, ReplyContext};
 
 const STATS: &str = "def mean(xs):\n    return sum(xs) / len(xs)\n";
 const FIXED: &str = "def mean(xs):\n    \"\"\"The mean; 0.0 for no values.\"\"\"\n    return sum(xs) / len(xs) if xs else 0.0\n";

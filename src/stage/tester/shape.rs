@@ -17,9 +17,9 @@ use std::collections::BTreeSet;
 
 use tree_sitter::Node;
 
-use crate::analysis::tree::{parse, text};
+use swarm_analysis::tree::{parse, text};
 
-use crate::analysis::{import_bindings, module_imports};
+use swarm_analysis::{import_bindings, module_imports};
 
 /// One top-level test function of a generated file.
 #[derive(Clone, Debug, PartialEq, Eq)]

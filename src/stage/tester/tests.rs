@@ -86,7 +86,7 @@ fn the_kept_file_leaves_the_dropped_tests_out() {
         assert!(!text.contains(dropped), "{dropped} left in:\n{text}");
     }
     assert!(!text.contains("\n\n\n\n"), "{text}");
-    assert_eq!(crate::analysis::check_syntax(&text), Ok(()));
+    assert_eq!(swarm_analysis::check_syntax(&text), Ok(()));
 }
 
 #[test]

@@ -6,8 +6,8 @@
 
 use tree_sitter::Node;
 
-use crate::analysis::import_bindings;
-use crate::analysis::tree::{parse, text};
+use swarm_analysis::import_bindings;
+use swarm_analysis::tree::{parse, text};
 
 /// `source` tidied for delivery as the tests of `file`.
 pub fn tidy(source: &str, file: &str) -> String {
@@ -174,7 +174,7 @@ mod tests {
             "{tidied}"
         );
         assert_eq!(tidied.matches("Already.").count(), 1);
-        assert_eq!(crate::analysis::check_syntax(&tidied), Ok(()));
+        assert_eq!(swarm_analysis::check_syntax(&tidied), Ok(()));
     }
 
     #[test]

@@ -21,8 +21,8 @@ use super::env::last_line;
 use super::imports::module_name;
 use super::process::Ending;
 use super::{PythonEnv, Sandbox, ToolError};
-use crate::analysis::{CallSite, FunctionPair};
 use crate::cancel::Cancel;
+use swarm_analysis::{CallSite, FunctionPair};
 
 /// The probe's source.
 const PROBE_SOURCE: &str = include_str!("probe.py");

@@ -261,7 +261,7 @@ fn test_frames(dump: &str) -> String {
 mod tests {
     use super::*;
 
-    const ROOT: &str = "/work/tree";
+    const ROOT: &str = "/srv/tree";
 
     fn results(lines: &[&str]) -> String {
         lines.join("\n")
@@ -277,7 +277,7 @@ mod tests {
             r#"{"event": "report", "id": "t.py::test_a", "when": "teardown", "outcome": "passed"}"#,
             r#"{"event": "start", "id": "t.py::test_b"}"#,
             r#"{"event": "report", "id": "t.py::test_b", "when": "setup", "outcome": "passed"}"#,
-            r#"{"event": "report", "id": "t.py::test_b", "when": "call", "outcome": "failed", "message": "assert 1 == 2", "details": "/work/tree/t.py:4: AssertionError"}"#,
+            r#"{"event": "report", "id": "t.py::test_b", "when": "call", "outcome": "failed", "message": "assert 1 == 2", "details": "/srv/tree/t.py:4: AssertionError"}"#,
             r#"{"event": "report", "id": "t.py::test_b", "when": "teardown", "outcome": "passed"}"#,
             r#"{"event": "start", "id": "t.py::test_c"}"#,
             r#"{"event": "report", "id": "t.py::test_c", "when": "setup", "outcome": "passed"}"#,
@@ -285,8 +285,8 @@ mod tests {
             r#"{"event": "report", "id": "t.py::te"#,
         ]);
         let dump = "Timeout (0:00:58)!\nThread 0x00007f43 (most recent call first):\n  \
-                    File \"/work/tree/pkg/loop.py\", line 14 in spin\n  \
-                    File \"/work/tree/t.py\", line 9 in test_c\n  \
+                    File \"/srv/tree/pkg/loop.py\", line 14 in spin\n  \
+                    File \"/srv/tree/t.py\", line 9 in test_c\n  \
                     File \"/usr/lib/python3/site-packages/_pytest/python.py\", line 187 in pytest_pyfunc_call\n  \
                     File \"/usr/lib/python3/site-packages/pluggy/_callers.py\", line 103 in _multicall\n";
         let cut = Cut::Limit(Duration::from_secs(60));
@@ -369,7 +369,7 @@ mod tests {
         ]);
         // The dump was taken while an earlier test still ran: not this one's stack.
         let other = "Thread 0x00007f43 (most recent call first):\n  \
-                     File \"/work/tree/t.py\", line 3 in test_before\n";
+                     File \"/srv/tree/t.py\", line 3 in test_before\n";
         let cut = Cut::Limit(Duration::from_secs(3));
         let cases = cases_from_results(&text, Some(other), Path::new(ROOT), cut);
         assert_eq!(cases.len(), 1);
