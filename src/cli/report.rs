@@ -45,5 +45,5 @@ pub fn execute(args: &ReportArgs) -> Result<ExitKind, SwarmError> {
 /// A run that is not in the log, a log that cannot be read or a page that
 /// cannot be written: bad input (exit 1), as for `swarm show`.
 fn error_of(e: ReportError) -> SwarmError {
-    SwarmError::invalid(e.to_string()).caused_by(e)
+    SwarmError::wrapping(ExitKind::InvalidInput, e)
 }

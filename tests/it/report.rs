@@ -241,5 +241,8 @@ fn swarm_report_prints_rewrites_opens_and_refuses_unknown_runs() {
     // No log at all.
     let elsewhere = fx.swarm(&["report", "--log-file", "nowhere/log.json"], &[]);
     assert_eq!(elsewhere.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&elsewhere.stderr).contains("no experiment log"));
+    let stderr = String::from_utf8_lossy(&elsewhere.stderr);
+    // Said once, on one line.
+    assert_eq!(stderr.matches("no experiment log").count(), 1, "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 }
