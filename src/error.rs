@@ -135,7 +135,10 @@ impl SwarmError {
     }
 
     /// An error whose own text is the message, kept as the source.
-    pub(crate) fn wrapping(kind: ExitKind, cause: impl std::error::Error + Send + Sync + 'static) -> Self {
+    pub(crate) fn wrapping(
+        kind: ExitKind,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
         let mut err = Self::new(kind, cause.to_string());
         err.source = Some(Box::new(cause));
         err
