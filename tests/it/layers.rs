@@ -59,7 +59,9 @@ const MAY_USE: &[(&str, &[&str])] = &[
     // tools and rules; processes only through `tools`.
     (
         "lang",
-        &["pipeline", "tools", "analysis", "config", "cancel", "atomic"],
+        &[
+            "pipeline", "tools", "analysis", "config", "cancel", "atomic",
+        ],
     ),
     // The only place that spawns processes.
     (

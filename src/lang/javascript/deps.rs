@@ -13,8 +13,8 @@
 //! repository itself (an npm/yarn/pnpm workspace member, `../../packages/
 //! units`) points to that package *in the worktree*, so a change to it is
 //! what the tests import. Caches tools write into `node_modules` (`.vite`,
-//! `.cache`) are not linked: the tools make their own in the worktree's
-//! folder.
+//! `.vite-temp`, `.cache`: any dot-entry but the install's own) are not
+//! linked: the tools make their own in the worktree's folder.
 //!
 //! Why this cannot be committed or change the user's files:
 //! - swarm's commits are built from the proposal's files in memory on top
@@ -34,8 +34,19 @@
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-/// Entries of `node_modules` that tools write into; never linked.
-const TOOL_CACHES: &[&str] = &[".vite", ".cache", ".vitest"];
+/// The dot-entries of `node_modules` that are part of the install (the
+/// executables' links, pnpm's store and the installers' own records); any
+/// other dot-entry is a tool's cache or scratch folder (`.vite`,
+/// `.vite-temp`, `.cache`) and is not linked, so the tools make their own,
+/// writable, in the worktree's folder.
+const INSTALL_DOT_ENTRIES: &[&str] = &[
+    ".bin",
+    ".pnpm",
+    ".package-lock.json",
+    ".modules.yaml",
+    ".yarn-state.yml",
+    ".yarn-integrity",
+];
 
 /// What [`lay`] made.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -86,7 +97,7 @@ fn mirror_entries(
         let entry = entry?;
         let name = entry.file_name();
         let Some(text) = name.to_str() else { continue };
-        if TOOL_CACHES.contains(&text) {
+        if text.starts_with('.') && !INSTALL_DOT_ENTRIES.contains(&text) {
             continue;
         }
         let source = entry.path();
@@ -161,6 +172,7 @@ mod tests {
         write(&nm.join("vitest/package.json"), "{}");
         write(&nm.join("@types/node/index.d.ts"), "");
         write(&nm.join(".vite/vitest/results.json"), "{}");
+        write(&nm.join(".bin/vitest"), "");
         write(&checkout.join("packages/units/src/index.js"), "export {}");
         std::fs::create_dir_all(nm.join("@shipping")).expect("mkdir");
         std::os::unix::fs::symlink("../../packages/units", nm.join("@shipping/units"))
@@ -170,7 +182,8 @@ mod tests {
         let laid = lay(checkout, worktree, &[nm.clone()]).expect("laid");
         let mirror = worktree.join("node_modules");
         assert_eq!(laid.folders, [mirror.clone()]);
-        assert_eq!(laid.links, 3);
+        assert_eq!(laid.links, 4);
+        assert!(mirror.join(".bin").exists());
         assert!(std::fs::symlink_metadata(&mirror).expect("exists").is_dir());
         assert_eq!(
             std::fs::read_link(mirror.join("vitest")).expect("a link"),

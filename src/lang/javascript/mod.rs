@@ -42,19 +42,33 @@ const OUTPUT_CAP: usize = 32 * 1024;
 /// The sandbox node's tools run under in `worktree`: writable only there
 /// (and in each process's cell), `readable` (the user's dependencies, the
 /// pinned linter) and node's installation readable, with every layer as
-/// for pytest (`isolate: false` is `--no-sandbox`).
+/// for pytest (`isolate: false` is `--no-sandbox`) but one limit: the
+/// address space is not capped, because V8 reserves about 10 GiB of it for
+/// each WebAssembly memory (the module lexers vitest and jest load are
+/// WebAssembly) and fails under the 4 GiB cap Python runs with; node's
+/// heap is capped instead ([`NODE_HEAP_MB`], through `NODE_OPTIONS`, which
+/// the runners' worker processes inherit).
 pub fn sandbox_for(
     install: &NodeInstall,
     worktree: &Path,
     readable: Vec<PathBuf>,
     isolate: bool,
 ) -> Result<Sandbox, ToolError> {
-    let policy = SandboxPolicy {
+    let mut policy = SandboxPolicy {
         isolate,
         ..SandboxPolicy::for_worktree(worktree)
     };
-    Sandbox::for_runtime(policy, install.runtime(readable))
+    policy.limits.address_space = None;
+    let mut runtime = install.runtime(readable);
+    runtime.env.push((
+        OsString::from("NODE_OPTIONS"),
+        OsString::from(format!("--max-old-space-size={NODE_HEAP_MB}")),
+    ));
+    Sandbox::for_runtime(policy, runtime)
 }
+
+/// The largest JavaScript heap of one node process in the sandbox, MiB.
+pub const NODE_HEAP_MB: u32 = 4096;
 
 /// Runs `runner` in `root` (the package's folder in the worktree) under
 /// `sandbox`, finding the runner in `node_modules` (nearest first), with
