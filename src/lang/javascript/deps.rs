@@ -179,9 +179,9 @@ mod tests {
             .expect("link");
         std::fs::create_dir_all(worktree.join("packages/units")).expect("mkdir");
 
-        let laid = lay(checkout, worktree, &[nm.clone()]).expect("laid");
+        let laid = lay(checkout, worktree, std::slice::from_ref(&nm)).expect("laid");
         let mirror = worktree.join("node_modules");
-        assert_eq!(laid.folders, [mirror.clone()]);
+        assert_eq!(laid.folders, std::slice::from_ref(&mirror));
         assert_eq!(laid.links, 4);
         assert!(mirror.join(".bin").exists());
         assert!(std::fs::symlink_metadata(&mirror).expect("exists").is_dir());
