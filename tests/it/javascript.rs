@@ -539,3 +539,34 @@ fn pinned_linter_installs_from_the_registry_and_lints_a_project_without_eslint()
     assert_eq!(found, [("src/extra.js", 2, "no-unused-vars")]);
     assert!(lint::score(&report.messages, 10).is_some());
 }
+
+/// Wall time of each fixture's test run through swarm's code (sandbox cell,
+/// confinement, reporter, parsing), median of five after one warm-up: the
+/// figures `docs/javascript.md` quotes against the runner alone.
+#[test]
+#[ignore = "a measurement, not a check: run with --ignored --nocapture"]
+fn measure_test_runs_through_swarm() {
+    for (name, target) in [
+        ("node_test", "."),
+        ("vitest_ts", "."),
+        ("jest_eslint", "."),
+        ("workspaces", "packages/core"),
+    ] {
+        let setup = Setup::new(name, target);
+        setup.run_tests();
+        let mut walls: Vec<Duration> = (0..5)
+            .map(|_| {
+                let started = std::time::Instant::now();
+                setup.run_tests();
+                started.elapsed()
+            })
+            .collect();
+        walls.sort();
+        println!(
+            "{name}: median {:.0} ms (min {:.0}, max {:.0})",
+            walls[2].as_secs_f64() * 1000.0,
+            walls[0].as_secs_f64() * 1000.0,
+            walls[4].as_secs_f64() * 1000.0
+        );
+    }
+}

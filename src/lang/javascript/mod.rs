@@ -202,30 +202,7 @@ pub fn lint_files(
     timeout: Duration,
     cancel: &Cancel,
 ) -> Result<LintReport, ToolError> {
-    let mut args = Vec::new();
-    match linter {
-        Linter::Project { eslint } => args.push(Arg::Plain(eslint.clone().into_os_string())),
-        Linter::Pinned(pinned) => {
-            args.push(Arg::Plain(pinned.eslint.clone().into_os_string()));
-            args.push(Arg::plain("--config"));
-            args.push(Arg::Plain(pinned.config.clone().into_os_string()));
-        }
-    }
-    args.extend(
-        ["--format", "json", "--no-error-on-unmatched-pattern"]
-            .into_iter()
-            .map(Arg::plain),
-    );
-    args.push(Arg::in_cell("--output-file=", "eslint.json"));
-    args.extend(files.iter().map(|f| Arg::Plain(OsString::from(f))));
-    let script = NodeScript {
-        tool: "eslint".to_string(),
-        args,
-        cwd: root.to_path_buf(),
-        outputs: vec!["eslint.json".to_string()],
-        timeout,
-        ..NodeScript::default()
-    };
+    let script = eslint_script(root, files, linter, timeout);
     let run = node::run(install, sandbox, &script, cancel)?;
     let Some(report) = run.file("eslint.json") else {
         return Err(ToolError::Failed {
@@ -252,27 +229,60 @@ pub fn lint_files(
         })
         .sum();
     let score = lint::score(&messages, statements);
+    Ok(LintReport {
+        output: lint_output(&messages, files.len(), score),
+        score,
+        messages,
+        command: run.command,
+        linted: files.len(),
+        seconds: run.duration.as_secs_f64(),
+        ..LintReport::default()
+    })
+}
+
+/// eslint's process: the linter's entry (and swarm's configuration for
+/// the pinned one), its JSON report into the cell, then `files`.
+fn eslint_script(root: &Path, files: &[String], linter: &Linter, timeout: Duration) -> NodeScript {
+    let mut args = Vec::new();
+    match linter {
+        Linter::Project { eslint } => args.push(Arg::Plain(eslint.clone().into_os_string())),
+        Linter::Pinned(pinned) => {
+            args.push(Arg::Plain(pinned.eslint.clone().into_os_string()));
+            args.push(Arg::plain("--config"));
+            args.push(Arg::Plain(pinned.config.clone().into_os_string()));
+        }
+    }
+    args.extend(
+        ["--format", "json", "--no-error-on-unmatched-pattern"]
+            .into_iter()
+            .map(Arg::plain),
+    );
+    args.push(Arg::in_cell("--output-file=", "eslint.json"));
+    args.extend(files.iter().map(|f| Arg::Plain(OsString::from(f))));
+    NodeScript {
+        tool: "eslint".to_string(),
+        args,
+        cwd: root.to_path_buf(),
+        outputs: vec!["eslint.json".to_string()],
+        timeout,
+        ..NodeScript::default()
+    }
+}
+
+/// A summary line and every message as text, capped, for the log.
+fn lint_output(messages: &[LintMessage], files: usize, score: Option<f64>) -> String {
     let mut output = format!(
-        "{} message(s) over {} file(s); score {}",
+        "{} message(s) over {files} file(s); score {}",
         messages.len(),
-        files.len(),
         score.map_or("n/a".to_string(), |s| format!("{s:.2}"))
     );
-    for m in &messages {
+    for m in messages {
         output.push_str(&format!(
             "\n{}:{}:{}: {} {} {}",
             m.path, m.line, m.column, m.kind, m.symbol, m.message
         ));
     }
-    Ok(LintReport {
-        score,
-        messages,
-        command: run.command,
-        output: crate::tools::process::cap_text(&output, OUTPUT_CAP),
-        linted: files.len(),
-        seconds: run.duration.as_secs_f64(),
-        ..LintReport::default()
-    })
+    crate::tools::process::cap_text(&output, OUTPUT_CAP)
 }
 
 /// Type-checks the project at `root` (the package's folder in the
