@@ -10,6 +10,7 @@ pub mod config;
 pub mod error;
 pub mod git;
 pub mod harden;
+pub mod lang;
 pub mod llm;
 mod lockfile;
 pub mod log;

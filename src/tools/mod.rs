@@ -22,6 +22,7 @@ mod exit_watch;
 pub mod imports;
 pub mod junit;
 pub(crate) mod memo;
+pub mod node;
 pub mod opener;
 pub mod process;
 pub mod pylint;
@@ -33,7 +34,7 @@ pub use env::{resolve_env_with, EnvSettings, PYLINT_PIN, PYTEST_PIN};
 pub use error::{FileAction, MissingTool, ToolError};
 pub use process::{Ending, ProcessBuilder, ProcessError, ProcessOutput};
 pub use pylint::{KnownContent, LintCache, LintTarget};
-pub use sandbox::{LayerState, ResourceLimits, Sandbox, SandboxPolicy, SandboxReport};
+pub use sandbox::{LayerState, ResourceLimits, Runtime, Sandbox, SandboxPolicy, SandboxReport};
 // What the tools measure is the pipeline's vocabulary; named here too for
 // the modules of `tools/` that build it.
 pub use crate::pipeline::measure::{

@@ -55,6 +55,14 @@ const MAY_USE: &[(&str, &[&str])] = &[
             "tools", "llm", "patch", "analysis", "git", "log", "pipeline", "cancel", "atomic",
         ],
     ),
+    // One folder per language besides Python: what it knows of its files,
+    // tools and rules; processes only through `tools`.
+    (
+        "lang",
+        &[
+            "pipeline", "tools", "analysis", "config", "cancel", "atomic",
+        ],
+    ),
     // The only place that spawns processes.
     (
         "tools",

@@ -6,6 +6,7 @@ mod demo;
 mod e2e;
 mod git;
 mod install;
+mod javascript;
 mod layers;
 mod llm;
 mod log;

@@ -1,4 +1,5 @@
-//! Static metrics of Python source with tree-sitter-python: lines of code,
+//! Static metrics of Python source with tree-sitter-python (and of
+//! JavaScript and TypeScript in [`javascript`]): lines of code,
 //! functions, cyclomatic complexity, hotspots, severity, syntax checks and
 //! dangerous calls, and what the behaviour check compares (a module's
 //! functions in two versions, the calls with literal arguments that use
@@ -17,6 +18,7 @@
 
 mod calls;
 mod danger;
+pub mod javascript;
 mod metrics;
 mod outline;
 mod resolve;

@@ -17,8 +17,6 @@
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
-use crate::tools::PythonEnv;
-
 /// Variables passed through from swarm's environment unchanged.
 const PASSED: &[&str] = &["LANG", "LANGUAGE", "TZ"];
 /// Prefixes of variables passed through (the locale categories).
@@ -49,7 +47,7 @@ impl CellDirs {
 /// shim that needs the real HOME).
 pub(super) fn inherited(
     vars: impl IntoIterator<Item = (OsString, OsString)>,
-    env: &PythonEnv,
+    program: &Path,
 ) -> Vec<(OsString, OsString)> {
     let mut kept = Vec::new();
     let mut path = None;
@@ -65,7 +63,7 @@ pub(super) fn inherited(
     }
     let path = path.unwrap_or_else(|| OsString::from(DEFAULT_PATH));
     let mut dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
-    if let Some(bin) = env.python.parent().filter(|d| d.is_absolute()) {
+    if let Some(bin) = program.parent().filter(|d| d.is_absolute()) {
         if dirs.first().map(PathBuf::as_path) != Some(bin) {
             dirs.insert(0, bin.to_path_buf());
         }
@@ -77,12 +75,13 @@ pub(super) fn inherited(
 }
 
 /// The whole environment of one sandboxed process: `inherited` plus HOME,
-/// the XDG folders and the temp folders in `cell`, `VIRTUAL_ENV` when the
-/// interpreter is a virtualenv, and `PYTHONUSERBASE` when it has a user site
-/// (so `pip install --user` packages still import with the scratch HOME).
+/// the XDG folders and the temp folders in `cell`, then the interpreter's
+/// own variables (`runtime`: for Python, `VIRTUAL_ENV` when it is a
+/// virtualenv and `PYTHONUSERBASE` when it has a user site, so `pip install
+/// --user` packages still import with the scratch HOME; see [`super::Runtime`]).
 pub(super) fn for_cell(
     inherited: &[(OsString, OsString)],
-    env: &PythonEnv,
+    runtime: &[(OsString, OsString)],
     cell: &CellDirs,
 ) -> Vec<(OsString, OsString)> {
     let mut vars = inherited.to_vec();
@@ -99,19 +98,15 @@ pub(super) fn for_cell(
     for name in ["TMPDIR", "TMP", "TEMP"] {
         set(name, cell.tmp.as_os_str());
     }
-    if let Some(venv) = &env.layout.virtual_env {
-        set("VIRTUAL_ENV", venv.as_os_str());
-    }
-    if let Some(base) = &env.layout.user_base {
-        set("PYTHONUSERBASE", base.as_os_str());
-    }
+    vars.extend(runtime.iter().cloned());
     vars
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::{EnvSource, PythonLayout};
+    use crate::tools::sandbox::Runtime;
+    use crate::tools::{EnvSource, PythonEnv, PythonLayout};
 
     fn env(layout: PythonLayout) -> PythonEnv {
         PythonEnv {
@@ -154,7 +149,7 @@ mod tests {
             ("HOME", "/home/user"),
             ("SSH_AUTH_SOCK", "/run/agent"),
         ]);
-        let kept = inherited(parent, &env(PythonLayout::default()));
+        let kept = inherited(parent, &env(PythonLayout::default()).python);
         let names: Vec<&str> = kept.iter().map(|(k, _)| k.to_str().unwrap()).collect();
         assert_eq!(names, ["LANG", "LC_ALL", "PATH", "TZ"]);
         assert_eq!(
@@ -171,13 +166,13 @@ mod tests {
             ..PythonLayout::default()
         };
         let env = env(layout);
-        let kept = inherited(vars(&[("HOME", "/home/user")]), &env);
+        let kept = inherited(vars(&[("HOME", "/home/user")]), &env.python);
         assert_eq!(
             get(&kept, "PATH"),
             Some(OsStr::new("/opt/py/bin:/usr/local/bin:/usr/bin:/bin"))
         );
         let cell = CellDirs::under(Path::new("/scratch/cell-1"));
-        let all = for_cell(&kept, &env, &cell);
+        let all = for_cell(&kept, &Runtime::python(&env).env, &cell);
         assert_eq!(get(&all, "HOME"), Some(OsStr::new("/scratch/cell-1/home")));
         assert_eq!(
             get(&all, "XDG_CACHE_HOME"),

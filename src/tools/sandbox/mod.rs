@@ -47,12 +47,14 @@ mod known;
 mod landlock;
 mod limits;
 mod namespaces;
+mod runtime;
 
 use child::Confinement;
 use env::CellDirs;
 use failure::describe_spawn_error;
 pub use limits::ResourceLimits;
 use namespaces::NamespacePlan;
+pub use runtime::Runtime;
 
 /// Folders every tool may read (those that exist).
 const SYSTEM_READ: &[&str] = &[
@@ -186,7 +188,7 @@ impl SandboxReport {
 /// The confinement every tool process of a run gets (see the module docs).
 #[derive(Debug)]
 pub struct Sandbox {
-    env: PythonEnv,
+    runtime: Runtime,
     writable: Vec<PathBuf>,
     read_roots: Vec<PathBuf>,
     limits: ResourceLimits,
@@ -218,6 +220,21 @@ impl Sandbox {
         env: &PythonEnv,
         memo: Option<&ProbeMemo>,
     ) -> Result<Sandbox, ToolError> {
+        Self::around(policy, Runtime::python(env), memo)
+    }
+
+    /// [`Sandbox::new`] for another interpreter than Python's (node):
+    /// the layers are probed by starting `runtime` under them.
+    pub fn for_runtime(policy: SandboxPolicy, runtime: Runtime) -> Result<Sandbox, ToolError> {
+        Self::around(policy, runtime, None)
+    }
+
+    /// The sandbox around `runtime` (see [`Sandbox::remembering`]).
+    fn around(
+        policy: SandboxPolicy,
+        runtime: Runtime,
+        memo: Option<&ProbeMemo>,
+    ) -> Result<Sandbox, ToolError> {
         let mut builder = tempfile::Builder::new();
         builder.prefix("swarm-sandbox-");
         let scratch = match &policy.scratch_parent {
@@ -233,17 +250,14 @@ impl Sandbox {
         let absolute = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
         let writable: Vec<PathBuf> = policy.writable.iter().map(absolute).collect();
         let mut read_roots: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
-        read_roots.push(env.python.clone());
-        read_roots.extend(env.layout.prefixes.iter().cloned());
-        read_roots.extend(env.layout.sys_path.iter().cloned());
-        read_roots.extend(env.layout.user_base.iter().cloned());
+        read_roots.extend(runtime.read.iter().cloned());
         read_roots.extend(policy.readable.iter().map(absolute));
         let mut sandbox = Sandbox {
-            env: env.clone(),
+            inherited: env::inherited(std::env::vars_os(), &runtime.program),
+            runtime,
             writable,
             read_roots,
             limits: policy.limits.clone(),
-            inherited: env::inherited(std::env::vars_os(), env),
             scratch,
             report: SandboxReport::before_probing(),
             namespaces: false,
@@ -266,11 +280,11 @@ impl Sandbox {
                             command: "sandbox".to_string(),
                             message: format!(
                                 "{} does not start with the sandbox's environment: {problem}",
-                                env.python.display()
+                                sandbox.runtime.program.display()
                             ),
                         })?;
                 if let Some((memo, key)) = &memo {
-                    memo.remember(key, &probed, vec![env.python.clone()]);
+                    memo.remember(key, &probed, vec![sandbox.runtime.program.clone()]);
                 }
                 probed
             }
@@ -286,7 +300,7 @@ impl Sandbox {
     fn memo_key(&self, policy: &SandboxPolicy) -> MemoKey {
         known::key(&known::Policy {
             isolate: policy.isolate,
-            python: &self.env.python,
+            python: &self.runtime.program,
             read_roots: &self.read_roots,
             limits: format!("{:?}", self.limits),
             landlock_abi: landlock::abi_version().ok(),
@@ -464,8 +478,8 @@ impl Sandbox {
     }
 
     fn probe_in(&self, cell: &Cell, confinement: Confinement) -> Option<String> {
-        let builder = ProcessBuilder::new(&self.env.python)
-            .args(["-c", "pass"])
+        let builder = ProcessBuilder::new(&self.runtime.program)
+            .args(&self.runtime.probe)
             .base_env(cell.env.iter().cloned())
             .cwd(cell.dir())
             .timeout(PROBE_TIMEOUT)
@@ -518,7 +532,7 @@ impl Sandbox {
                 source,
             })?;
         }
-        let env = env::for_cell(&self.inherited, &self.env, &dirs);
+        let env = env::for_cell(&self.inherited, &self.runtime.env, &dirs);
         Ok(Cell {
             dir,
             env,
