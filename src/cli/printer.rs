@@ -132,6 +132,7 @@ impl EventSink for Printer {
         }
         let text = match event {
             Event::ModelProgress { .. }
+            | Event::ModelRepeated { .. }
             | Event::ModelRetry { .. }
             | Event::StepStarted { .. }
             | Event::StepDone { .. } => self.progress_line(event),
@@ -198,6 +199,7 @@ impl Printer {
                 score(pylint)
             ),
             Event::ModelProgress { .. }
+            | Event::ModelRepeated { .. }
             | Event::ModelRetry { .. }
             | Event::StepStarted { .. }
             | Event::StepDone { .. } => return None,
@@ -223,6 +225,14 @@ impl Printer {
                 }
                 return None;
             }
+            Event::ModelRepeated {
+                call,
+                model,
+                tokens,
+            } => format!(
+                "  model call {call} ({model}): {}",
+                crate::pipeline::ReplyProblem::Repeated { tokens }
+            ),
             Event::ModelRetry {
                 call,
                 attempt,

@@ -192,6 +192,10 @@ pub struct ModelCall {
     pub tokens_estimated: Option<bool>,
     /// Why the model stopped, as the model layer records it.
     pub finish: Option<Value>,
+    /// Why swarm stopped reading the reply before it ended ("the reply
+    /// repeated itself; stopped after 412 tokens").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut: Option<String>,
     /// Why the call got no reply (status `FAILURE`).
     pub error: Option<String>,
     /// The parts of the file a Fixer prompt showed (`start`, `end`, `why`),

@@ -11,7 +11,7 @@ use crate::error::SwarmError;
 use crate::log::{
     Action, Agent, Decision, Entry, ExperimentLog, Kind, ModelCall as CallEntry, Status, ToolRun,
 };
-use crate::pipeline::{clip, Change, Excerpt, Measurement, Verdict};
+use crate::pipeline::{clip, Change, Excerpt, Measurement, ReplyProblem, Verdict};
 use crate::stage::reviewer::Rejection;
 use crate::stage::ModelCall;
 use swarm_analysis::FileMetrics;
@@ -366,6 +366,9 @@ impl<'a> Recorder<'a> {
                 logged.output_tokens = Some(r.usage.output_tokens);
                 logged.tokens_estimated = Some(r.usage.estimated);
                 logged.finish = Some(as_json(&r.finish));
+                if let crate::llm::Finish::Repeated { tokens } = r.finish {
+                    logged.cut = Some(ReplyProblem::Repeated { tokens }.to_string());
+                }
                 (r.text.clone(), Status::Success)
             }
             Err(e) => {

@@ -237,6 +237,7 @@ mod kill;
 mod large_files;
 mod lint;
 mod localise;
+mod looping;
 mod offline;
 mod preflight;
 mod progress;
