@@ -87,6 +87,12 @@ impl Printer {
             branch_line(s),
         ];
         out.extend(verification_lines(s));
+        for left in &s.left_out {
+            out.push(format!(
+                "  left out: {} of attempt {}: {}",
+                left.hunk, left.attempt, left.why
+            ));
+        }
         let c = &s.coverage;
         if c.summarised + c.not_reached > 0 {
             out.push(format!(

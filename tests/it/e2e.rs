@@ -239,6 +239,7 @@ mod lint;
 mod localise;
 mod looping;
 mod offline;
+mod oversized;
 mod preflight;
 mod progress;
 mod providers;
