@@ -34,10 +34,18 @@
 //! - `SWARM_SCALE_WRAP="perf record -g -o /tmp/swarm.perf --"`: start swarm
 //!   under this command (words split at spaces), to profile or trace it.
 //!
+//! Last, a looping model ([`looping`]): on the smallest size, a model whose
+//! first fix reply falls into a loop at a small local model's pace (26
+//! tokens a second); the bench reports the seconds from the loop's start
+//! to swarm's cut, and the run must still end green
+//! (`SWARM_SCALE_LOOP=0` skips it).
+//!
 //! A run that does not end green (exit 0, the bug fixed on the user's
 //! branch) is reported in the table with its error, and the bench then
 //! exits non-zero.
 
+#[path = "scale/looping.rs"]
+mod looping;
 #[path = "scale/model.rs"]
 mod model;
 #[path = "../tests/it/support/scale/mod.rs"]
@@ -129,6 +137,10 @@ fn main() {
     }
     print_attempts(&results);
     print_overhead(&results);
+    if looping::wanted() {
+        let smallest = results.iter().map(|(size, _, _)| *size).min();
+        looping::measure(smallest.unwrap_or(100), &mut failures);
+    }
     if !failures.is_empty() {
         eprintln!("\nruns that did not end green:");
         for failure in &failures {
@@ -462,6 +474,13 @@ impl Bench {
 
 /// Runs swarm on `bench`'s repository with `cache` and measures.
 fn run(bench: &Bench, cache: &Path) -> Measured {
+    let model = ModelServer::start(bench.project.clone());
+    run_with(bench, cache, &model)
+}
+
+/// Runs swarm on `bench`'s repository with `cache` against `model`, and
+/// measures.
+fn run_with(bench: &Bench, cache: &Path, model: &ModelServer) -> Measured {
     let (tmp, root, home, cwd, project) = (
         &bench.tmp,
         &bench.root,
@@ -469,7 +488,6 @@ fn run(bench: &Bench, cache: &Path) -> Measured {
         &bench.cwd,
         &bench.project,
     );
-    let model = ModelServer::start(project.clone());
     // Every run starts on a quiet disk: what the bench wrote (the generated
     // repository, the undo, the last run's files) is on the disk first, so
     // its write-back is not timed as this run's.
@@ -521,7 +539,6 @@ fn run(bench: &Bench, cache: &Path) -> Measured {
     };
     let wall = started.elapsed();
     let requests = model.requests();
-    drop(model);
 
     let stdout = fs::read_to_string(&stdout_path).unwrap_or_default();
     let stderr = fs::read_to_string(&stderr_path).unwrap_or_default();

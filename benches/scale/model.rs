@@ -1,18 +1,32 @@
 //! The bench's loopback OpenAI-compatible model: it answers each request as
 //! a good model would for the generated project, and records what it was
-//! sent.
+//! sent. A looping one ([`ModelServer::looping`]) streams its first fix
+//! reply as a small local model that falls into a loop does — a good start,
+//! then the same span again and again at a steady token rate until the
+//! client hangs up — and keeps when the loop began and when it was cut
+//! ([`LoopCut`]).
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::scale::ScaleProject;
+use super::scale::{RequestKind, ScaleProject};
 use super::Request;
+
+/// What the looping model's first fix reply says again and again.
+const LOOP_UNIT: &str = "import test_tokenize_is_case_insensitive; ";
+/// The head of a streamed reply.
+const HEAD: &str = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                    transfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+/// Characters of one streamed token.
+const TOKEN_CHARS: usize = 4;
+/// The loop gives up after this many tokens when nobody cuts it.
+const LOOP_TOKENS: usize = 8_192;
 
 /// A loopback OpenAI-compatible model: one thread per connection, one
 /// exchange per connection; stops on drop.
@@ -21,19 +35,59 @@ pub struct ModelServer {
     requests: Arc<Mutex<Vec<Request>>>,
     stop: Arc<AtomicBool>,
     acceptor: Option<JoinHandle<()>>,
+    cut: Arc<Mutex<Option<LoopCut>>>,
+}
+
+/// The looping reply as the server saw it.
+#[derive(Clone, Copy, Debug)]
+pub struct LoopCut {
+    /// When its first looping token went out.
+    pub began: Instant,
+    /// When the client hung up; `None` when it read the loop to its end.
+    pub hung_up: Option<Instant>,
+    /// Looping tokens written.
+    pub tokens: usize,
+}
+
+/// How the server answers the first fix request.
+#[derive(Clone, Copy)]
+struct Behaviour {
+    /// Tokens per second of a looping first fix reply; `None`: a good one.
+    loop_rate: Option<f64>,
 }
 
 impl ModelServer {
     pub fn start(project: ScaleProject) -> Self {
+        Self::serving(project, Behaviour { loop_rate: None })
+    }
+
+    /// A model whose first fix reply loops, streamed at `tokens_per_second`.
+    pub fn looping(project: ScaleProject, tokens_per_second: f64) -> Self {
+        Self::serving(
+            project,
+            Behaviour {
+                loop_rate: Some(tokens_per_second),
+            },
+        )
+    }
+
+    /// The looping reply, once it has ended.
+    pub fn loop_cut(&self) -> Option<LoopCut> {
+        *self.cut.lock().expect("loop lock")
+    }
+
+    fn serving(project: ScaleProject, behaviour: Behaviour) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
         let address = listener
             .local_addr()
             .expect("a bound listener has an address");
         let requests = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
+        let cut = Arc::new(Mutex::new(None));
         let project = Arc::new(project);
         let acceptor = {
             let (requests, stop) = (Arc::clone(&requests), Arc::clone(&stop));
+            let cut = Arc::clone(&cut);
             std::thread::spawn(move || {
                 for stream in listener.incoming() {
                     if stop.load(Ordering::SeqCst) {
@@ -41,7 +95,13 @@ impl ModelServer {
                     }
                     let Ok(stream) = stream else { continue };
                     let (requests, project) = (Arc::clone(&requests), Arc::clone(&project));
-                    std::thread::spawn(move || serve(stream, &project, &requests));
+                    let server = Served {
+                        project,
+                        requests,
+                        cut: Arc::clone(&cut),
+                        behaviour,
+                    };
+                    std::thread::spawn(move || serve(stream, &server));
                 }
             })
         };
@@ -50,6 +110,7 @@ impl ModelServer {
             requests,
             stop,
             acceptor: Some(acceptor),
+            cut,
         }
     }
 
@@ -72,8 +133,18 @@ impl Drop for ModelServer {
     }
 }
 
-/// Reads one request, records it and answers as a good model would.
-fn serve(stream: TcpStream, project: &ScaleProject, requests: &Mutex<Vec<Request>>) {
+/// What one connection's thread shares with the server.
+struct Served {
+    project: Arc<ScaleProject>,
+    requests: Arc<Mutex<Vec<Request>>>,
+    cut: Arc<Mutex<Option<LoopCut>>>,
+    behaviour: Behaviour,
+}
+
+/// Reads one request, records it and answers as a good model would (or,
+/// for a looping model's first fix request, with a loop).
+fn serve(stream: TcpStream, served: &Served) {
+    let (project, requests) = (&*served.project, &*served.requests);
     let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
     let Ok(reader) = stream.try_clone() else {
         return;
@@ -86,10 +157,22 @@ fn serve(stream: TcpStream, project: &ScaleProject, requests: &Mutex<Vec<Request
         let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         let (system, user, chars) = texts(&body);
         let kind = project.classify(&system, &user);
-        requests
-            .lock()
-            .expect("request log lock")
-            .push(Request { kind, chars });
+        let fixes_before = {
+            let mut requests = requests.lock().expect("request log lock");
+            let fixes = requests
+                .iter()
+                .filter(|r| r.kind != RequestKind::Plan)
+                .count();
+            requests.push(Request { kind, chars });
+            fixes
+        };
+        if let (Some(rate), RequestKind::FixBuggy, 0) =
+            (served.behaviour.loop_rate, kind, fixes_before)
+        {
+            let cut = stream_loop(stream, rate);
+            *served.cut.lock().expect("loop lock") = Some(cut);
+            return;
+        }
         let text = project.reply(&system, &user);
         (200, completion(&body, &text, chars))
     } else if path.ends_with("/models") {
@@ -105,6 +188,69 @@ fn serve(stream: TcpStream, project: &ScaleProject, requests: &Mutex<Vec<Request
         )
     };
     let _ = write_reply(stream, status, &reply.to_string());
+}
+
+/// Streams a reply that starts well and falls into a loop, one token of
+/// [`TOKEN_CHARS`] characters each `1 / rate` seconds, until the client
+/// hangs up (or [`LOOP_TOKENS`] have gone).
+fn stream_loop(mut stream: TcpStream, rate: f64) -> LoopCut {
+    let pause = Duration::from_secs_f64(1.0 / rate);
+    let mut cut_short = stream.write_all(HEAD.as_bytes()).is_err();
+    // The client hanging up shows as the end of what it sends.
+    let hung_up = Arc::new(Mutex::new(None));
+    if let Ok(mut reader) = stream.try_clone() {
+        let hung_up = Arc::clone(&hung_up);
+        let _ = reader.set_read_timeout(None);
+        std::thread::spawn(move || {
+            let mut byte = [0u8; 1];
+            while let Ok(1) = std::io::Read::read(&mut reader, &mut byte) {}
+            *hung_up.lock().expect("hang-up lock") = Some(Instant::now());
+        });
+    }
+    let mut write = |text: &str| -> std::io::Result<()> {
+        let event = format!(
+            "data: {}\n\n",
+            json!({"object": "chat.completion.chunk",
+                   "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]})
+        );
+        write!(stream, "{:x}\r\n{event}\r\n", event.len())?;
+        stream.flush()
+    };
+    let is_cut = || hung_up.lock().expect("hang-up lock").is_some();
+    for piece in pieces("I will fix the discount.\n\n```diff\n+") {
+        if cut_short || write(&piece).is_err() {
+            cut_short = true;
+            break;
+        }
+        std::thread::sleep(pause);
+    }
+    let began = Instant::now();
+    let looping = LOOP_UNIT.repeat(LOOP_TOKENS * TOKEN_CHARS / LOOP_UNIT.len() + 1);
+    let mut tokens = 0;
+    for piece in pieces(&looping).into_iter().take(LOOP_TOKENS) {
+        if cut_short || is_cut() || write(&piece).is_err() {
+            cut_short = true;
+            break;
+        }
+        tokens += 1;
+        std::thread::sleep(pause);
+    }
+    // A write that failed before the reader saw the end is the hang-up.
+    let seen = *hung_up.lock().expect("hang-up lock");
+    LoopCut {
+        began,
+        hung_up: seen.or_else(|| cut_short.then(Instant::now)),
+        tokens,
+    }
+}
+
+/// `text` in tokens of [`TOKEN_CHARS`] characters.
+fn pieces(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars
+        .chunks(TOKEN_CHARS)
+        .map(|c| c.iter().collect())
+        .collect()
 }
 
 /// The system prompt, the first user message and the characters of every

@@ -87,6 +87,12 @@ impl Printer {
             branch_line(s),
         ];
         out.extend(verification_lines(s));
+        for left in &s.left_out {
+            out.push(format!(
+                "  left out: {} of attempt {}: {}",
+                left.hunk, left.attempt, left.why
+            ));
+        }
         let c = &s.coverage;
         if c.summarised + c.not_reached > 0 {
             out.push(format!(
@@ -132,6 +138,7 @@ impl EventSink for Printer {
         }
         let text = match event {
             Event::ModelProgress { .. }
+            | Event::ModelRepeated { .. }
             | Event::ModelRetry { .. }
             | Event::StepStarted { .. }
             | Event::StepDone { .. } => self.progress_line(event),
@@ -198,6 +205,7 @@ impl Printer {
                 score(pylint)
             ),
             Event::ModelProgress { .. }
+            | Event::ModelRepeated { .. }
             | Event::ModelRetry { .. }
             | Event::StepStarted { .. }
             | Event::StepDone { .. } => return None,
@@ -223,6 +231,14 @@ impl Printer {
                 }
                 return None;
             }
+            Event::ModelRepeated {
+                call,
+                model,
+                tokens,
+            } => format!(
+                "  model call {call} ({model}): {}",
+                crate::pipeline::ReplyProblem::Repeated { tokens }
+            ),
             Event::ModelRetry {
                 call,
                 attempt,

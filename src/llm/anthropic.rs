@@ -60,6 +60,8 @@ impl WireFormat for Anthropic {
         body
     }
 
+    /// The conversation, the output limit and the temperature; the
+    /// Messages API has no penalty, so the request's sampling adds nothing.
     fn plain_body(&self, request: &ChatRequest) -> Value {
         let messages: Vec<Value> = request
             .messages

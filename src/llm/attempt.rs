@@ -16,7 +16,8 @@ pub(crate) enum Received<D> {
     /// A whole body: the plain request's, or a server that answered the
     /// streaming request with JSON. The wire format reads it.
     Body(String),
-    /// An event stream read to its end, or cut off by the total cap.
+    /// An event stream read to its end, cut off by the total cap, or cut
+    /// because it repeated itself.
     Stream(Streamed<D>),
 }
 
@@ -58,12 +59,7 @@ pub(crate) async fn attempt<D: StreamDecoder + Default>(
         Waited::Done(Err(err)) if err.is_timeout() => return Err(Failure::Stalled),
         Waited::Done(Err(err)) => return Err(Failure::Connect(err)),
         Waited::Idle => return Err(Failure::Stalled),
-        Waited::Capped => {
-            return Ok(Received::Stream(Streamed {
-                decoder: D::default(),
-                capped: true,
-            }))
-        }
+        Waited::Capped => return Ok(Received::Stream(Streamed::capped(D::default()))),
     };
     if !response.status().is_success() {
         return Err(refusal(response, clocks).await);

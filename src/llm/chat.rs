@@ -1,5 +1,5 @@
 //! What is said to a model and what comes back: the conversation
-//! ([`ChatRequest`], [`ChatMessage`], [`Role`]), the answer
+//! ([`ChatRequest`], [`ChatMessage`], [`Role`], [`Sampling`]), the answer
 //! ([`ChatResponse`], [`Finish`], [`Usage`]) and the [`ChatModel`] trait
 //! every provider implements.
 //!
@@ -42,6 +42,40 @@ pub struct ChatRequest {
     pub messages: Vec<ChatMessage>,
     pub max_output_tokens: u32,
     pub temperature: f32,
+    /// Sampling beyond the temperature, each setting sent only where the
+    /// provider's API takes it.
+    #[serde(default, skip_serializing_if = "Sampling::is_plain")]
+    pub sampling: Sampling,
+}
+
+/// Sampling settings beyond the temperature; `None` leaves the provider's
+/// default. Each wire format writes the ones its API accepts and leaves the
+/// others out (Gemini 2.5 and Anthropic take no penalty; OpenAI's reasoning
+/// models neither).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Sampling {
+    /// Lowers a token's odds by how often it is already in the reply
+    /// (OpenAI-compatible `frequency_penalty`, -2 to 2).
+    pub frequency_penalty: Option<f32>,
+    /// Lowers a token's odds once it is in the reply at all
+    /// (OpenAI-compatible `presence_penalty`, -2 to 2).
+    pub presence_penalty: Option<f32>,
+}
+
+impl Sampling {
+    /// What a request asks for after a reply that repeated itself: tokens
+    /// already said weigh less, so the model does not fall into the same
+    /// loop. The temperature is left as it was: a loop is a low-temperature
+    /// failure, and a lower one would make it likelier.
+    pub const AGAINST_REPETITION: Sampling = Sampling {
+        frequency_penalty: Some(0.5),
+        presence_penalty: Some(0.3),
+    };
+
+    /// Whether nothing is asked beyond the provider's defaults.
+    pub fn is_plain(&self) -> bool {
+        *self == Sampling::default()
+    }
 }
 
 impl ChatRequest {
@@ -49,8 +83,8 @@ impl ChatRequest {
     ///
     /// The sha256 (lowercase hex) of the compact JSON
     /// `{"system":…,"messages":[{"role":…,"content":…},…],"max_output_tokens":…}`
-    /// with the fields in that order. The model, the key and the temperature
-    /// are not part of it, so a recording made with one model replays for
+    /// with the fields in that order. The model, the key, the temperature
+    /// and the other sampling settings are not part of it, so a recording made with one model replays for
     /// another.
     pub fn hash(&self) -> String {
         use sha2::{Digest, Sha256};
@@ -116,6 +150,7 @@ impl ChatRequest {
             }],
             max_output_tokens,
             temperature: 0.0,
+            sampling: Sampling::default(),
         }
     }
 }
@@ -129,6 +164,12 @@ pub enum Finish {
     Length,
     /// Blocked by a safety filter.
     Filtered,
+    /// Cut by swarm: the reply repeated itself (the same span again and
+    /// again, or no progress) and reading stopped after `tokens` output
+    /// tokens (estimated unless the stream counted them).
+    Repeated {
+        tokens: u64,
+    },
     Other(String),
 }
 
@@ -190,6 +231,7 @@ mod tests {
             ],
             max_output_tokens: 100,
             temperature: 0.2,
+            sampling: Sampling::default(),
         }
     }
 
@@ -212,11 +254,32 @@ mod tests {
         let mut warmer = base.clone();
         warmer.temperature = 0.9;
         assert_eq!(warmer.hash(), hash);
+        let mut nudged = base.clone();
+        nudged.sampling = Sampling::AGAINST_REPETITION;
+        assert_eq!(nudged.hash(), hash, "sampling is not part of the hash");
         let mut longer = base.clone();
         longer.max_output_tokens = 101;
         assert_ne!(longer.hash(), hash);
         let mut other = base;
         other.messages[0].content.push('!');
         assert_ne!(other.hash(), hash);
+    }
+}
+
+#[cfg(test)]
+mod serde_tests {
+    use super::*;
+
+    #[test]
+    fn a_repeated_reply_and_plain_sampling_read_back_as_written() {
+        let finish = Finish::Repeated { tokens: 412 };
+        let json = serde_json::to_value(&finish).unwrap();
+        assert_eq!(json, serde_json::json!({"repeated": {"tokens": 412}}));
+        assert_eq!(serde_json::from_value::<Finish>(json).unwrap(), finish);
+        let request = ChatRequest::single("s", "u", 10);
+        let json = serde_json::to_value(&request).unwrap();
+        assert!(json.get("sampling").is_none(), "{json}");
+        let read: ChatRequest = serde_json::from_value(json).unwrap();
+        assert_eq!(read, request);
     }
 }

@@ -9,7 +9,8 @@
 use serde_json::Value;
 
 use super::chat::{ChatRequest, Finish, Usage};
-use super::reply::estimated_usage;
+use super::repeat::RepetitionGuard;
+use super::reply::{estimate_tokens, estimated_usage};
 use super::sse::SseEvent;
 use super::utf8;
 
@@ -63,6 +64,20 @@ pub(crate) struct ReplyParts {
 }
 
 impl ReplyParts {
+    /// Marks a reply read whole that repeats itself (see `repeat`) as
+    /// [`Finish::Repeated`], with the tokens up to where the repetition
+    /// became clear; those tokens. A reply the provider filtered is left
+    /// as it is.
+    pub fn mark_repetition(&mut self) -> Option<u64> {
+        if self.finish == Finish::Filtered {
+            return None;
+        }
+        let found = RepetitionGuard::find_in(&self.text)?;
+        let tokens = estimate_tokens(self.text.get(..found.seen).unwrap_or_default());
+        self.finish = Finish::Repeated { tokens };
+        Some(tokens)
+    }
+
     /// The reply's text, finish and usage, estimating the usage the API
     /// did not report.
     pub fn into_reply(self, request: &ChatRequest) -> (String, Finish, Usage) {
@@ -73,22 +88,58 @@ impl ReplyParts {
     }
 }
 
-/// A stream that was read to its end or cut off by the total cap.
+/// A stream that was read to its end, cut off by the total cap, or cut by
+/// swarm because it repeated itself.
 #[derive(Debug)]
 pub(crate) struct Streamed<D> {
     pub decoder: D,
+    pub end: StreamEnd,
+}
+
+/// How a stream that gave a reply ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StreamEnd {
+    /// The stream said how the reply ended.
+    Whole,
     /// The total cap ended it: a truncated reply.
-    pub capped: bool,
+    Capped,
+    /// Reading stopped because the reply repeated itself, after `tokens`
+    /// output tokens.
+    Repeated { tokens: u64 },
 }
 
 impl<D: StreamDecoder> Streamed<D> {
+    /// A stream read to its end.
+    pub fn whole(decoder: D) -> Self {
+        Self {
+            decoder,
+            end: StreamEnd::Whole,
+        }
+    }
+
+    /// A stream the total cap ended.
+    pub fn capped(decoder: D) -> Self {
+        Self {
+            decoder,
+            end: StreamEnd::Capped,
+        }
+    }
+
     /// The parts of the reply; a capped one finishes with
-    /// [`Finish::Length`] and reports no usage (the caller estimates it).
+    /// [`Finish::Length`], a repeating one with [`Finish::Repeated`], and
+    /// neither reports usage (the caller estimates it).
     pub fn into_parts(self) -> ReplyParts {
         let mut parts = self.decoder.into_parts();
-        if self.capped {
-            parts.finish = Finish::Length;
-            parts.usage = None;
+        match self.end {
+            StreamEnd::Whole => {}
+            StreamEnd::Capped => {
+                parts.finish = Finish::Length;
+                parts.usage = None;
+            }
+            StreamEnd::Repeated { tokens } => {
+                parts.finish = Finish::Repeated { tokens };
+                parts.usage = None;
+            }
         }
         parts
     }
@@ -139,13 +190,37 @@ pub(crate) mod tests {
 
     #[test]
     fn a_capped_stream_is_cut_off() {
-        let streamed = Streamed {
-            decoder: Text("half a di".into()),
-            capped: true,
-        };
-        let parts = streamed.into_parts();
+        let parts = Streamed::capped(Text("half a di".into())).into_parts();
         assert_eq!(parts.finish, Finish::Length);
         assert_eq!(parts.text, "half a di");
+        let repeated = Streamed {
+            decoder: Text("x x x".into()),
+            end: StreamEnd::Repeated { tokens: 3 },
+        };
+        let parts = repeated.into_parts();
+        assert_eq!(parts.finish, Finish::Repeated { tokens: 3 });
+        assert_eq!(parts.usage, None);
+    }
+
+    #[test]
+    fn a_whole_reply_that_loops_is_marked_and_a_filtered_one_is_not() {
+        let mut parts = ReplyParts {
+            text: format!("Here:\n{}", "+    x = x\n".repeat(300)),
+            finish: Finish::Length,
+            usage: None,
+        };
+        let tokens = parts.mark_repetition().expect("a loop");
+        assert_eq!(parts.finish, Finish::Repeated { tokens });
+        assert!(tokens < 600, "{tokens}");
+        parts.finish = Finish::Filtered;
+        assert_eq!(parts.mark_repetition(), None);
+        let mut fine = ReplyParts {
+            text: "--- a/x.py\n+++ b/x.py\n".into(),
+            finish: Finish::Stop,
+            usage: None,
+        };
+        assert_eq!(fine.mark_repetition(), None);
+        assert_eq!(fine.finish, Finish::Stop);
     }
 
     #[test]

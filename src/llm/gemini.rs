@@ -67,6 +67,10 @@ impl WireFormat for Gemini {
         self.plain_body(request)
     }
 
+    /// The conversation, the output limit and the temperature. No penalty
+    /// is sent, whatever the request's sampling asks: Gemini 2.5 models
+    /// refuse `frequencyPenalty` and `presencePenalty` ("Penalty is not
+    /// enabled").
     fn plain_body(&self, request: &ChatRequest) -> Value {
         let contents: Vec<Value> = request
             .messages

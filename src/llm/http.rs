@@ -7,7 +7,10 @@
 //! for the provider's life); retries with exponential backoff and jitter on
 //! 408/429/5xx, connection errors, replies that broke off and errors sent
 //! inside a stream, honouring `Retry-After`; a stalled stream asked again at
-//! most once; the idle and total limits (read by `stream`); accounting (the
+//! most once; a request whose sampling penalties the server refuses sent
+//! again without them (then for the provider's life); the idle and total
+//! limits (read by `stream`); a whole reply that repeats itself marked so
+//! as a streamed one is cut (`stream`); accounting (the
 //! attempts a call took, the usage reported or estimated); reporting
 //! (`ModelProgress` through `stream`, `ModelRetry` here); whether a failed
 //! attempt (`attempt`) is worth another and after how long; and the final
@@ -26,7 +29,7 @@ use super::address::is_loopback;
 use super::attempt::{attempt, Failure, Received};
 use super::backoff::RetryPolicy;
 use super::body::{explain_body, looks_like_html};
-use super::chat::{ChatModel, ChatRequest, ChatResponse, ProviderKind};
+use super::chat::{ChatModel, ChatRequest, ChatResponse, ProviderKind, Sampling};
 use super::decode::{ReplyParts, StreamFault};
 use super::error::{chain, LlmError};
 use super::settings::{ProviderConfig, Secret};
@@ -64,6 +67,9 @@ pub(crate) struct HttpChat<W> {
     /// Set when the server refused a streaming request: every later call
     /// of this provider asks without streaming.
     plain_only: AtomicBool,
+    /// Set when the server refused a sampling penalty: every later call of
+    /// this provider asks without any.
+    bare_only: AtomicBool,
     /// Calls made so far (names each call in events).
     calls: AtomicU64,
     events: Option<Arc<dyn EventSink>>,
@@ -83,23 +89,30 @@ impl<W: WireFormat> std::fmt::Debug for HttpChat<W> {
     }
 }
 
-/// One request in its two forms: streaming, and plain for servers that
-/// refuse streaming.
+/// One request in its forms: streaming, and plain for servers that refuse
+/// streaming; each bare too (no sampling beyond the temperature) when the
+/// request asks for more, for servers that refuse it.
 struct Exchange {
     stream_url: String,
-    stream_body: Value,
     plain_url: String,
-    plain_body: Value,
+    /// The streaming body and the plain one.
+    bodies: (Value, Value),
+    /// The same without the request's sampling, when it has any.
+    bare: Option<(Value, Value)>,
     headers: Vec<(&'static str, String)>,
 }
 
 impl Exchange {
-    /// The URL and body to send, streaming or not.
-    fn form(&self, streaming: bool) -> (&str, &Value) {
+    /// The URL and body to send, streaming or not, bare or not.
+    fn form(&self, streaming: bool, bare: bool) -> (&str, &Value) {
+        let bodies = match &self.bare {
+            Some(bare_bodies) if bare => bare_bodies,
+            _ => &self.bodies,
+        };
         if streaming {
-            (&self.stream_url, &self.stream_body)
+            (&self.stream_url, &bodies.0)
         } else {
-            (&self.plain_url, &self.plain_body)
+            (&self.plain_url, &bodies.1)
         }
     }
 }
@@ -108,6 +121,9 @@ impl Exchange {
 enum Next {
     /// Ask again at once without streaming, at no cost to the attempts.
     AskPlain { reason: String },
+    /// Ask again at once without the sampling penalties, at no cost to the
+    /// attempts.
+    AskBare { reason: String },
     /// Wait, then ask again — unless the attempts are spent: then `error`.
     Retry {
         wait: Duration,
@@ -161,6 +177,7 @@ impl<W: WireFormat> HttpChat<W> {
             max_attempts: config.attempts(),
             retry,
             plain_only: AtomicBool::new(false),
+            bare_only: AtomicBool::new(false),
             calls: AtomicU64::new(0),
             events: None,
         })
@@ -171,37 +188,55 @@ impl<W: WireFormat> HttpChat<W> {
         self.events = Some(events);
     }
 
-    /// `request` in both forms, with the headers that carry the key.
+    /// `request` in its forms, with the headers that carry the key.
     fn exchange(&self, request: &ChatRequest) -> Exchange {
+        let bodies = |request: &ChatRequest| {
+            (
+                self.wire.stream_body(request),
+                self.wire.plain_body(request),
+            )
+        };
+        let bare = (!request.sampling.is_plain()).then(|| {
+            bodies(&ChatRequest {
+                sampling: Sampling::default(),
+                ..request.clone()
+            })
+        });
         Exchange {
             stream_url: self.wire.stream_url(),
-            stream_body: self.wire.stream_body(request),
             plain_url: self.wire.plain_url(),
-            plain_body: self.wire.plain_body(request),
+            bodies: bodies(request),
+            bare: bare.filter(|bare| *bare != bodies(request)),
             headers: W::headers(self.key.as_ref().map(Secret::expose)),
         }
     }
 
     /// Sends `exchange`, streaming unless this server refused it before,
     /// retrying (see [`HttpChat`]), and returns the first 2xx reply with
-    /// the number of HTTP requests it took.
-    async fn send(&self, exchange: &Exchange) -> Result<(Received<W::Events>, u32), LlmError> {
+    /// the number of HTTP requests it took and the call's number.
+    async fn send(&self, exchange: &Exchange) -> Result<(Received<W::Events>, u32, u64), LlmError> {
         let call = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
         let mut tally = Tally::default();
         loop {
             let streaming = !self.plain_only.load(Ordering::Relaxed);
-            let (url, body) = exchange.form(streaming);
+            let bare = self.bare_only.load(Ordering::Relaxed);
+            let (url, body) = exchange.form(streaming, bare);
             tally.sent += 1;
             let clocks = Clocks::start(self.idle, self.max_time);
             let request = self.client.post(url).json(body);
             let progress = || Progress::new(self.events.clone(), call, self.wire.model());
             let failure = match attempt(request, &exchange.headers, &clocks, progress).await {
-                Ok(received) => return Ok((received, tally.sent)),
+                Ok(received) => return Ok((received, tally.sent, call)),
                 Err(failure) => failure,
             };
-            match self.next(failure, url, streaming, &mut tally)? {
+            let has_sampling = exchange.bare.is_some() && !bare;
+            match self.next(failure, url, (streaming, has_sampling), &mut tally)? {
                 Next::AskPlain { reason } => {
                     self.plain_only.store(true, Ordering::Relaxed);
+                    self.report_retry(call, tally.sent + 1, reason, Duration::ZERO);
+                }
+                Next::AskBare { reason } => {
+                    self.bare_only.store(true, Ordering::Relaxed);
                     self.report_retry(call, tally.sent + 1, reason, Duration::ZERO);
                 }
                 Next::Retry {
@@ -227,13 +262,14 @@ impl<W: WireFormat> HttpChat<W> {
         }
     }
 
-    /// What to do after `failure` of a request to `url`: `Err` when it is
-    /// final, whatever attempts are left.
+    /// What to do after `failure` of a request to `url` (streaming or not,
+    /// with sampling penalties or not): `Err` when it is final, whatever
+    /// attempts are left.
     fn next(
         &self,
         failure: Failure,
         url: &str,
-        streaming: bool,
+        (streaming, has_sampling): (bool, bool),
         tally: &mut Tally,
     ) -> Result<Next, LlmError> {
         let wait = self.retry.backoff(tally.failed + 1);
@@ -254,6 +290,16 @@ impl<W: WireFormat> HttpChat<W> {
                     self.excerpt(&body)
                 );
                 return Ok(Next::AskPlain { reason });
+            }
+            Failure::Status { status, body, .. }
+                if has_sampling && refuses_sampling(status, &body) =>
+            {
+                let reason = format!(
+                    "the server refused a sampling penalty (HTTP {status}: {}); \
+                     asking without penalties from now on",
+                    self.excerpt(&body)
+                );
+                return Ok(Next::AskBare { reason });
             }
             Failure::Status {
                 status,
@@ -342,6 +388,16 @@ impl<W: WireFormat> HttpChat<W> {
         })
     }
 
+    fn report_repeated(&self, call: u64, tokens: u64) {
+        if let Some(events) = &self.events {
+            events.emit(Event::ModelRepeated {
+                call,
+                model: self.wire.model().to_string(),
+                tokens,
+            });
+        }
+    }
+
     fn report_retry(&self, call: u64, attempt: u32, reason: String, wait: Duration) {
         if let Some(events) = &self.events {
             events.emit(Event::ModelRetry {
@@ -427,9 +483,17 @@ impl<W: WireFormat> ChatModel for HttpChat<W> {
     }
 
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
-        let (received, attempts) = self.send(&self.exchange(request)).await?;
+        let (received, attempts, call) = self.send(&self.exchange(request)).await?;
         let parts = match received {
-            Received::Body(body) => self.read_whole(&body)?,
+            Received::Body(body) => {
+                let mut parts = self.read_whole(&body)?;
+                // Read whole, it could not be cut early; a loop in it is
+                // still a loop, and not to be shown to the model again.
+                if let Some(tokens) = parts.mark_repetition() {
+                    self.report_repeated(call, tokens);
+                }
+                parts
+            }
             Received::Stream(streamed) => streamed.into_parts(),
         };
         let (text, finish, usage) = parts.into_reply(request);
@@ -456,6 +520,13 @@ fn refuses_streaming(status: u16, body: &str) -> bool {
             .next_back()
             .is_some_and(|ch| ch.is_ascii_alphabetic())
     })
+}
+
+/// Whether an error reply refuses a sampling penalty: 400 or 422 whose
+/// body names a penalty (`frequency_penalty`, `presencePenalty`, "Penalty
+/// is not enabled").
+fn refuses_sampling(status: u16, body: &str) -> bool {
+    matches!(status, 400 | 422) && body.to_ascii_lowercase().contains("penalty")
 }
 
 /// `duration` as people read it: `120 s`, `0.3 s`.
@@ -495,6 +566,17 @@ mod tests {
         assert!(!refuses_streaming(400, "max_tokens is too large"));
         assert!(!refuses_streaming(500, "stream failed"), "a 5xx is retried");
         assert!(!refuses_streaming(401, "invalid key for stream"));
+    }
+
+    #[test]
+    fn refusals_of_penalties_are_told_from_other_errors() {
+        assert!(refuses_sampling(
+            400,
+            r#"{"error":{"message":"Unknown name \"frequency_penalty\": Cannot find field."}}"#
+        ));
+        assert!(refuses_sampling(400, "Penalty is not enabled for models/x"));
+        assert!(!refuses_sampling(400, "max_tokens is too large"));
+        assert!(!refuses_sampling(500, "penalty"), "a 5xx is retried");
     }
 
     #[test]

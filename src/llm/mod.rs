@@ -4,17 +4,19 @@
 //! Anthropic Messages — each streamed, with a plain fallback for servers
 //! that refuse streaming — and replay (answers from a recorded experiment
 //! log or cassette, no network). Time-outs on silence with a total cap per
-//! request, retries with backoff on 429/5xx/stalls, token usage, prices, and
-//! secrets that never print. Nothing here prints; failures are [`LlmError`]
+//! request, a reply that loops cut while it streams
+//! ([`Finish::Repeated`]), retries with backoff on 429/5xx/stalls, token
+//! usage, prices, and secrets that never print. Nothing here prints; failures are [`LlmError`]
 //! values that state facts (the advice that names swarm's flags is added
 //! where they reach the user), progress and retries are
 //! [`crate::log::Event`]s for a sink the caller gives.
 //!
 //! The files, from the bottom up (each uses only files listed before it):
 //!
-//! - `utf8`, `sse`, `body`, `backoff`, `address`: pure helpers — why bytes
-//!   are not text, server-sent events, an error body in one line, how long
-//!   to wait before asking again, a URL's host.
+//! - `utf8`, `sse`, `body`, `backoff`, `address`, `repeat`: pure helpers —
+//!   why bytes are not text, server-sent events, an error body in one line,
+//!   how long to wait before asking again, a URL's host, whether a reply has
+//!   fallen into a loop.
 //! - `error` ([`LlmError`]), `chat` (requests, replies, the [`ChatModel`]
 //!   trait), `settings` ([`ProviderConfig`], [`Secret`]); `reply` (refusal
 //!   and empty-reply checks, token estimates), `price`, `window`.
@@ -48,6 +50,7 @@ mod openai;
 mod preflight;
 mod price;
 mod provider;
+mod repeat;
 mod replay;
 mod reply;
 mod settings;
@@ -61,7 +64,7 @@ pub use address::url_host;
 pub use backoff::RetryPolicy;
 pub use cassette::{Cassette, Interaction, RecordedResponse, RecordingModel};
 pub use chat::{
-    ChatMessage, ChatModel, ChatRequest, ChatResponse, Finish, ProviderKind, Role, Usage,
+    ChatMessage, ChatModel, ChatRequest, ChatResponse, Finish, ProviderKind, Role, Sampling, Usage,
 };
 pub use error::{BrokeOff, LlmError, RecordingProblem};
 pub use preflight::{preflight, Preflight};

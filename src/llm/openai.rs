@@ -7,7 +7,9 @@
 //!
 //! The wire format only: the streamed body (`stream: true` with
 //! `stream_options.include_usage`, so the last chunk carries the usage), the
-//! plain body for a server that refuses streaming, the reply and its chunks.
+//! plain body for a server that refuses streaming (with `frequency_penalty`
+//! and `presence_penalty` when the request's sampling asks for them), the
+//! reply and its chunks.
 //! Sending, retrying and timing are the HTTP chat client's (`http`).
 
 use serde_json::{json, Value};
@@ -78,6 +80,14 @@ impl WireFormat for OpenAi {
         } else {
             body["max_tokens"] = json!(request.max_output_tokens);
             body["temperature"] = temperature_json(request.temperature);
+            // Reasoning models take no penalty either.
+            let sampling = &request.sampling;
+            if let Some(penalty) = sampling.frequency_penalty {
+                body["frequency_penalty"] = temperature_json(penalty);
+            }
+            if let Some(penalty) = sampling.presence_penalty {
+                body["presence_penalty"] = temperature_json(penalty);
+            }
         }
         body
     }
@@ -291,6 +301,20 @@ mod tests {
             "no finish reason, no [DONE]: the stream broke off"
         );
         assert_eq!(parts.text, "half");
+    }
+
+    #[test]
+    fn penalties_are_sent_when_asked_and_not_to_reasoning_models() {
+        let mut request = ChatRequest::single("s", "u", 10);
+        let wire = |model: &str| OpenAi::new("http://x/v1".into(), model.into());
+        let body = wire("llama3.1:8b").plain_body(&request);
+        assert!(body.get("frequency_penalty").is_none(), "{body}");
+        request.sampling = crate::llm::Sampling::AGAINST_REPETITION;
+        let body = wire("llama3.1:8b").stream_body(&request);
+        assert_eq!(body["frequency_penalty"], json!(0.5));
+        assert_eq!(body["presence_penalty"], json!(0.3));
+        let body = wire("o4-mini").plain_body(&request);
+        assert!(body.get("frequency_penalty").is_none(), "{body}");
     }
 
     #[test]

@@ -3,17 +3,21 @@
 //!
 //! Owns: the idle limit (the longest wait for the headers, the first chunk
 //! and every chunk after it) and the total cap per request; feeding events
-//! to a wire format's [`StreamDecoder`]; throttled progress events. A reply
-//! that keeps streaming past the cap is handed back as cut off (the caller
-//! makes it a `Finish::Length` reply), never as an error. It sends no
-//! request and does not retry (that is `http`) and knows no wire format.
+//! to a wire format's [`StreamDecoder`] and the text they give to a
+//! [`RepetitionGuard`]; throttled progress events. A reply that keeps
+//! streaming past the cap is handed back as cut off (the caller makes it a
+//! `Finish::Length` reply), one that repeats itself is handed back as soon
+//! as the guard says so (a `Finish::Repeated` reply: the connection is
+//! dropped, so the server stops generating) — never as an error. It sends
+//! no request and does not retry (that is `http`) and knows no wire format.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::decode::{Flow, StreamDecoder, StreamFault, Streamed};
+use super::decode::{Flow, StreamDecoder, StreamEnd, StreamFault, Streamed};
 use super::error::BrokeOff;
+use super::repeat::RepetitionGuard;
 use super::reply::estimate_tokens;
 use super::sse::SseParser;
 use super::utf8;
@@ -108,10 +112,7 @@ pub(crate) async fn read_reply<D: StreamDecoder>(
         },
         Waited::Done(Err(err)) => Read::Broken(BrokeOff::Connection(err)),
         Waited::Idle => Read::Stalled,
-        Waited::Capped => Read::Stream(Streamed {
-            decoder,
-            capped: true,
-        }),
+        Waited::Capped => Read::Stream(Streamed::capped(decoder)),
     }
 }
 
@@ -148,10 +149,14 @@ fn decode_events<D: StreamDecoder>(body: &[u8], mut decoder: D) -> Read<D> {
     if !decoder.is_complete() {
         return Read::Broken(ended_early(&decoder));
     }
-    Read::Stream(Streamed {
-        decoder,
-        capped: false,
-    })
+    // Read whole, it cannot be cut early; a loop in it is still a loop.
+    let end = match RepetitionGuard::find_in(decoder.text()) {
+        Some(found) => StreamEnd::Repeated {
+            tokens: estimate_tokens(decoder.text().get(..found.seen).unwrap_or_default()),
+        },
+        None => StreamEnd::Whole,
+    };
+    Read::Stream(Streamed { decoder, end })
 }
 
 /// Reads a whole body chunk by chunk, each chunk under the clocks.
@@ -178,7 +183,8 @@ fn ended_early<D: StreamDecoder>(decoder: &D) -> BrokeOff {
     }
 }
 
-/// Reads an event stream chunk by chunk, each chunk under the clocks.
+/// Reads an event stream chunk by chunk, each chunk under the clocks,
+/// until it ends, breaks, stalls, reaches the cap or repeats itself.
 async fn read_events<D: StreamDecoder>(
     mut response: reqwest::Response,
     clocks: &Clocks,
@@ -186,6 +192,7 @@ async fn read_events<D: StreamDecoder>(
     progress: &mut Progress,
 ) -> Read<D> {
     let mut parser = SseParser::default();
+    let mut watch = Watch::default();
     loop {
         let events = match clocks.wait(response.chunk()).await {
             Waited::Done(Ok(Some(chunk))) => match parser.feed(&chunk) {
@@ -200,11 +207,7 @@ async fn read_events<D: StreamDecoder>(
                         }
                     }
                     if decoder.is_complete() {
-                        progress.done();
-                        return Read::Stream(Streamed {
-                            decoder,
-                            capped: false,
-                        });
+                        return watch.ended(decoder, progress);
                     }
                     return Read::Broken(ended_early(&decoder));
                 }
@@ -212,39 +215,71 @@ async fn read_events<D: StreamDecoder>(
             },
             Waited::Done(Err(err)) => return Read::Broken(BrokeOff::Connection(err)),
             Waited::Idle => {
-                progress.done();
                 if decoder.is_complete() {
                     // A server that said how the reply ended but kept the
                     // connection open: the reply is whole.
-                    return Read::Stream(Streamed {
-                        decoder,
-                        capped: false,
-                    });
+                    return watch.ended(decoder, progress);
                 }
+                progress.done();
                 return Read::Stalled;
             }
             Waited::Capped => {
                 progress.done();
-                return Read::Stream(Streamed {
-                    decoder,
-                    capped: true,
-                });
+                return Read::Stream(Streamed::capped(decoder));
             }
         };
         for event in &events {
             match decoder.event(event) {
                 Ok(Flow::More) => {}
-                Ok(Flow::Done) => {
-                    progress.done();
-                    return Read::Stream(Streamed {
-                        decoder,
-                        capped: false,
-                    });
-                }
+                Ok(Flow::Done) => return watch.ended(decoder, progress),
                 Err(fault) => return Read::Fault(fault),
             }
         }
+        if watch.repeats(&decoder) {
+            return Read::Stream(watch.cut(decoder, progress));
+        }
         progress.tick(&decoder);
+    }
+}
+
+/// The text of a stream so far, fed to a [`RepetitionGuard`] as it grows.
+#[derive(Default)]
+struct Watch {
+    guard: RepetitionGuard,
+    /// Bytes of the decoder's text fed so far.
+    fed: usize,
+}
+
+impl Watch {
+    /// Feeds what the decoder's text gained; whether it repeats itself.
+    fn repeats<D: StreamDecoder>(&mut self, decoder: &D) -> bool {
+        let text = decoder.text();
+        let new = text.get(self.fed..).unwrap_or_default();
+        self.fed = text.len();
+        self.guard.feed(new).is_some()
+    }
+
+    /// A stream cut because it repeated itself, its progress line closed
+    /// with a word saying so.
+    fn cut<D: StreamDecoder>(&mut self, decoder: D, progress: &mut Progress) -> Streamed<D> {
+        let tokens = decoder
+            .output_tokens()
+            .unwrap_or_else(|| estimate_tokens(decoder.text()));
+        progress.repeated(tokens);
+        Streamed {
+            decoder,
+            end: StreamEnd::Repeated { tokens },
+        }
+    }
+
+    /// A stream that said how it ended: whole, unless its last bytes
+    /// complete a repetition.
+    fn ended<D: StreamDecoder>(mut self, decoder: D, progress: &mut Progress) -> Read<D> {
+        if self.repeats(&decoder) || self.guard.settle().is_some() {
+            return Read::Stream(self.cut(decoder, progress));
+        }
+        progress.done();
+        Read::Stream(Streamed::whole(decoder))
     }
 }
 
@@ -286,6 +321,20 @@ impl Progress {
             self.last = Instant::now();
             self.shown = true;
             self.emit(false);
+        }
+    }
+
+    /// Reading stopped after `tokens` because the reply repeated itself:
+    /// said always, and the progress line closed.
+    pub fn repeated(&mut self, tokens: u64) {
+        self.tokens = tokens;
+        self.done();
+        if let Some(events) = &self.events {
+            events.emit(Event::ModelRepeated {
+                call: self.call,
+                model: self.model.clone(),
+                tokens,
+            });
         }
     }
 
@@ -372,6 +421,14 @@ mod tests {
         assert!(!looks_like_events(br#"{"choices": []}"#));
         match decode_events(b"data: ab\n\ndata: c\n", Text(String::new())) {
             Read::Stream(streamed) => assert_eq!(streamed.into_parts().text, "abc"),
+            _ => panic!("a whole stream"),
+        }
+        let looping = format!("data: {}\n\n", "import x; ".repeat(200));
+        match decode_events(looping.as_bytes(), Text(String::new())) {
+            Read::Stream(streamed) => assert!(matches!(
+                streamed.end,
+                StreamEnd::Repeated { tokens } if tokens > 200
+            )),
             _ => panic!("a whole stream"),
         }
     }

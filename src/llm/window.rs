@@ -197,6 +197,7 @@ mod tests {
             }],
             max_output_tokens: reply,
             temperature: 0.0,
+            sampling: Default::default(),
         }
     }
 

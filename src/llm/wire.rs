@@ -49,8 +49,8 @@ pub(crate) trait WireFormat: Send + Sync + 'static {
     fn read_reply(&self, reply: &Value) -> Result<ReplyParts, &'static str>;
 }
 
-/// A JSON number for a temperature, rounded to 3 decimals (an `f32` would
-/// otherwise serialize as `0.20000000298023224`).
+/// A JSON number for a temperature (or a penalty), rounded to 3 decimals
+/// (an `f32` would otherwise serialize as `0.20000000298023224`).
 pub(crate) fn temperature_json(temperature: f32) -> Value {
     let rounded = (f64::from(temperature) * 1000.0).round() / 1000.0;
     serde_json::json!(rounded)

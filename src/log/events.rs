@@ -66,6 +66,14 @@ pub enum Event {
         tokens_per_second: f64,
         done: bool,
     },
+    /// Reading a model's reply stopped because it repeated itself (the
+    /// same span again and again, or no progress), after `tokens` output
+    /// tokens (estimated unless the API counted them).
+    ModelRepeated {
+        call: u64,
+        model: String,
+        tokens: u64,
+    },
     /// A model request is sent again: `attempt` is the number of the
     /// request about to go out, after `wait_ms`, because of `reason`.
     ModelRetry {

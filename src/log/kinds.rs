@@ -192,6 +192,10 @@ pub struct ModelCall {
     pub tokens_estimated: Option<bool>,
     /// Why the model stopped, as the model layer records it.
     pub finish: Option<Value>,
+    /// Why swarm stopped reading the reply before it ended ("the reply
+    /// repeated itself; stopped after 412 tokens").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut: Option<String>,
     /// Why the call got no reply (status `FAILURE`).
     pub error: Option<String>,
     /// The parts of the file a Fixer prompt showed (`start`, `end`, `why`),
@@ -231,6 +235,14 @@ pub struct Review {
     /// Which step of a split proposal this is (`2 of 5`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
+    /// The part of an oversized proposal tried alone: the hunks kept, each
+    /// with the place of the evidence it touches (`hunk`, `why`), as the
+    /// orchestrator records them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<Value>,
+    /// The hunks that part leaves out, each with why (`hunk`, `why`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_out: Option<Value>,
 }
 
 /// Accepted, or rejected by a rule for a reason. On disk: `verdict`

@@ -3,25 +3,25 @@
 //! accepted change is staged in the worktree, measured, committed on its
 //! attempt branch and, when the Judge accepts it, becomes the best state.
 //! A proposal refused for its size alone is split into reviewer-sized steps
-//! ([`reviewer::split`]), each attempted in turn until one does not improve.
+//! ([`reviewer::split`]), each attempted in turn until one does not improve;
+//! one no split can carry is tried as the part of it the evidence points at
+//! ([`reviewer::subset`], see `subset`), the hunks left out named.
 
 use std::time::{Duration, Instant};
 
+use super::adopt::{adopt, check_behaviour};
 use super::record::{Recorder, ReviewNote};
+use super::subset;
 use super::timing::AttemptTimes;
 use super::{RunContext, RunState};
 use crate::error::SwarmError;
 use crate::git::{CommitId, RunWorkspace};
 use crate::log::{Agent, Event};
-use crate::pipeline::{
-    Change, Measurement, Proposal, ReplyProblem, RepoPath, Snapshot, Unusable, Verdict,
-};
+use crate::pipeline::{Change, Measurement, Proposal, ReplyProblem, Snapshot, Unusable, Verdict};
 use crate::stage::executor::{self, AttemptRecord};
-use crate::stage::judge::behaviour::{BehaviourRun, ChangedModule, Verification};
-use crate::stage::judge::{self, behaviour};
+use crate::stage::judge;
 use crate::stage::prompt::{self, PastAttempt};
-use crate::stage::reviewer::{self, Review, ReviewContext, Step};
-use crate::tools::imports::is_importable_module;
+use crate::stage::reviewer::{self, Review, ReviewContext, Step, Subset, SubsetFailure};
 
 /// Which step of a split proposal an attempt is (1-based).
 #[derive(Clone, Copy, Debug)]
@@ -35,6 +35,8 @@ enum Reviewed {
     Accepted(Change),
     /// Too big as a whole; these steps each pass.
     Split(Vec<Step>),
+    /// Too big and no split fits; the part the evidence points at passes.
+    Subset(Subset),
     Rejected,
 }
 
@@ -63,10 +65,27 @@ pub(super) fn attempt(
                 summary,
                 part: None,
                 review_time,
+                left_out: Vec::new(),
             };
             judge_and_commit(cx, ws, rec, state, tried)
         }
         Reviewed::Split(steps) => attempt_steps(cx, ws, rec, state, proposal, &summary, steps),
+        Reviewed::Subset(part) => {
+            let tried = Tried {
+                file: &proposal.file,
+                change: &part.change,
+                summary: format!("{summary} (the hunks the evidence points at)"),
+                part: None,
+                review_time,
+                left_out: subset::trailers(&part),
+            };
+            let moved = judge_and_commit(cx, ws, rec, state, tried)?;
+            if moved {
+                let attempt = state.progress.commits.len();
+                subset::adopted(state, &proposal.file, attempt, &part);
+            }
+            Ok(moved)
+        }
         Reviewed::Rejected => Ok(false),
     }
 }
@@ -98,7 +117,7 @@ fn attempt_steps(
         let started = Instant::now();
         let change = match review(cx, ws, rec, state, &step_proposal, &summary, Some(part))? {
             Reviewed::Accepted(change) => change,
-            Reviewed::Split(_) | Reviewed::Rejected => break,
+            Reviewed::Split(_) | Reviewed::Subset(_) | Reviewed::Rejected => break,
         };
         let tried = Tried {
             file: &proposal.file,
@@ -106,6 +125,7 @@ fn attempt_steps(
             summary,
             part: Some(part),
             review_time: started.elapsed(),
+            left_out: Vec::new(),
         };
         if !judge_and_commit(cx, ws, rec, state, tried)? {
             break;
@@ -201,7 +221,11 @@ fn review(
         }
         Review::Rejected(reason) if reason.is_size() && part.is_none() => {
             let split = reviewer::split(proposal, &ctx);
-            (reason, Some(split))
+            let focus = || subset::focus(cx, state, proposal);
+            let part = split
+                .is_err()
+                .then(|| reviewer::subset(proposal, &ctx, &focus()));
+            (reason, Some((split, part)))
         }
         Review::Rejected(reason) => (reason, None),
     };
@@ -219,12 +243,15 @@ fn review(
     )
 }
 
-/// A rejection, and what splitting the proposal gave when it was too big.
+/// A rejection, and what splitting the proposal gave when it was too big
+/// (and, when no split fits, what the part the evidence points at gave).
 struct Refusal {
     reason: reviewer::Rejection,
-    split: Option<Result<Vec<Step>, reviewer::SplitFailure>>,
+    split: Option<(Split, Option<Result<Subset, SubsetFailure>>)>,
     step: Option<(usize, usize)>,
 }
+
+type Split = Result<Vec<Step>, reviewer::SplitFailure>;
 
 /// Logs and tells a rejection; a proposal that splits into reviewer-sized
 /// steps goes on as those steps, any other is remembered for the Fixer.
@@ -243,7 +270,7 @@ fn refused(
     } = refusal;
     let (file, iteration) = (&proposal.file, state.progress.iterations);
     let split_into = match &split {
-        Some(Ok(steps)) => Some(steps.len()),
+        Some((Ok(steps), _)) => Some(steps.len()),
         _ => None,
     };
     rec.review(
@@ -258,7 +285,7 @@ fn refused(
         rule: reason.rule(),
     });
     let outcome = match split {
-        Some(Ok(steps)) => {
+        Some((Ok(steps), _)) => {
             let sizes: Vec<String> = steps.iter().map(|s| s.changed_lines.to_string()).collect();
             cx.events.emit(Event::Notice {
                 message: format!(
@@ -269,12 +296,28 @@ fn refused(
             });
             return Ok(Reviewed::Split(steps));
         }
-        Some(Err(failure)) => format!(
-            "rejected by the Reviewer: {reason}; it could not be split into reviewer-sized \
-             steps: {failure}"
-        ),
+        Some((Err(failure), part)) => {
+            let (note, part) = subset::take(cx, rec, state, file, part)?;
+            let outcome = format!(
+                "rejected by the Reviewer: {reason}; it could not be split into reviewer-sized \
+                 steps: {failure}{note}"
+            );
+            if let Some(part) = part {
+                remember_refusal(state, file, summary, outcome);
+                return Ok(Reviewed::Subset(part));
+            }
+            outcome
+        }
         None => format!("rejected by the Reviewer: {reason}"),
     };
+    remember_refusal(state, file, summary, outcome);
+    Ok(Reviewed::Rejected)
+}
+
+/// Adds a proposal the Reviewer refused to what the Fixer remembers of
+/// `file`.
+fn remember_refusal(state: &mut RunState, file: &str, summary: &str, outcome: String) {
+    let iteration = state.progress.iterations;
     remember(
         state,
         file,
@@ -286,7 +329,6 @@ fn refused(
             broke: Vec::new(),
         },
     );
-    Ok(Reviewed::Rejected)
 }
 
 /// An accepted change about to be judged: the file the proposal was for,
@@ -298,6 +340,8 @@ struct Tried<'a> {
     part: Option<Part>,
     /// What the Reviewer took.
     review_time: Duration,
+    /// Trailers naming the hunks of the proposal left out of it.
+    left_out: Vec<String>,
 }
 
 /// Stages the change, measures it, commits it on its attempt branch with
@@ -501,84 +545,10 @@ fn commit_message(
     for rebased in &tried.change.rebased {
         message.push_str(&format!("Swarm-Rebased: {rebased}\n"));
     }
+    for trailer in &tried.left_out {
+        message.push_str(&format!("{trailer}\n"));
+    }
     message
-}
-
-/// Makes an accepted change the run's best state: what it touched, what
-/// verified it, and the files it added.
-fn adopt(
-    state: &mut RunState,
-    change: &Change,
-    best: Snapshot,
-    behaviour: Option<&BehaviourRun>,
-    files: Vec<String>,
-) {
-    let progress = &mut state.progress;
-    progress.best = best;
-    progress.accepted += 1;
-    progress
-        .touched
-        .extend(change.writes.iter().map(|w| RepoPath::new(w.path.as_str())));
-    state.work.declined.clear();
-    if let Some(run) = behaviour {
-        for file in change.files.iter().filter(|f| is_importable_module(f)) {
-            progress_verified(state, file, run.verification(file));
-        }
-    }
-    state.facts.files = files;
-}
-
-/// The Judge's behaviour check (see [`judge::behaviour`]) of the changed
-/// modules no test reaches, against their text at the best state.
-fn check_behaviour(
-    cx: &RunContext<'_>,
-    ws: &RunWorkspace,
-    state: &RunState,
-    change: &Change,
-    (snapshot, files): (&Snapshot, &[String]),
-    stage: &str,
-) -> Result<BehaviourRun, SwarmError> {
-    let read = |p: &str| crate::stage::read_source_text(cx.root, p);
-    let untested = behaviour::untested_modules(&change.files, files, snapshot.has_tests(), &read);
-    let mut modules = Vec::new();
-    for file in &untested {
-        let path = state.facts.target.repo_path(file);
-        if let Some(bytes) = ws.file_at_best(&path)? {
-            let original = String::from_utf8_lossy(&bytes).into_owned();
-            let file = file.clone();
-            modules.push(ChangedModule { file, original });
-        }
-    }
-    let check = if modules.is_empty() {
-        None
-    } else {
-        Some(tokio::task::block_in_place(|| {
-            behaviour::check(
-                cx.tools(stage),
-                cx.root,
-                &modules,
-                files,
-                cx.config.limits,
-                cx.cancel,
-            )
-        })?)
-    };
-    Ok(BehaviourRun { untested, check })
-}
-
-/// Records what verified the accepted change to `file`.
-fn progress_verified(state: &mut RunState, file: &str, how: Verification) {
-    let how = match state.progress.generated.get(file) {
-        Some(generated) if how == Verification::ExistingTests && generated.kept() > 0 => {
-            Verification::GeneratedTests {
-                kept: generated.kept(),
-                discarded: generated.discarded(),
-                reasons: generated.reasons(),
-            }
-        }
-        _ => how,
-    };
-    state.progress.verified.insert(file.to_string(), how);
 }
 
 /// Adds an attempt to what the Fixer remembers of `file`.

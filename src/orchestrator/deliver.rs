@@ -145,6 +145,7 @@ fn summary_of(config: &RunConfig, ending: Ending, delivery: Delivery, exit: Exit
         dry_run: config.dry_run,
         final_check,
         safety,
+        left_out: state.progress.left_out,
     }
 }
 

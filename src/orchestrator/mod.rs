@@ -5,18 +5,22 @@
 //! `setup` opens the repository, takes the lock and the worktree; this file
 //! runs the audit and the rounds; `plan` asks for plan batches; `round` picks
 //! the files and asks the Fixer; `attempt` takes one proposal through the
-//! Reviewer, the Executor and the Judge; `verify` checks the best state
+//! Reviewer, the Executor and the Judge (`subset`: the part of an oversized
+//! proposal tried alone; `adopt`: the behaviour check, and an accepted
+//! attempt made the best state); `verify` checks the best state
 //! once more; `deliver` fast-forwards the user's branch; `record` writes the
 //! experiment log; `summary` is what the run reports. The run's state is
 //! split by concern: [`Facts`] (what the audit found), [`Work`] (what to
 //! work on), [`Progress`] (the best state and what was tried), [`Spend`].
 
+mod adopt;
 mod attempt;
 mod deliver;
 mod plan;
 mod record;
 mod round;
 mod setup;
+mod subset;
 pub mod summary;
 mod tester;
 mod timing;
@@ -204,6 +208,8 @@ pub(crate) struct Progress {
     /// Test files the Tester committed: swarm's own, so the final check
     /// does not put them back to the base commit.
     pub generated_files: BTreeSet<RepoPath>,
+    /// Hunks left out of accepted attempts that tried part of a proposal.
+    pub left_out: Vec<summary::LeftOutHunk>,
 }
 
 impl Progress {
@@ -220,6 +226,7 @@ impl Progress {
             verified: BTreeMap::new(),
             generated: BTreeMap::new(),
             generated_files: BTreeSet::new(),
+            left_out: Vec::new(),
         }
     }
 }

@@ -11,7 +11,7 @@ use crate::error::SwarmError;
 use crate::log::{
     Action, Agent, Decision, Entry, ExperimentLog, Kind, ModelCall as CallEntry, Status, ToolRun,
 };
-use crate::pipeline::{clip, Change, Excerpt, Measurement, Verdict};
+use crate::pipeline::{clip, Change, Excerpt, Measurement, ReplyProblem, Verdict};
 use crate::stage::reviewer::Rejection;
 use crate::stage::ModelCall;
 use swarm_analysis::FileMetrics;
@@ -366,6 +366,9 @@ impl<'a> Recorder<'a> {
                 logged.output_tokens = Some(r.usage.output_tokens);
                 logged.tokens_estimated = Some(r.usage.estimated);
                 logged.finish = Some(as_json(&r.finish));
+                if let crate::llm::Finish::Repeated { tokens } = r.finish {
+                    logged.cut = Some(ReplyProblem::Repeated { tokens }.to_string());
+                }
                 (r.text.clone(), Status::Success)
             }
             Err(e) => {
@@ -419,11 +422,62 @@ impl<'a> Recorder<'a> {
             step: note
                 .step
                 .map(|(index, total)| format!("{index} of {total}")),
+            kept: None,
+            left_out: None,
         });
         let e = self.entry(
             Agent::Reviewer,
             Action::CodeAnalysis,
             format!("review the proposal for {file}"),
+            output,
+            kind,
+        );
+        self.write(e)
+    }
+
+    /// The Reviewer's acceptance of the part of an oversized proposal the
+    /// evidence points at: `details.kept` and `details.left_out` list its
+    /// hunks (`hunk`, `why`).
+    pub fn subset(
+        &mut self,
+        file: &str,
+        iteration: u32,
+        subset: &crate::stage::reviewer::Subset,
+    ) -> Result<(), SwarmError> {
+        let kept: Vec<serde_json::Value> = subset
+            .kept
+            .iter()
+            .map(|k| serde_json::json!({"hunk": k.hunk.to_string(), "why": k.why}))
+            .collect();
+        let left_out: Vec<serde_json::Value> = subset
+            .left_out
+            .iter()
+            .map(|l| serde_json::json!({"hunk": l.hunk.to_string(), "why": l.why.to_string()}))
+            .collect();
+        let mut output = format!(
+            "accepted: the hunks the evidence points at, {} changed lines",
+            subset.change.changed_lines
+        );
+        for k in &subset.kept {
+            output.push_str(&format!("\nkept: {}: {}", k.hunk, k.why));
+        }
+        for l in &subset.left_out {
+            output.push_str(&format!("\nleft out: {l}"));
+        }
+        let kind = Kind::Review(crate::log::Review {
+            file: file.to_string(),
+            iteration,
+            decision: Decision::Accepted,
+            rebased: None,
+            split_into: None,
+            step: None,
+            kept: Some(serde_json::Value::Array(kept)),
+            left_out: Some(serde_json::Value::Array(left_out)),
+        });
+        let e = self.entry(
+            Agent::Reviewer,
+            Action::CodeAnalysis,
+            format!("review the part of the proposal for {file} the evidence points at"),
             output,
             kind,
         );

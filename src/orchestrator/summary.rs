@@ -53,6 +53,19 @@ pub struct Coverage {
     pub plans: u32,
 }
 
+/// A hunk left out of an accepted attempt that tried only part of an
+/// oversized proposal (see `reviewer::subset`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct LeftOutHunk {
+    /// The file the proposal was for (target-relative).
+    pub file: String,
+    /// The accepted attempt it was left out of.
+    pub attempt: u32,
+    /// `hunk 2 of 2 (bitcount.py after line 6: 0 removed, 60 added)`.
+    pub hunk: String,
+    pub why: String,
+}
+
 /// What happened to the user's branch.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
@@ -114,6 +127,10 @@ pub struct Summary {
     pub final_check: Option<super::FinalCheck>,
     /// What confined the code under test, and what did not.
     pub safety: Safety,
+    /// The hunks left out of accepted attempts that tried only the part of
+    /// an oversized proposal the evidence points at.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<LeftOutHunk>,
 }
 
 /// What confined the code under test during the run, and what did not.

@@ -26,6 +26,10 @@ pub struct Proposal {
 pub enum ReplyProblem {
     #[error("the reply was cut off by the output length limit")]
     CutOff,
+    /// swarm stopped reading a reply that looped (see
+    /// `llm::Finish::Repeated`); nothing of it is shown to the model again.
+    #[error("the reply repeated itself; stopped after {tokens} tokens")]
+    Repeated { tokens: u64 },
     #[error("the reply was blocked by the provider's safety filter")]
     Filtered,
     #[error("the reply was empty")]
@@ -48,6 +52,7 @@ impl ReplyProblem {
     pub fn kind(&self) -> &'static str {
         match self {
             ReplyProblem::CutOff => "cut_off",
+            ReplyProblem::Repeated { .. } => "repeated",
             ReplyProblem::Filtered => "filtered",
             ReplyProblem::Empty => "empty",
             ReplyProblem::Refusal => "refusal",
@@ -101,10 +106,19 @@ pub struct Excerpt {
 }
 
 impl Proposal {
-    /// One line saying what was tried: the reply's first line of prose, or a default.
+    /// One line saying what was tried: the reply's first line of prose, or a
+    /// default (always for a reply that repeated itself: nothing of it is
+    /// said again).
     pub fn summary(&self) -> String {
-        let prose = self
-            .reply
+        let looped = matches!(
+            &self.edits,
+            Err(Unusable {
+                problem: ReplyProblem::Repeated { .. },
+                ..
+            })
+        );
+        let reply = if looped { "" } else { self.reply.as_str() };
+        let prose = reply
             .lines()
             .map(str::trim)
             .take_while(|l| {

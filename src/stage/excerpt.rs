@@ -22,7 +22,7 @@ use swarm_analysis::{self as analysis, DefinitionKind, Outline};
 
 mod targets;
 
-use targets::{targets, Target};
+use targets::{pointed_at, targets, Target};
 
 /// Lines shown before and after an implicated function.
 const CONTEXT: usize = 3;
@@ -48,6 +48,35 @@ pub struct Shown {
     pub text: String,
     /// The excerpts in file order.
     pub excerpts: Vec<Excerpt>,
+}
+
+/// One place of a file the evidence points at: a definition, or lines
+/// outside any function.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Implicated {
+    /// Its first and last line (1-based).
+    pub start: usize,
+    pub end: usize,
+    /// The definition it is, when it is one (`name`, `Class.method`).
+    pub definition: Option<String>,
+    /// Why it is implicated (`` `mean`: line 10 in the traceback of test_x ``).
+    pub why: String,
+}
+
+/// What the evidence points at in `text` (the file at target-relative
+/// `path`), most important first (see the module doc); nothing when it
+/// points nowhere in the file.
+pub fn implicated(path: &str, text: &str, evidence: &Evidence<'_>) -> Vec<Implicated> {
+    let outline = analysis::outline(text);
+    pointed_at(path, &outline, evidence)
+        .into_iter()
+        .map(|target| Implicated {
+            start: target.span.0,
+            end: target.span.1,
+            definition: target.definition,
+            why: target.why,
+        })
+        .collect()
 }
 
 /// The section showing `text` (the file at target-relative `path`) in

@@ -2,8 +2,11 @@
 //! what order, is [`super::reach`]'s), and turns the reply into a `Proposal`. A reply that is cut off,
 //! empty, a refusal, not valid UTF-8 or holds no usable diff is asked again
 //! once with a message naming what was wrong; after that it is a failed
-//! attempt ([`Unusable`]), not an error that ends the run. A reply saying
-//! the file needs no change is an answer: it is not asked again.
+//! attempt ([`Unusable`]), not an error that ends the run. A reply that
+//! repeated itself (cut while it streamed, see `llm::Finish::Repeated`) is
+//! asked again once without it: the same request, told to answer with the
+//! diff only, its sampling nudged against repetition. A reply saying the
+//! file needs no change is an answer: it is not asked again.
 
 use super::prompt::{self, FixInput, FixPrompt};
 use super::{call_model, ModelCall};
@@ -47,15 +50,23 @@ pub async fn propose(
         }
         Ok((text, Err(problem))) => (text, problem),
     };
-    let follow = match problem {
-        ReplyProblem::CutOff => prompt::reask_truncated(),
-        _ => prompt::reask_unusable(&problem.to_string()),
+    let retry = match problem {
+        ReplyProblem::Repeated { .. } => prompt::after_repetition(request),
+        ReplyProblem::CutOff => prompt::follow_up_within(
+            request,
+            &first_text,
+            prompt::reask_truncated(),
+            input.allowance,
+        ),
+        ReplyProblem::NotUtf8 { .. } => {
+            let follow = prompt::reask_unusable(&problem.to_string());
+            prompt::follow_up_within(request, UNREADABLE_REPLY, follow, input.allowance)
+        }
+        _ => {
+            let follow = prompt::reask_unusable(&problem.to_string());
+            prompt::follow_up_within(request, &first_text, follow, input.allowance)
+        }
     };
-    let shown = match problem {
-        ReplyProblem::NotUtf8 { .. } => UNREADABLE_REPLY,
-        _ => first_text.as_str(),
-    };
-    let retry = prompt::follow_up_within(request, shown, follow, input.allowance);
     let (call, second) = call_model(model, retry).await;
     calls.push(call);
     let (text, edits) = match read_reply(second, ctx) {
@@ -96,6 +107,9 @@ fn edits_in_reply(
     finish: &Finish,
     ctx: &ReplyContext,
 ) -> Result<Vec<FileEdit>, ReplyProblem> {
+    if let Finish::Repeated { tokens } = finish {
+        return Err(ReplyProblem::Repeated { tokens: *tokens });
+    }
     if *finish == Finish::Length {
         return Err(ReplyProblem::CutOff);
     }

@@ -143,6 +143,7 @@ fn fix_chat(input: &FixInput<'_>, evidence: &str, file: &str) -> ChatRequest {
         messages: vec![user(p)],
         max_output_tokens: input.allowance.reply_tokens,
         temperature: 0.2,
+        sampling: Default::default(),
     }
 }
 
@@ -152,6 +153,28 @@ pub fn reask_truncated() -> String {
      it was applied. Send a smaller unified diff: only the hunks needed for the most important fix, \
      with 3 lines of context each."
         .into()
+}
+
+/// What a request asked again after a reply that repeated itself says, at
+/// the end of its last message.
+pub const DIFF_ONLY: &str = "Your previous answer to this request repeated the same text over \
+and over and was discarded. Answer with the diff only: one ```diff block, nothing before or \
+after it.";
+
+/// The request asked again after a reply that repeated itself: the same
+/// conversation, none of the reply, [`DIFF_ONLY`] after its last message,
+/// and sampling that weighs down what was already said
+/// ([`llm::Sampling::AGAINST_REPETITION`], sent where the provider takes
+/// it).
+pub fn after_repetition(mut request: ChatRequest) -> ChatRequest {
+    match request.messages.last_mut() {
+        Some(last) if last.role == Role::User => {
+            last.content = format!("{}\n\n{DIFF_ONLY}", last.content.trim_end());
+        }
+        _ => request.messages.push(user(DIFF_ONLY.to_string())),
+    }
+    request.sampling = llm::Sampling::AGAINST_REPETITION;
+    request
 }
 
 /// The follow-up after a reply with nothing usable.

@@ -133,5 +133,6 @@ pub fn request() -> ChatRequest {
         ],
         max_output_tokens: 256,
         temperature: 0.2,
+        sampling: Default::default(),
     }
 }

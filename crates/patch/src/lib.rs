@@ -28,7 +28,7 @@ mod text;
 mod whole;
 
 pub use merge::{ConflictRegion, MergeConflict, Rebase};
-pub use steps::FileSteps;
+pub use steps::{FileSteps, HunkLines};
 
 /// What one reply proposes for one file.
 #[derive(Clone, Debug, PartialEq, Eq)]

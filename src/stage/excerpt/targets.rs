@@ -29,6 +29,8 @@ pub(super) struct Target {
     /// The implicated lines.
     focus: Vec<usize>,
     pub(super) why: String,
+    /// The definition it is, when it is one (`name`, `Class.method`).
+    pub(super) definition: Option<String>,
 }
 
 impl Target {
@@ -83,8 +85,25 @@ enum Pointer {
     Name(String),
 }
 
-/// The implicated places, most important first, one per span.
+/// The implicated places, most important first, one per span; the start
+/// of the file when nothing points anywhere.
 pub(super) fn targets(path: &str, outline: &Outline, evidence: &Evidence<'_>) -> Vec<Target> {
+    let mut found = pointed_at(path, outline, evidence);
+    if found.is_empty() && outline.lines > 0 {
+        found.push(Target {
+            span: (1, outline.lines),
+            signature: None,
+            headers: Vec::new(),
+            focus: vec![1],
+            why: "start of the file (nothing points elsewhere)".into(),
+            definition: None,
+        });
+    }
+    found
+}
+
+/// The places the evidence points at, most important first, one per span.
+pub(super) fn pointed_at(path: &str, outline: &Outline, evidence: &Evidence<'_>) -> Vec<Target> {
     let mut found: Vec<Target> = Vec::new();
     for (pointer, why) in pointers(path, evidence) {
         for target in resolve(outline, &pointer, &why) {
@@ -98,15 +117,6 @@ pub(super) fn targets(path: &str, outline: &Outline, evidence: &Evidence<'_>) ->
                 found.push(target);
             }
         }
-    }
-    if found.is_empty() && outline.lines > 0 {
-        found.push(Target {
-            span: (1, outline.lines),
-            signature: None,
-            headers: Vec::new(),
-            focus: vec![1],
-            why: "start of the file (nothing points elsewhere)".into(),
-        });
     }
     found
 }
@@ -279,6 +289,7 @@ fn at_line(outline: &Outline, line: usize, why: &str) -> Target {
         headers: class_headers(outline, &chain),
         focus: vec![line],
         why: why.to_string(),
+        definition: None,
     }
 }
 
@@ -293,6 +304,7 @@ fn definition_target(outline: &Outline, index: usize, line: usize, why: &str) ->
         headers: class_headers(outline, &ancestors),
         focus: vec![line],
         why: format!("`{}`: {why}", d.name),
+        definition: Some(d.name.clone()),
     }
 }
 

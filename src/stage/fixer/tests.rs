@@ -223,3 +223,42 @@ async fn a_large_file_is_asked_about_in_excerpts_and_the_reask_fits_too() {
     assert!(llm::prompt_tokens(&seen[1]) <= limit);
     assert!(seen[1].messages[1].content.starts_with("Let me think"));
 }
+
+#[tokio::test]
+async fn a_reply_that_repeated_itself_is_asked_again_without_it() {
+    let looping = format!("Fix.\n```diff\n{}", "import a; ".repeat(300));
+    let repeated = Finish::Repeated { tokens: 750 };
+    let (model, calls, p) = propose_with(&[(&looping, repeated), (GOOD, Finish::Stop)]).await;
+    assert_eq!(calls.len(), 2);
+    assert!(p.edits.is_ok());
+    let seen = model.seen.lock().unwrap();
+    let (first, again) = (&seen[0], &seen[1]);
+    assert_eq!(
+        again.messages.len(),
+        first.messages.len(),
+        "no reply in between"
+    );
+    let said: String = again.messages.iter().map(|m| m.content.as_str()).collect();
+    assert!(!said.contains("import a;"), "the loop is not fed back");
+    let last = &again.messages.last().unwrap().content;
+    assert!(last.starts_with(&first.messages.last().unwrap().content));
+    assert!(last.ends_with(crate::stage::prompt::DIFF_ONLY), "{last}");
+    assert_eq!(again.sampling, crate::llm::Sampling::AGAINST_REPETITION);
+    assert_eq!(first.sampling, crate::llm::Sampling::default());
+}
+
+#[tokio::test]
+async fn a_reply_that_repeats_twice_is_unusable_and_its_loop_is_not_its_summary() {
+    let looping = format!("import a; {}", "import a; ".repeat(300));
+    let repeated = Finish::Repeated { tokens: 750 };
+    let (_, calls, p) = propose_with(&[(&looping, repeated.clone()), (&looping, repeated)]).await;
+    assert_eq!(calls.len(), 2);
+    let unusable = p.edits.as_ref().expect_err("nothing usable");
+    assert_eq!(unusable.problem.kind(), "repeated");
+    assert_eq!(
+        unusable.to_string(),
+        "the reply repeated itself; stopped after 750 tokens (also after asking again; \
+         first reply: the reply repeated itself; stopped after 750 tokens)"
+    );
+    assert_eq!(p.summary(), "clean up a.py");
+}

@@ -269,6 +269,7 @@ fn request(prompt: String, reply_tokens: u32) -> ChatRequest {
         }],
         max_output_tokens: reply_tokens,
         temperature: 0.2,
+        sampling: Default::default(),
     }
 }
 

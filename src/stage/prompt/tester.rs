@@ -86,6 +86,7 @@ fn test_chat(input: &TestInput<'_>, sites: &[String], text: &str) -> ChatRequest
         messages: vec![user(p)],
         max_output_tokens: input.allowance.reply_tokens,
         temperature: 0.2,
+        sampling: Default::default(),
     }
 }
 

@@ -23,7 +23,8 @@
 //! 5. `no_change`, `whitespace_only`, `repeat` — on the change as a whole.
 //!
 //! A proposal refused for its size alone may be [`split`] into steps that
-//! each pass every rule, the size rules included.
+//! each pass every rule, the size rules included; when no split fits, the
+//! [`subset`] of its hunks the evidence points at may be tried alone.
 //!
 //! The Reviewer reads the best state's files and never writes anything.
 //! Its static checks are an early warning; the sandbox the Judge runs in and
@@ -33,6 +34,7 @@ mod harness;
 mod rebase;
 mod rules;
 mod split;
+mod subset;
 
 use crate::pipeline::{TargetDir, TargetPath};
 use std::collections::{BTreeMap, HashSet};
@@ -43,6 +45,7 @@ use sha2::{Digest, Sha256};
 pub use rebase::ShownVersions;
 pub use rules::Rejection;
 pub use split::{split, SplitFailure, Step};
+pub use subset::{subset, Focus, Pointer, Subset, SubsetFailure};
 
 use crate::git::FileWrite;
 use crate::pipeline::{Change, Proposal, ReplyProblem};

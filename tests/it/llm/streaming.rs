@@ -2,7 +2,8 @@
 //! from the stream; the idle limit is a limit on silence, not on length; a
 //! stalled stream is asked again once; the total cap gives a truncated
 //! reply that is not resent; a server that refuses streaming is asked the
-//! plain way from then on; progress and retries are reported as events.
+//! plain way from then on; a reply that loops is cut within seconds of the
+//! loop's start and said so; progress and retries are reported as events.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -237,6 +238,50 @@ async fn bytes_that_are_not_utf8_are_refused(wire: Wire) {
     }
 }
 
+async fn a_looping_stream_is_cut_within_seconds(wire: Wire) {
+    // A good start, then a loop that would stream for a minute.
+    let unit = "import test_tokenize_is_case_insensitive; ";
+    let text = format!("{DIFF}+{}", unit.repeat(1_200));
+    let server = LlmServer::start(move |req| {
+        Reply::stream_for(req, &text, 1_200, Duration::from_millis(50))
+    });
+    let events = Arc::new(Events::default());
+    let model = build_reporting(&wire.config(&server), RetryPolicy::fast(), events.clone())
+        .expect("builds");
+    let started = Instant::now();
+    let response = model
+        .complete(&request())
+        .await
+        .expect("a cut reply is an answer");
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(10), "read for {took:?}");
+    let Finish::Repeated { tokens } = response.finish else {
+        panic!("{:?}", response.finish);
+    };
+    assert!(response.text.starts_with(DIFF) && response.text.contains(unit));
+    assert!(
+        response.text.len() < DIFF.len() + 2_000,
+        "{} bytes read",
+        response.text.len()
+    );
+    assert!(response.usage.estimated, "the stream's usage never came");
+    assert_eq!(response.attempts, 1);
+    assert_eq!(server.requests().len(), 1, "a loop is not asked again here");
+    let said: Vec<u64> = events
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|event| match event {
+            Event::ModelRepeated {
+                call: 1, tokens, ..
+            } => Some(*tokens),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(said, vec![tokens]);
+}
+
 macro_rules! scenarios {
     ($name:ident, $wire:expr) => {
         mod $name {
@@ -271,11 +316,45 @@ macro_rules! scenarios {
                 super::progress_is_reported_while_streaming($wire).await;
             }
             #[tokio::test]
+            async fn a_looping_stream_is_cut_within_seconds() {
+                super::a_looping_stream_is_cut_within_seconds($wire).await;
+            }
+            #[tokio::test]
             async fn bytes_that_are_not_utf8_are_refused() {
                 super::bytes_that_are_not_utf8_are_refused($wire).await;
             }
         }
     };
+}
+
+/// A server that refuses sampling penalties (Gemini's OpenAI-compatible
+/// endpoint does): asked again without them, and never sent them again.
+#[tokio::test]
+async fn a_refused_penalty_is_dropped_and_remembered() {
+    let server = LlmServer::start(|req| {
+        if req.body_json().get("frequency_penalty").is_some() {
+            Reply::json(
+                400,
+                &json!({"error": {"message": "Invalid JSON payload received. Unknown name \"frequency_penalty\": Cannot find field."}}),
+            )
+        } else {
+            Reply::stream_for(req, DIFF, 3, Duration::ZERO)
+        }
+    });
+    let model = Wire::OPENAI.model(&server);
+    let mut nudged = request();
+    nudged.sampling = swarm::llm::Sampling::AGAINST_REPETITION;
+    let first = model.complete(&nudged).await.expect("asked again without");
+    assert_eq!(first.text, DIFF);
+    assert_eq!(first.attempts, 2, "at no cost to the attempts");
+    let second = model.complete(&nudged).await.expect("without at once");
+    assert_eq!(second.attempts, 1);
+    let sent: Vec<bool> = server
+        .requests()
+        .iter()
+        .map(|r| r.body_json().get("frequency_penalty").is_some())
+        .collect();
+    assert_eq!(sent, vec![true, false, false]);
 }
 
 scenarios!(openai, Wire::OPENAI);
