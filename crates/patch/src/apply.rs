@@ -115,9 +115,9 @@ fn apply_one(
             let doc = decode(path, bytes)?;
             Ok(Some(patch_document(path, &doc, hunks)?.encode()))
         }
-        (EditOp::Move { from, .. }, _) => Err(vec![format!(
-            "`{from}` cannot be renamed to `{path}` here"
-        )]),
+        (EditOp::Move { from, .. }, _) => {
+            Err(vec![format!("`{from}` cannot be renamed to `{path}` here")])
+        }
     }
 }
 
