@@ -85,6 +85,9 @@ pub struct RunConfig {
     pub preflight: Option<ProviderConfig>,
     /// Where proposals come from: the model, or ruff (`--offline`).
     pub proposals: ProposalSource,
+    /// Refactoring on request (`--task`): the instruction planned as
+    /// tasks; `None` repairs what tests and lint point at.
+    pub task: Option<crate::pipeline::Instruction>,
 }
 
 /// What every stage call of a run shares: settings, the model, where to

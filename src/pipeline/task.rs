@@ -119,6 +119,9 @@ pub struct TaskPlan {
     pub tasks: Vec<Task>,
     /// Why the model's plan was not used, when it was not.
     pub fallback: Option<String>,
+    /// What validation left out of the model's plan (a test file, a path
+    /// outside the target, a task with no file left).
+    pub notes: Vec<String>,
 }
 
 impl TaskPlan {
@@ -213,6 +216,7 @@ mod tests {
         let plan = TaskPlan {
             tasks: vec![task(1, &[3]), task(2, &[]), task(3, &[2])],
             fallback: None,
+            notes: Vec::new(),
         };
         assert_eq!(plan.order(), vec![2, 3, 1]);
         assert_eq!(task(1, &[]).files(), vec!["a.py", "b.py"]);
