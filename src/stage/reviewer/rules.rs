@@ -118,6 +118,26 @@ pub enum Rejection {
         call: String,
         line: usize,
     },
+    /// A task's change, measured as a whole (see `task_size`).
+    #[error(
+        "the change has {lines} changed lines ({moved} more moved unchanged between files); the \
+         limit for this task is {limit}: change only what the task needs, and move code as it is"
+    )]
+    TaskTooManyLines {
+        lines: usize,
+        moved: usize,
+        limit: usize,
+    },
+    #[error(
+        "the change adds or removes {bytes} bytes besides what it moves; the limit for this task \
+         is {limit} bytes: change only what the task needs"
+    )]
+    TaskTooManyBytes { bytes: usize, limit: usize },
+    #[error(
+        "the new module {path} takes the name `{name}`, which is a standard-library module or an \
+         installed package: imports of it would find the wrong one; choose another name"
+    )]
+    ShadowsModule { path: String, name: String },
     #[error("the change leaves every file exactly as it is")]
     NoChange,
     #[error("the change only touches whitespace; fix the problems listed instead")]
@@ -150,6 +170,9 @@ impl Rejection {
             Rejection::SyntaxError { .. } => "syntax_error",
             Rejection::PytestPlugin { .. } => "pytest_plugin",
             Rejection::DangerousCall { .. } => "dangerous_call",
+            Rejection::TaskTooManyLines { .. } => "too_many_lines",
+            Rejection::TaskTooManyBytes { .. } => "too_many_bytes",
+            Rejection::ShadowsModule { .. } => "shadows_module",
             Rejection::NoChange => "no_change",
             Rejection::WhitespaceOnly => "whitespace_only",
             Rejection::Repeat => "repeat",
@@ -219,6 +242,7 @@ pub(super) const FILE_RULES: &[FileRule] = &[
     test_config_content,
     too_many_lines,
     too_many_bytes,
+    shadows_module,
     syntax_error,
     pytest_plugin,
     dangerous_call,
@@ -348,6 +372,10 @@ fn test_config_content(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Resul
 }
 
 fn too_many_lines(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
+    if ctx.task.is_some() {
+        // A task's limit holds for its change as a whole (`task_size`).
+        return Ok(());
+    }
     let lines = swarm_patch::changed_lines(file.before_text(), file.after_text());
     let limit = ctx.limits.for_severity(file.severity);
     if lines > limit {
@@ -362,6 +390,9 @@ fn too_many_lines(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Result<(),
 }
 
 fn too_many_bytes(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
+    if ctx.task.is_some() {
+        return Ok(());
+    }
     let bytes = swarm_patch::changed_bytes(file.before_text(), file.after_text());
     let limit = ctx.limits.bytes_for_severity(file.severity);
     if bytes > limit {
@@ -373,6 +404,61 @@ fn too_many_bytes(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Result<(),
         });
     }
     Ok(())
+}
+
+/// A module a task creates whose top-level name (its own, or its new
+/// package's) is a standard-library module or an installed package.
+fn shadows_module(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
+    let Some(task) = &ctx.task else {
+        return Ok(());
+    };
+    if file.before.is_some() || file.after.is_none() || !file.is_python() {
+        return Ok(());
+    }
+    let Some(name) = top_level_name(file.path, ctx.root) else {
+        return Ok(());
+    };
+    // A package or module that is already there keeps its name.
+    let existing = ctx.root.join(&name);
+    if existing.is_dir() || existing.with_extension("py").is_file() {
+        return Ok(());
+    }
+    if task.taken_names.contains(&name) {
+        return Err(Rejection::ShadowsModule {
+            path: file.path.into(),
+            name,
+        });
+    }
+    Ok(())
+}
+
+/// The name a new module at `path` is imported under at its import root:
+/// its own, or that of the outermost folder of its package chain (folders
+/// with `__init__.py`, or the folder of a new `__init__.py`). `None` when
+/// the chain reaches no folder of the target (`path` is nested oddly).
+fn top_level_name(path: &str, root: &Path) -> Option<String> {
+    let parts: Vec<&str> = path.split('/').collect();
+    let (file, dirs) = parts.split_last()?;
+    let stem = file.strip_suffix(".py")?;
+    let mut top = if stem == "__init__" {
+        (*dirs.last()?).to_string()
+    } else {
+        stem.to_string()
+    };
+    let mut depth = if stem == "__init__" {
+        dirs.len() - 1
+    } else {
+        dirs.len()
+    };
+    while depth > 0 {
+        let dir = dirs[..depth].join("/");
+        if !root.join(&dir).join("__init__.py").is_file() {
+            break;
+        }
+        top = dirs[depth - 1].to_string();
+        depth -= 1;
+    }
+    Some(top)
 }
 
 fn syntax_error(file: &ChangedFile<'_>, _: &ReviewContext<'_>) -> Result<(), Rejection> {

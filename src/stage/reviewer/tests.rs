@@ -55,6 +55,7 @@ impl Fixture {
                 base: "abc",
                 submodules: &self.submodules,
                 shown: &self.shown,
+                task: None,
             },
         )
     }
