@@ -18,6 +18,7 @@ mod record;
 mod round;
 mod setup;
 pub mod summary;
+mod task;
 mod tester;
 mod timing;
 mod verify;
@@ -180,6 +181,8 @@ pub(crate) struct Work {
     /// Rounds in a row each file was asked without an accepted attempt on
     /// it (see `stage::reach::rotate`).
     pub fruitless: BTreeMap<String, u32>,
+    /// Refactoring on request (`--task`): the plan's tasks and their status.
+    pub tasks: Option<task::TaskBook>,
 }
 
 /// What was tried and where it got.
@@ -235,6 +238,22 @@ impl RunState {
         self.spend.calls += 1;
         if let Some(cost) = prices.cost(&self.facts.model_id, usage) {
             *self.spend.cost_usd.get_or_insert(0.0) += cost;
+        }
+    }
+
+    /// Whether the best state may be delivered: green (see [`Bar`]); for a
+    /// run of tasks, every task done and nothing the baseline had lost.
+    pub(crate) fn deliverable(&self) -> bool {
+        match &self.work.tasks {
+            Some(book) => {
+                book.all_done()
+                    && self
+                        .facts
+                        .bar
+                        .task_verdict(&self.facts.baseline, &self.progress.best)
+                        .is_accepted()
+            }
+            None => self.facts.bar.is_green(&self.progress.best),
         }
     }
 
@@ -369,9 +388,7 @@ fn close_workspace(
 /// A state that would be delivered (or offered) is checked once more with
 /// the base commit's harness.
 fn wants_final_check(state: &RunState, stop: StopReason, ws: &RunWorkspace) -> bool {
-    stop != StopReason::Interrupted
-        && ws.best() != ws.base()
-        && state.facts.bar.is_green(&state.progress.best)
+    stop != StopReason::Interrupted && ws.best() != ws.base() && state.deliverable()
 }
 
 /// Audits, plans and runs the rounds; the state reached and why it stopped.
@@ -384,6 +401,15 @@ async fn drive(
     rec.enter(Stage::Audit);
     let mut state = audit(cx, ws, rec, scope)?;
     rec.enter(Stage::Plan);
+    if let Some(instruction) = &cx.config.task {
+        // Refactoring on request: the instruction's tasks, not the repair plan.
+        if let Some(stop) = task::plan_tasks(cx, rec, &mut state, instruction).await? {
+            return Ok((state, stop));
+        }
+        rec.enter(Stage::Rounds);
+        let stop = task::run_tasks(cx, ws, rec, &mut state).await?;
+        return Ok((state, stop));
+    }
     if let ProposalSource::Ruff(_) = cx.config.proposals {
         plan::ruff_plan(cx, &mut state);
     } else if let Some(stop) = plan::plan_batch(cx, rec, &mut state).await? {

@@ -118,5 +118,7 @@ fn edits_in_reply(
     }
 }
 
+pub mod task;
+
 #[cfg(test)]
 mod tests;
