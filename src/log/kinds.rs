@@ -356,7 +356,8 @@ pub struct TaskRecord {
     pub number: usize,
     pub total: usize,
     pub title: String,
-    pub kind: crate::pipeline::TaskKind,
+    /// Behaviour-preserving or an intended change (`kind` names the entry).
+    pub task_kind: crate::pipeline::TaskKind,
     /// `done`, `skipped`, `not_reached`.
     pub status: String,
     /// Why it was skipped.

@@ -37,8 +37,8 @@ pub(crate) fn deliver(
     cancel: &Cancel,
     rec: &mut Recorder<'_>,
 ) -> Result<Summary, SwarmError> {
-    let green = ending.state.deliverable()
-        && ending.final_check.as_ref().is_none_or(|check| check.passed);
+    let green =
+        ending.state.deliverable() && ending.final_check.as_ref().is_none_or(|check| check.passed);
     let interrupted = ending.stop == StopReason::Interrupted || cancel.is_cancelled();
     let delivery = match &ending.branch {
         Some(branch) if interrupted => left(branch, "the run was interrupted"),

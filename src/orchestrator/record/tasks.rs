@@ -67,7 +67,7 @@ impl Recorder<'_> {
             number: task.number,
             total,
             title: task.title.clone(),
-            kind: task.kind,
+            task_kind: task.kind,
             status: status.as_str().to_string(),
             reason,
             commits,

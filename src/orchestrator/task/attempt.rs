@@ -128,12 +128,21 @@ async fn attempt_task(
         .map(|f| (f.to_string(), read_source_text(cx.root, f)))
         .collect();
     let request = {
-        let book = state.work.tasks.as_ref().expect("a task runs only with a plan");
+        let book = state
+            .work
+            .tasks
+            .as_ref()
+            .expect("a task runs only with a plan");
         let checklist: Vec<(&Task, &TaskStatus)> = book
             .plan
             .tasks
             .iter()
-            .map(|t| (t, book.status.get(&t.number).unwrap_or(&TaskStatus::Pending)))
+            .map(|t| {
+                (
+                    t,
+                    book.status.get(&t.number).unwrap_or(&TaskStatus::Pending),
+                )
+            })
             .collect();
         task_request(&TaskInput {
             instruction: &book.instruction,
@@ -160,7 +169,12 @@ async fn attempt_task(
     let name = files.first().map(|(p, _)| p.clone()).unwrap_or_default();
     let asking = Step::start(
         cx.events,
-        format!("asking {} for task {}: {}", cx.model.model(), task.number, task.title),
+        format!(
+            "asking {} for task {}: {}",
+            cx.model.model(),
+            task.number,
+            task.title
+        ),
     );
     let (calls, answer) = cancellable(
         cx.cancel,
@@ -211,7 +225,13 @@ fn record_calls(
     file: &str,
 ) -> Result<(), SwarmError> {
     for call in calls {
-        rec.fixer_call(Action::Fix, call, Some(file), state.progress.iterations, None)?;
+        rec.fixer_call(
+            Action::Fix,
+            call,
+            Some(file),
+            state.progress.iterations,
+            None,
+        )?;
         if let Ok(reply) = &call.reply {
             state.add_usage(&reply.usage, &cx.config.prices);
         }
@@ -317,7 +337,15 @@ fn judge_and_commit(
         }
     }
     let conflict = conflict_with_tests(cx, task, best, &measured.snapshot);
-    let message = commit_message(state, task, proposal, change, k, verdict, &measured.snapshot);
+    let message = commit_message(
+        state,
+        task,
+        proposal,
+        change,
+        k,
+        verdict,
+        &measured.snapshot,
+    );
     let settled = executor::settle(ws, change, k, verdict, &message)?;
     let times = AttemptTimes {
         review: std::time::Duration::ZERO,
@@ -327,8 +355,19 @@ fn judge_and_commit(
         worktree: settled.worktree,
     };
     let file = proposal.file.as_str();
-    rec.commit(file, k, &settled.commit.0, &message, &change.diff, verdict, times)?;
-    let note = api.as_ref().map(|c| format!("; {}", c.describe())).unwrap_or_default();
+    rec.commit(
+        file,
+        k,
+        &settled.commit.0,
+        &message,
+        &change.diff,
+        verdict,
+        times,
+    )?;
+    let note = api
+        .as_ref()
+        .map(|c| format!("; {}", c.describe()))
+        .unwrap_or_default();
     cx.events.emit(Event::Judged {
         attempt: k,
         file: file.to_string(),
@@ -353,9 +392,18 @@ fn judge_and_commit(
         return Ok(Tried::Stop(StopReason::TestConflict));
     }
     if !verdict.is_accepted() {
-        return Ok(Tried::Failed(format!("the Judge found it {verdict}: {why}")));
+        return Ok(Tried::Failed(format!(
+            "the Judge found it {verdict}: {why}"
+        )));
     }
-    adopt(state, task, change, measured.snapshot, files, &settled.commit.0);
+    adopt(
+        state,
+        task,
+        change,
+        measured.snapshot,
+        files,
+        &settled.commit.0,
+    );
     Ok(Tried::Accepted)
 }
 

@@ -44,7 +44,9 @@ pub async fn propose_task(
     calls.push(call);
     let (text, problem) = match read_reply(first, ctx) {
         Err(e) => return (calls, Err(e)),
-        Ok((text, Ok(edits))) => return (calls, Ok(TaskAnswer::Proposal(proposal(text, Ok(edits))))),
+        Ok((text, Ok(edits))) => {
+            return (calls, Ok(TaskAnswer::Proposal(proposal(text, Ok(edits)))))
+        }
         Ok((text, Err(_))) if says_done(&text) => return (calls, Ok(TaskAnswer::Done(text))),
         Ok((text, Err(ReplyProblem::NoChangeNeeded))) => {
             return (calls, Ok(TaskAnswer::Done(text)))
@@ -81,7 +83,9 @@ pub async fn propose_task(
 fn says_done(text: &str) -> bool {
     let opening: String = text.trim_start().chars().take(200).collect();
     let opening = opening.to_ascii_uppercase();
-    opening.trim_start_matches(['*', '`', '#', ' ']).starts_with(TASK_DONE)
+    opening
+        .trim_start_matches(['*', '`', '#', ' '])
+        .starts_with(TASK_DONE)
 }
 
 #[cfg(test)]
