@@ -186,6 +186,7 @@ fn check_edits(
     }
     if let Some(task) = &ctx.task {
         task_size::check(&files, task)?;
+        rules::shadows_module(&files, ctx)?;
     }
     is_a_change(&files)?;
     let mut change = change_of(&outcomes, &files, ctx);

@@ -242,7 +242,6 @@ pub(super) const FILE_RULES: &[FileRule] = &[
     test_config_content,
     too_many_lines,
     too_many_bytes,
-    shadows_module,
     syntax_error,
     pytest_plugin,
     dangerous_call,
@@ -406,55 +405,54 @@ fn too_many_bytes(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Result<(),
     Ok(())
 }
 
-/// A module a task creates whose top-level name (its own, or its new
-/// package's) is a standard-library module or an installed package.
-fn shadows_module(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
+/// `shadows_module`, on a task's change as a whole: a module it creates
+/// whose top-level name (its own, or that of the new package it starts) is
+/// a standard-library module or an installed package.
+pub(super) fn shadows_module(
+    files: &[ChangedFile<'_>],
+    ctx: &ReviewContext<'_>,
+) -> Result<(), Rejection> {
     let Some(task) = &ctx.task else {
         return Ok(());
     };
-    if file.before.is_some() || file.after.is_none() || !file.is_python() {
-        return Ok(());
-    }
-    let Some(name) = top_level_name(file.path, ctx.root) else {
-        return Ok(());
+    let created: Vec<&str> = files
+        .iter()
+        .filter(|f| f.before.is_none() && f.after.is_some())
+        .map(|f| f.path)
+        .collect();
+    let is_package = |dir: &str| {
+        ctx.root.join(dir).join("__init__.py").is_file()
+            || created.contains(&format!("{dir}/__init__.py").as_str())
     };
-    // A package or module that is already there keeps its name.
-    let existing = ctx.root.join(&name);
-    if existing.is_dir() || existing.with_extension("py").is_file() {
-        return Ok(());
-    }
-    if task.taken_names.contains(&name) {
-        return Err(Rejection::ShadowsModule {
-            path: file.path.into(),
-            name,
-        });
+    for path in created.iter().filter(|p| p.ends_with(".py")) {
+        let Some(name) = top_level_name(path, &is_package) else {
+            continue;
+        };
+        // A package or module that is already there keeps its name.
+        let existing = ctx.root.join(&name);
+        if existing.is_dir() || existing.with_extension("py").is_file() {
+            continue;
+        }
+        if task.taken_names.contains(&name) {
+            return Err(Rejection::ShadowsModule {
+                path: (*path).into(),
+                name,
+            });
+        }
     }
     Ok(())
 }
 
-/// The name a new module at `path` is imported under at its import root:
-/// its own, or that of the outermost folder of its package chain (folders
-/// with `__init__.py`, or the folder of a new `__init__.py`). `None` when
-/// the chain reaches no folder of the target (`path` is nested oddly).
-fn top_level_name(path: &str, root: &Path) -> Option<String> {
+/// The name a module at `path` is imported under at its import root: its
+/// own, or that of the outermost folder of its package chain (folders
+/// `is_package` says hold an `__init__.py`).
+fn top_level_name(path: &str, is_package: &dyn Fn(&str) -> bool) -> Option<String> {
     let parts: Vec<&str> = path.split('/').collect();
     let (file, dirs) = parts.split_last()?;
     let stem = file.strip_suffix(".py")?;
-    let mut top = if stem == "__init__" {
-        (*dirs.last()?).to_string()
-    } else {
-        stem.to_string()
-    };
-    let mut depth = if stem == "__init__" {
-        dirs.len() - 1
-    } else {
-        dirs.len()
-    };
-    while depth > 0 {
-        let dir = dirs[..depth].join("/");
-        if !root.join(&dir).join("__init__.py").is_file() {
-            break;
-        }
+    let mut top = stem.to_string();
+    let mut depth = dirs.len();
+    while depth > 0 && is_package(&dirs[..depth].join("/")) {
         top = dirs[depth - 1].to_string();
         depth -= 1;
     }
@@ -510,5 +508,25 @@ fn dangerous_call(file: &ChangedFile<'_>, _: &ReviewContext<'_>) -> Result<(), R
             line: call.line,
         }),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::top_level_name;
+
+    #[test]
+    fn a_new_module_is_imported_under_its_outermost_package() {
+        let packages = |dir: &str| matches!(dir, "shop" | "textkit");
+        assert_eq!(top_level_name("json.py", &packages).unwrap(), "json");
+        assert_eq!(top_level_name("shop/json.py", &packages).unwrap(), "shop");
+        assert_eq!(
+            top_level_name("textkit/__init__.py", &packages).unwrap(),
+            "textkit"
+        );
+        assert_eq!(
+            top_level_name("scripts/json.py", &packages).unwrap(),
+            "json"
+        );
     }
 }

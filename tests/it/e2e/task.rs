@@ -6,11 +6,13 @@
 //! and the exit code.
 
 mod cases;
-// mod package;
+mod honesty;
+mod package;
 
 use serde_json::Value;
 
 use super::{run_openai, summary_of};
+pub use crate::support::fixture::FixtureRepo as Repo;
 use crate::support::fixture::{prompt_of, FixtureRepo};
 use crate::support::llm_server::{LlmServer, Reply};
 use crate::support::repo::TestRepo;

@@ -8,10 +8,10 @@ use super::{
 use crate::e2e::summary_of;
 use crate::support::fixture::FixtureRepo;
 
-const INIT: &str = "\"\"\"A small shop.\"\"\"\n";
+pub(super) const INIT: &str = "\"\"\"A small shop.\"\"\"\n";
 
 /// `shop/cart.py` with `parse_money` and the total that uses it.
-const CART: &str = r#""""The cart."""
+pub(super) const CART: &str = r#""""The cart."""
 
 
 def parse_money(text):
@@ -27,7 +27,7 @@ def total(prices):
 "#;
 
 /// `CART` with `parse_money` moved out and imported back.
-const CART_AFTER: &str = r#""""The cart."""
+pub(super) const CART_AFTER: &str = r#""""The cart."""
 from shop.money import parse_money
 
 __all__ = ["parse_money", "total"]
@@ -38,7 +38,7 @@ def total(prices):
     return sum(parse_money(p) for p in prices)
 "#;
 
-const MONEY: &str = r#""""Money amounts."""
+pub(super) const MONEY: &str = r#""""Money amounts."""
 
 
 def parse_money(text):
@@ -49,7 +49,7 @@ def parse_money(text):
 "#;
 
 /// A module no test reaches that imports `parse_money` from the cart.
-const REPORT: &str = r#""""Report lines."""
+pub(super) const REPORT: &str = r#""""Report lines."""
 from shop.cart import parse_money
 
 
@@ -58,7 +58,7 @@ def line(label, price):
     return f"{label}: {parse_money(price)}"
 "#;
 
-const TESTS: &str = r#"from shop.cart import parse_money, total
+pub(super) const TESTS: &str = r#"from shop.cart import parse_money, total
 
 
 def test_parse():
@@ -69,15 +69,15 @@ def test_total():
     assert total(["$1.00", "2.5"]) == 350
 "#;
 
-const INSTRUCTION: &str =
+pub(super) const INSTRUCTION: &str =
     "move parse_money out of shop/cart.py into a new module shop/money.py; keep the old import working";
 
-const MOVE_PLAN: &str =
+pub(super) const MOVE_PLAN: &str =
     "```json\n{\"tasks\": [{\"title\": \"Move parse_money into shop/money.py\", \
      \"kind\": \"preserving\", \"change\": [\"shop/cart.py\"], \"create\": [\"shop/money.py\"], \
      \"depends_on\": []}]}\n```\n";
 
-fn shop() -> FixtureRepo {
+pub(super) fn shop() -> FixtureRepo {
     repo(&[
         ("shop/__init__.py", INIT),
         ("shop/cart.py", CART),
