@@ -127,35 +127,7 @@ async fn attempt_task(
         .iter()
         .map(|f| (f.to_string(), read_source_text(cx.root, f)))
         .collect();
-    let request = {
-        let book = state
-            .work
-            .tasks
-            .as_ref()
-            .expect("a task runs only with a plan");
-        let checklist: Vec<(&Task, &TaskStatus)> = book
-            .plan
-            .tasks
-            .iter()
-            .map(|t| {
-                (
-                    t,
-                    book.status.get(&t.number).unwrap_or(&TaskStatus::Pending),
-                )
-            })
-            .collect();
-        task_request(&TaskInput {
-            instruction: &book.instruction,
-            checklist: &checklist,
-            task,
-            files: &files,
-            last_outcome: book.last.get(&task.number).map(String::as_str),
-            mentions: &[],
-            max_changed_lines: task_limit(cx),
-            allow_test_edits: cx.config.allow_test_edits,
-            allowance: cx.budget.fix,
-        })
-    };
+    let request = request_for(cx, state, task, &files);
     for (path, text) in &files {
         if let Some(text) = text {
             let round = state.progress.iterations;
@@ -209,6 +181,42 @@ async fn attempt_task(
         Err(why) => return Ok(Tried::Failed(why)),
     };
     judge_and_commit(cx, ws, rec, state, task, &proposal, &change)
+}
+
+/// The request for `task`, showing `files` as they are now.
+fn request_for(
+    cx: &RunContext<'_>,
+    state: &RunState,
+    task: &Task,
+    files: &[(String, Option<String>)],
+) -> crate::llm::ChatRequest {
+    let book = state
+        .work
+        .tasks
+        .as_ref()
+        .expect("a task runs only with a plan");
+    let checklist: Vec<(&Task, &TaskStatus)> = book
+        .plan
+        .tasks
+        .iter()
+        .map(|t| {
+            (
+                t,
+                book.status.get(&t.number).unwrap_or(&TaskStatus::Pending),
+            )
+        })
+        .collect();
+    task_request(&TaskInput {
+        instruction: &book.instruction,
+        checklist: &checklist,
+        task,
+        files,
+        last_outcome: book.last.get(&task.number).map(String::as_str),
+        mentions: &[],
+        max_changed_lines: task_limit(cx),
+        allow_test_edits: cx.config.allow_test_edits,
+        allowance: cx.budget.fix,
+    })
 }
 
 /// The changed lines a task's change may have (lines moved not counted):
@@ -291,6 +299,20 @@ fn review(
     }
 }
 
+/// What the Judge made of a task's change.
+struct Judgement {
+    /// The state measured with the change.
+    result: Snapshot,
+    verdict: Verdict,
+    /// Why it is not accepted, for the next prompt.
+    why: String,
+    /// The public-name check, when it ran.
+    api: Option<ApiCheck>,
+    /// The Python files of the target with the change.
+    files: Vec<String>,
+    times: AttemptTimes,
+}
+
 /// Applies, measures and judges the change, commits it with the task's
 /// trailer, and moves the best state when it is accepted.
 fn judge_and_commit(
@@ -303,6 +325,75 @@ fn judge_and_commit(
     change: &Change,
 ) -> Result<Tried, SwarmError> {
     let k = state.progress.commits.len() as u32 + 1;
+    let mut judged = judge_change(cx, ws, rec, state, task, change, k)?;
+    let conflict = conflict_with_tests(cx, task, &state.progress.best, &judged.result);
+    let verdict = judged.verdict;
+    let message = commit_message(state, task, proposal, change, k, verdict, &judged.result);
+    let settled = executor::settle(ws, change, k, verdict, &message)?;
+    judged.times.commit = settled.committing;
+    judged.times.worktree = settled.worktree;
+    let file = proposal.file.as_str();
+    let commit = &settled.commit.0;
+    rec.commit(
+        file,
+        k,
+        commit,
+        &message,
+        &change.diff,
+        verdict,
+        judged.times,
+    )?;
+    let note = judged
+        .api
+        .as_ref()
+        .map(|c| format!("; {}", c.describe()))
+        .unwrap_or_default();
+    cx.events.emit(Event::Judged {
+        attempt: k,
+        file: file.to_string(),
+        verdict,
+        tests: format!("{}{note}", judged.result.describe()),
+        pylint: judged.result.pylint,
+        commit: settled.commit.short().to_string(),
+    });
+    state.progress.commits.push(commit.clone());
+    if let Some(line) = conflict {
+        cx.events.emit(Event::Notice {
+            message: line.clone(),
+        });
+        let status = TaskStatus::Skipped { reason: line };
+        super::settle(
+            cx,
+            rec,
+            state,
+            task.number,
+            status,
+            StopReason::TestConflict,
+        )?;
+        return Ok(Tried::Stop(StopReason::TestConflict));
+    }
+    if !verdict.is_accepted() {
+        return Ok(Tried::Failed(format!(
+            "the Judge found it {verdict}: {}",
+            judged.why
+        )));
+    }
+    adopt(state, task, change, judged.result, judged.files, commit);
+    Ok(Tried::Accepted)
+}
+
+/// Writes the change into the worktree, measures it (the full suite and
+/// pylint) and, for a behaviour-preserving task the tests and lint accept,
+/// checks the public names.
+fn judge_change(
+    cx: &RunContext<'_>,
+    ws: &RunWorkspace,
+    rec: &mut Recorder<'_>,
+    state: &RunState,
+    task: &Task,
+    change: &Change,
+    k: u32,
+) -> Result<Judgement, SwarmError> {
     let stage = format!("judging attempt {k} (task {})", task.number);
     let started = Instant::now();
     executor::write_to_worktree(ws, change)?;
@@ -336,75 +427,21 @@ fn judge_and_commit(
             why = check.describe();
         }
     }
-    let conflict = conflict_with_tests(cx, task, best, &measured.snapshot);
-    let message = commit_message(
-        state,
-        task,
-        proposal,
-        change,
-        k,
-        verdict,
-        &measured.snapshot,
-    );
-    let settled = executor::settle(ws, change, k, verdict, &message)?;
     let times = AttemptTimes {
         review: std::time::Duration::ZERO,
         apply,
         judge: started.elapsed(),
-        commit: settled.committing,
-        worktree: settled.worktree,
+        commit: std::time::Duration::ZERO,
+        worktree: std::time::Duration::ZERO,
     };
-    let file = proposal.file.as_str();
-    rec.commit(
-        file,
-        k,
-        &settled.commit.0,
-        &message,
-        &change.diff,
+    Ok(Judgement {
+        result: measured.snapshot,
         verdict,
-        times,
-    )?;
-    let note = api
-        .as_ref()
-        .map(|c| format!("; {}", c.describe()))
-        .unwrap_or_default();
-    cx.events.emit(Event::Judged {
-        attempt: k,
-        file: file.to_string(),
-        verdict,
-        tests: format!("{}{note}", measured.snapshot.describe()),
-        pylint: measured.snapshot.pylint,
-        commit: settled.commit.short().to_string(),
-    });
-    state.progress.commits.push(settled.commit.0.clone());
-    if let Some(line) = conflict {
-        cx.events.emit(Event::Notice {
-            message: line.clone(),
-        });
-        super::settle(
-            cx,
-            rec,
-            state,
-            task.number,
-            TaskStatus::Skipped { reason: line },
-            StopReason::TestConflict,
-        )?;
-        return Ok(Tried::Stop(StopReason::TestConflict));
-    }
-    if !verdict.is_accepted() {
-        return Ok(Tried::Failed(format!(
-            "the Judge found it {verdict}: {why}"
-        )));
-    }
-    adopt(
-        state,
-        task,
-        change,
-        measured.snapshot,
+        why,
+        api,
         files,
-        &settled.commit.0,
-    );
-    Ok(Tried::Accepted)
+        times,
+    })
 }
 
 /// The Python files of the target once `change` is applied.

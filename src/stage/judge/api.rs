@@ -96,56 +96,12 @@ pub fn check_api(
         .iter()
         .filter_map(|f| crate::stage::read_source_text(root, f))
         .collect();
-    let call_timeout = limits
-        .test_case
-        .map_or(CALL_TIMEOUT, |c| c.min(CALL_TIMEOUT));
     let mut checked = Vec::new();
     let mut problems = Vec::new();
     for module in modules {
-        let names: BTreeSet<String> = swarm_analysis::outline(&module.original)
-            .top_level()
-            .map(|d| d.name.clone())
-            .collect();
-        let mut all: Vec<&str> = texts.iter().map(String::as_str).collect();
-        all.push(&module.original);
-        let calls = literal_calls(&all, &names);
-        let request = ApiRequest {
-            file: &module.file,
-            original: &module.original,
-            renames,
-            calls: &calls,
-            import_timeout: limits.tests.min(IMPORT_TIMEOUT),
-            call_timeout,
-            max_samples: MAX_SAMPLES,
-            max_calls: MAX_CALLS,
-            deadline: limits.tests,
-        };
-        let result = {
-            let _step = tools.step(&format!("public names of {}", module.file));
-            behaviour::probe_api(tools.env, tools.sandbox, root, &request, cancel)?
-        };
-        let Some(result) = result else {
-            checked.push(ModuleNames {
-                file: module.file.clone(),
-                names: 0,
-                calls: 0,
-                not_checked: Some("not an importable module".into()),
-            });
-            continue;
-        };
-        problems.extend(
-            result
-                .names
-                .iter()
-                .filter(|n| n.status == "missing" || n.status == "different")
-                .map(|n| problem(&result.module, n)),
-        );
-        checked.push(ModuleNames {
-            file: module.file.clone(),
-            names: result.names.len(),
-            calls: result.names.iter().map(|n| n.calls).sum(),
-            not_checked: result.not_checked,
-        });
+        let found = check_module(tools, root, module, &texts, renames, limits, cancel)?;
+        problems.extend(found.1);
+        checked.push(found.0);
     }
     let compared: usize = checked.iter().map(|m| m.names).sum();
     let outcome = if !problems.is_empty() {
@@ -162,6 +118,64 @@ pub fn check_api(
         modules: checked,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// One module's public names: what was compared, and the problems.
+fn check_module(
+    tools: Tools<'_>,
+    root: &Path,
+    module: &ChangedModule,
+    texts: &[String],
+    renames: &BTreeMap<String, String>,
+    limits: Limits,
+    cancel: &Cancel,
+) -> Result<(ModuleNames, Vec<String>), ToolError> {
+    let names: BTreeSet<String> = swarm_analysis::outline(&module.original)
+        .top_level()
+        .map(|d| d.name.clone())
+        .collect();
+    let mut all: Vec<&str> = texts.iter().map(String::as_str).collect();
+    all.push(&module.original);
+    let calls = literal_calls(&all, &names);
+    let request = ApiRequest {
+        file: &module.file,
+        original: &module.original,
+        renames,
+        calls: &calls,
+        import_timeout: limits.tests.min(IMPORT_TIMEOUT),
+        call_timeout: limits
+            .test_case
+            .map_or(CALL_TIMEOUT, |c| c.min(CALL_TIMEOUT)),
+        max_samples: MAX_SAMPLES,
+        max_calls: MAX_CALLS,
+        deadline: limits.tests,
+    };
+    let result = {
+        let _step = tools.step(&format!("public names of {}", module.file));
+        behaviour::probe_api(tools.env, tools.sandbox, root, &request, cancel)?
+    };
+    let Some(result) = result else {
+        let checked = ModuleNames {
+            file: module.file.clone(),
+            names: 0,
+            calls: 0,
+            not_checked: Some("not an importable module".into()),
+        };
+        return Ok((checked, Vec::new()));
+    };
+    let problems = result
+        .names
+        .iter()
+        .filter(|n| n.status == "missing" || n.status == "different")
+        .map(|n| problem(&result.module, n))
+        .collect();
+    let checked = ModuleNames {
+        file: module.file.clone(),
+        names: result.names.len(),
+        calls: result.names.iter().map(|n| n.calls).sum(),
+        not_checked: result.not_checked,
+    };
+    Ok((checked, problems))
 }
 
 /// `shop.cart.parse_money (now shop.cart.Basket): missing: ImportError …`.
