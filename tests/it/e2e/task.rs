@@ -7,6 +7,7 @@
 
 mod cases;
 mod honesty;
+mod interfaces;
 mod package;
 
 use serde_json::Value;
