@@ -158,6 +158,9 @@ fn task_lines(s: &Summary) -> Vec<String> {
             "  task {}/{total}: {} — {status}",
             t.task.number, t.task.title
         ));
+        for mention in &t.mentions {
+            lines.push(format!("            old path still named at {mention}"));
+        }
     }
     lines
 }

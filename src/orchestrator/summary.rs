@@ -63,6 +63,10 @@ pub struct TaskReport {
     pub task: crate::pipeline::Task,
     #[serde(flatten)]
     pub status: crate::pipeline::TaskStatus,
+    /// Where the task's modules' old dotted paths are still named in
+    /// strings and configuration (`path:line: text`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mentions: Vec<String>,
 }
 
 /// Tests passed out of total.

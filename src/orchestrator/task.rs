@@ -40,6 +40,9 @@ pub(crate) struct TaskBook {
     pub tests_changed: BTreeMap<usize, Vec<String>>,
     /// Top-level module names a new module may not take.
     pub taken: std::collections::BTreeSet<String>,
+    /// Per task, where its modules' old dotted paths are still named in
+    /// strings and configuration (see [`crate::stage::mentions`]).
+    pub mentions: BTreeMap<usize, Vec<String>>,
 }
 
 impl TaskBook {
@@ -81,6 +84,7 @@ impl TaskBook {
                 .map(|t| super::summary::TaskReport {
                     task: t.clone(),
                     status: self.status_of(t.number).clone(),
+                    mentions: self.mentions.get(&t.number).cloned().unwrap_or_default(),
                 })
                 .collect(),
         }

@@ -216,7 +216,9 @@ fn tasks(out: &mut String, tasks: &[crate::log::TaskRecord]) {
     if tasks.is_empty() {
         return;
     }
-    out.push_str("<h2>Tasks</h2><table><tr><th>task</th><th>kind</th><th>status</th><th>commits</th></tr>");
+    out.push_str(
+        "<h2>Tasks</h2><table><tr><th>task</th><th>kind</th><th>status</th><th>commits</th></tr>",
+    );
     for t in tasks {
         let why = t
             .reason
@@ -569,7 +571,13 @@ mod tests {
         });
         let page = render(&report);
         assert!(page.contains("<h2>Tasks</h2>"), "{page}");
-        assert!(page.contains("2/3 &lt;b&gt;Move&lt;/b&gt; parse_money"), "{page}");
-        assert!(page.contains(": task 1, which it depends on, was not done"), "{page}");
+        assert!(
+            page.contains("2/3 &lt;b&gt;Move&lt;/b&gt; parse_money"),
+            "{page}"
+        );
+        assert!(
+            page.contains(": task 1, which it depends on, was not done"),
+            "{page}"
+        );
     }
 }

@@ -59,6 +59,7 @@ pub(super) async fn run_task(
         detail: task.files().join(", "),
     });
     learn_taken_names(cx, state);
+    find_mentions(cx, state, &task);
     let mut failures = 0;
     loop {
         if state.progress.iterations >= cx.config.max_iterations {
@@ -106,6 +107,42 @@ fn learn_taken_names(cx: &RunContext<'_>, state: &mut RunState) {
         crate::tools::imports::taken_names(cx.env, cx.sandbox, cx.root, cx.cancel)
     })
     .unwrap_or_default();
+}
+
+/// Where the modules `task` changes or deletes are named by their dotted
+/// path in strings and configuration outside the task's files.
+fn find_mentions(cx: &RunContext<'_>, state: &mut RunState, task: &Task) {
+    let own = task.files();
+    let modules: Vec<String> = task
+        .change
+        .iter()
+        .chain(&task.delete)
+        .filter(|f| f.ends_with(".py"))
+        .filter_map(|f| crate::tools::imports::module_name(cx.root, f).map(|(_, m)| m))
+        .collect();
+    if modules.is_empty() {
+        return;
+    }
+    let configs = [
+        "pyproject.toml",
+        "setup.cfg",
+        "setup.py",
+        "tox.ini",
+        "pytest.ini",
+    ];
+    let texts: Vec<(String, String)> = state
+        .facts
+        .files
+        .iter()
+        .map(String::as_str)
+        .chain(configs)
+        .filter(|f| !own.contains(f))
+        .filter_map(|f| read_source_text(cx.root, f).map(|t| (f.to_string(), t)))
+        .collect();
+    let found = crate::stage::mentions::old_path_mentions(&texts, &modules);
+    if let Some(book) = state.work.tasks.as_mut() {
+        book.mentions.insert(task.number, found);
+    }
 }
 
 fn remember(state: &mut RunState, number: usize, outcome: String) {
@@ -212,7 +249,11 @@ fn request_for(
         task,
         files,
         last_outcome: book.last.get(&task.number).map(String::as_str),
-        mentions: &[],
+        mentions: book
+            .mentions
+            .get(&task.number)
+            .map(Vec::as_slice)
+            .unwrap_or_default(),
         max_changed_lines: task_limit(cx),
         allow_test_edits: cx.config.allow_test_edits,
         allowance: cx.budget.fix,

@@ -82,9 +82,13 @@ pub(super) fn shop() -> FixtureRepo {
         ("shop/__init__.py", INIT),
         ("shop/cart.py", CART),
         ("shop/report.py", REPORT),
+        ("shop/settings.py", SETTINGS),
         ("tests/test_cart.py", TESTS),
     ])
 }
+
+/// Names the cart's function by its dotted path, in a string.
+const SETTINGS: &str = "\"\"\"Settings.\"\"\"\nPRICE_PARSER = \"shop.cart.parse_money\"\n";
 
 #[test]
 fn a_function_moved_into_a_new_module_keeps_its_old_import() {
@@ -125,7 +129,12 @@ fn a_function_moved_into_a_new_module_keeps_its_old_import() {
         vec!["1/1 Move parse_money into shop/money.py"]
     );
     // Asked again after the accepted change, and only then done.
-    assert_eq!(task_prompts(&server).len(), 2);
+    let prompts = task_prompts(&server);
+    assert_eq!(prompts.len(), 2);
+    // The old dotted path in a string was shown to the model and listed.
+    let mention = "shop/settings.py:2: PRICE_PARSER = \"shop.cart.parse_money\"";
+    assert!(prompts[0].1.contains(mention), "{}", prompts[0].1);
+    assert_eq!(summary["tasks"]["tasks"][0]["mentions"][0], mention);
     let log = fx.log();
     assert!(log.iter().any(|e| e["details"]["kind"] == "task_plan"));
     let settled: Vec<_> = log
