@@ -233,7 +233,16 @@ pub(crate) async fn run_tasks(
             continue;
         }
         if cx.cancel.is_cancelled() {
-            return Err(SwarmError::interrupted());
+            stop = Some(StopReason::Interrupted);
+            settle(
+                cx,
+                rec,
+                state,
+                number,
+                TaskStatus::NotReached,
+                StopReason::Interrupted,
+            )?;
+            continue;
         }
         if let Some(reason) = blocked_by(state, number) {
             settle_skipped(cx, rec, state, number, reason)?;
