@@ -40,6 +40,10 @@ pub(crate) struct TaskBook {
     pub tests_changed: BTreeMap<usize, Vec<String>>,
     /// Top-level module names a new module may not take.
     pub taken: std::collections::BTreeSet<String>,
+    /// Per task, files its attempts reached beyond its own (changed by an
+    /// accepted attempt, or given a new pylint error): its next request
+    /// shows them too.
+    pub reached: BTreeMap<usize, Vec<String>>,
     /// Per task, where its modules' old dotted paths are still named in
     /// strings and configuration (see [`crate::stage::mentions`]).
     pub mentions: BTreeMap<usize, Vec<String>>,

@@ -159,10 +159,12 @@ async fn attempt_task(
     state: &mut RunState,
     task: &Task,
 ) -> Result<Tried, SwarmError> {
-    let files: Vec<(String, Option<String>)> = task
-        .files()
-        .iter()
-        .map(|f| (f.to_string(), read_source_text(cx.root, f)))
+    let files: Vec<(String, Option<String>)> = shown_files(state, task)
+        .into_iter()
+        .map(|f| {
+            let text = read_source_text(cx.root, &f);
+            (f, text)
+        })
         .collect();
     let request = request_for(cx, state, task, &files);
     for (path, text) in &files {
@@ -218,6 +220,39 @@ async fn attempt_task(
         Err(why) => return Ok(Tried::Failed(why)),
     };
     judge_and_commit(cx, ws, rec, state, task, &proposal, &change)
+}
+
+/// The files a task's request shows: the task's own, then those its
+/// attempts reached beyond them (changed by an accepted attempt, or where
+/// an attempt left a new pylint error) that still exist.
+fn shown_files(state: &RunState, task: &Task) -> Vec<String> {
+    let mut files: Vec<String> = task.files().iter().map(ToString::to_string).collect();
+    let extra = state
+        .work
+        .tasks
+        .as_ref()
+        .and_then(|b| b.reached.get(&task.number));
+    for f in extra.into_iter().flatten() {
+        if !files.contains(f) && state.facts.files.contains(f) {
+            files.push(f.clone());
+        }
+    }
+    files
+}
+
+/// Notes files an attempt at `task` reached beyond the task's own, so its
+/// next request shows them.
+fn note_reached(state: &mut RunState, task: &Task, paths: impl IntoIterator<Item = String>) {
+    let own = task.files();
+    let Some(book) = state.work.tasks.as_mut() else {
+        return;
+    };
+    let reached = book.reached.entry(task.number).or_default();
+    for path in paths {
+        if !own.contains(&path.as_str()) && !reached.contains(&path) {
+            reached.push(path);
+        }
+    }
 }
 
 /// The request for `task`, showing `files` as they are now.
@@ -414,11 +449,15 @@ fn judge_and_commit(
         return Ok(Tried::Stop(StopReason::TestConflict));
     }
     if !verdict.is_accepted() {
+        let errors = crate::pipeline::bar::risen_errors(&state.progress.best, &judged.result);
+        let paths: Vec<String> = errors.iter().map(|m| m.path.clone()).collect();
+        note_reached(state, task, paths);
         return Ok(Tried::Failed(format!(
             "the Judge found it {verdict}: {}",
             judged.why
         )));
     }
+    note_reached(state, task, change.files.iter().map(|f| f.to_string()));
     adopt(state, task, change, judged.result, judged.files, commit);
     Ok(Tried::Accepted)
 }
