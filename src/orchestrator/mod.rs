@@ -241,22 +241,6 @@ impl RunState {
         }
     }
 
-    /// Whether the best state may be delivered: green (see [`Bar`]); for a
-    /// run of tasks, every task done and nothing the baseline had lost.
-    pub(crate) fn deliverable(&self) -> bool {
-        match &self.work.tasks {
-            Some(book) => {
-                book.all_done()
-                    && self
-                        .facts
-                        .bar
-                        .task_verdict(&self.facts.baseline, &self.progress.best)
-                        .is_accepted()
-            }
-            None => self.facts.bar.is_green(&self.progress.best),
-        }
-    }
-
     fn is_done(&self) -> bool {
         self.facts.bar.is_green(&self.progress.best) && self.work.pending_plan.is_empty()
     }
@@ -403,11 +387,7 @@ async fn drive(
     rec.enter(Stage::Plan);
     if let Some(instruction) = &cx.config.task {
         // Refactoring on request: the instruction's tasks, not the repair plan.
-        if let Some(stop) = task::plan_tasks(cx, rec, &mut state, instruction).await? {
-            return Ok((state, stop));
-        }
-        rec.enter(Stage::Rounds);
-        let stop = task::run_tasks(cx, ws, rec, &mut state).await?;
+        let stop = task::drive(cx, ws, rec, &mut state, instruction).await?;
         return Ok((state, stop));
     }
     if let ProposalSource::Ruff(_) = cx.config.proposals {

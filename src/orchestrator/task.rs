@@ -10,6 +10,7 @@
 //! the last outcome), never a transcript.
 
 mod attempt;
+mod judged;
 
 use std::collections::BTreeMap;
 
@@ -95,9 +96,43 @@ impl TaskBook {
     }
 }
 
+impl RunState {
+    /// Whether the best state may be delivered: green (see
+    /// [`crate::pipeline::Bar`]); for a run of tasks, every task done and
+    /// nothing the baseline had lost.
+    pub(crate) fn deliverable(&self) -> bool {
+        match &self.work.tasks {
+            Some(book) => {
+                book.all_done()
+                    && self
+                        .facts
+                        .bar
+                        .task_verdict(&self.facts.baseline, &self.progress.best)
+                        .is_accepted()
+            }
+            None => self.facts.bar.is_green(&self.progress.best),
+        }
+    }
+}
+
+/// Plans `instruction` and runs its tasks; why the run stopped.
+pub(crate) async fn drive(
+    cx: &RunContext<'_>,
+    ws: &mut RunWorkspace,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+    instruction: &Instruction,
+) -> Result<StopReason, SwarmError> {
+    if let Some(stop) = plan_tasks(cx, rec, state, instruction).await? {
+        return Ok(stop);
+    }
+    rec.enter(super::timing::Stage::Rounds);
+    run_tasks(cx, ws, rec, state).await
+}
+
 /// Asks for the plan of `instruction` and keeps it in the state. `Some`
 /// stop reason when the model could not be reached.
-pub(crate) async fn plan_tasks(
+async fn plan_tasks(
     cx: &RunContext<'_>,
     rec: &mut Recorder<'_>,
     state: &mut RunState,
@@ -221,7 +256,7 @@ pub(crate) enum TaskEnd {
 }
 
 /// Runs the tasks in dependency order; why the run stopped.
-pub(crate) async fn run_tasks(
+async fn run_tasks(
     cx: &RunContext<'_>,
     ws: &mut RunWorkspace,
     rec: &mut Recorder<'_>,
@@ -267,8 +302,8 @@ pub(crate) async fn run_tasks(
         match attempt::run_task(cx, ws, rec, state, number).await? {
             TaskEnd::Done => {
                 let status = TaskStatus::Done {
-                    commits: attempt::commits_of(state, number),
-                    tests_changed: attempt::tests_changed_by(state, number),
+                    commits: judged::commits_of(state, number),
+                    tests_changed: judged::tests_changed_by(state, number),
                 };
                 settle(cx, rec, state, number, status, StopReason::Green)?;
             }
