@@ -147,6 +147,7 @@ async fn plan_tasks(
     });
     let scope = PlanScope {
         files: &state.facts.files,
+        target_prefix: state.facts.target.as_str(),
         allow_test_edits: cx.config.allow_test_edits,
     };
     let asking = Step::start(

@@ -208,7 +208,15 @@ async fn attempt_task(
     }
     let change = match review(cx, ws, rec, state, &proposal)? {
         Ok(change) => change,
-        Err(why) => return Ok(Tried::Failed(why)),
+        // The task's change is in already, and the reply sends the files
+        // as they are: an answer that nothing more is needed.
+        Err(Refused::Unchanged) if has_accepted(state, task.number) => return Ok(Tried::Done),
+        Err(Refused::Unchanged) => {
+            return Ok(Tried::Failed(
+                "rejected by the Reviewer: the change leaves every file exactly as it is".into(),
+            ))
+        }
+        Err(Refused::Because(why)) => return Ok(Tried::Failed(why)),
     };
     super::judged::judge_and_commit(cx, ws, rec, state, task, &proposal, &change)
 }
@@ -318,6 +326,23 @@ fn record_calls(
     Ok(())
 }
 
+/// Why the Reviewer refused a task's change.
+enum Refused {
+    /// The reply leaves every file as it is (`no_change`).
+    Unchanged,
+    /// Any other rule: the sentence for the next prompt.
+    Because(String),
+}
+
+/// Whether task `number` has an accepted change.
+fn has_accepted(state: &RunState, number: usize) -> bool {
+    state
+        .work
+        .tasks
+        .as_ref()
+        .is_some_and(|b| b.commits.get(&number).is_some_and(|c| !c.is_empty()))
+}
+
 /// The Reviewer's decision with the task's limits: the change, or why not.
 fn review(
     cx: &RunContext<'_>,
@@ -325,7 +350,7 @@ fn review(
     rec: &mut Recorder<'_>,
     state: &mut RunState,
     proposal: &Proposal,
-) -> Result<Result<Change, String>, SwarmError> {
+) -> Result<Result<Change, Refused>, SwarmError> {
     let taken = state
         .work
         .tasks
@@ -365,7 +390,12 @@ fn review(
                 reason: reason.to_string(),
                 rule: reason.rule(),
             });
-            Ok(Err(format!("rejected by the Reviewer: {reason}")))
+            if reason == reviewer::Rejection::NoChange {
+                return Ok(Err(Refused::Unchanged));
+            }
+            Ok(Err(Refused::Because(format!(
+                "rejected by the Reviewer: {reason}"
+            ))))
         }
     }
 }

@@ -24,6 +24,9 @@ const FALLBACK_FILES: usize = 20;
 pub struct PlanScope<'a> {
     /// The target's files (target-relative).
     pub files: &'a [String],
+    /// The target folder relative to the repository root (`""` at the
+    /// root): a path the plan writes from the repository root loses it.
+    pub target_prefix: &'a str,
     pub allow_test_edits: bool,
 }
 
@@ -352,6 +355,14 @@ fn checked_task(
         .chain(raw.create.into_iter().map(|p| (p, 'n')))
         .chain(raw.delete.into_iter().map(|p| (p, 'd')));
     for (path, what) in all {
+        let path = match path.strip_prefix(scope.target_prefix) {
+            Some(rest)
+                if !scope.target_prefix.is_empty() && rest.starts_with('/') && !exists(&path) =>
+            {
+                rest.trim_start_matches('/').to_string()
+            }
+            _ => path,
+        };
         let Some(path) = normalised(&path) else {
             notes.push(format!(
                 "task {number}: `{path}` is not a path inside the target; left out"

@@ -20,6 +20,7 @@ fn plan(reply: &str, allow_test_edits: bool) -> TaskPlan {
     let files = files();
     let scope = PlanScope {
         files: &files,
+        target_prefix: "",
         allow_test_edits,
     };
     plan_of(
@@ -102,4 +103,19 @@ fn test_files_are_planned_only_when_allowed() {
     let allowed = plan(reply, true);
     assert_eq!(allowed.fallback, None);
     assert_eq!(allowed.tasks[0].delete, vec!["tests/test_cart.py"]);
+}
+
+#[test]
+fn a_path_from_the_repository_root_loses_the_target_folder() {
+    let files = files();
+    let scope = PlanScope {
+        files: &files,
+        target_prefix: "services/billing",
+        allow_test_edits: false,
+    };
+    let reply =
+        "```json\n[{\"title\": \"t\", \"change\": [\"services/billing/shop/cart.py\"]}]\n```";
+    let plan = plan_of(reply, &instruction("tidy the cart"), &scope);
+    assert_eq!(plan.fallback, None, "{plan:?}");
+    assert_eq!(plan.tasks[0].change, vec!["shop/cart.py"]);
 }
