@@ -5,11 +5,18 @@
 # summary is printed only). Exit code is swarm's.
 #
 # Environment: SWARM_ACTION_TARGET (default .), SWARM_ACTION_ARGS (more flags,
-# split on spaces), SWARM_ACTION_PUSH (true: push the run branch to origin),
+# split on spaces), SWARM_ACTION_TASK / SWARM_ACTION_TASK_FILE (an instruction,
+# or a file holding one: swarm --task / --task-file, passed whole),
+# SWARM_ACTION_PUSH (true: push the run branch to origin),
 # SWARM_BIN (default swarm), plus the provider variables.
 set -u
 target="${SWARM_ACTION_TARGET:-.}"
 read -r -a extra <<< "${SWARM_ACTION_ARGS:-}"
+if [ -n "${SWARM_ACTION_TASK:-}" ]; then
+    extra+=(--task "$SWARM_ACTION_TASK")
+elif [ -n "${SWARM_ACTION_TASK_FILE:-}" ]; then
+    extra+=(--task-file "$SWARM_ACTION_TASK_FILE")
+fi
 # A CI checkout's branch is the one under test: swarm leaves its result on the
 # run branch (--dry-run) for a pull request instead of moving it.
 "${SWARM_BIN:-swarm}" --target_dir "$target" --dry-run --json "${extra[@]}" > swarm-stdout.txt
@@ -46,6 +53,13 @@ else:
         f"Attempts: {summary.get('attempts', 0)} committed, {summary.get('accepted', 0)} accepted, "
         f"{summary.get('iterations', 0)} round(s). Run `{summary.get('run_id', '')}`.",
     ]
+    tasks = (summary.get("tasks") or {}).get("tasks") or []
+    if tasks:
+        lines += ["", "| task | status |", "|---|---|"]
+        for t in tasks:
+            why = f": {t['reason']}" if t.get("reason") else ""
+            lines.append(f"| {t.get('number')}. {t.get('title', '')} | {t.get('status', '')}{why} |")
+        lines.append("")
     if branch:
         lines.append(f"Result on branch `{branch}`: `git merge --ff-only {branch}`.")
 text = "\n".join(lines) + "\n"

@@ -79,6 +79,20 @@ pub struct RunArgs {
         env = "SWARM_TARGET_DIR"
     )]
     pub target_dir: Option<PathBuf>,
+    /// Refactor on request: the instruction, planned as tasks (for example
+    /// "move parse_money out of shop/cart.py into shop/money.py; keep the
+    /// old import working"). Without it swarm repairs what tests and pylint
+    /// point at.
+    #[arg(
+        long,
+        value_name = "TEXT",
+        env = "SWARM_TASK",
+        conflicts_with = "task_file"
+    )]
+    pub task: Option<String>,
+    /// Like --task, with the instruction read from FILE.
+    #[arg(long, value_name = "FILE", env = "SWARM_TASK_FILE")]
+    pub task_file: Option<PathBuf>,
     /// openai | gemini | anthropic | replay (default: the provider whose key is set).
     #[arg(long, env = "SWARM_PROVIDER")]
     pub provider: Option<String>,

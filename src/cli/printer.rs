@@ -93,6 +93,7 @@ impl Printer {
                 left.hunk, left.attempt, left.why
             ));
         }
+        out.extend(task_lines(s));
         let c = &s.coverage;
         if c.summarised + c.not_reached > 0 {
             out.push(format!(
@@ -129,6 +130,45 @@ fn verification_lines(s: &Summary) -> Vec<String> {
         .iter()
         .map(|(file, how)| format!("  verified: {file}: {how}"))
         .collect()
+}
+
+/// One line per task of the instruction (`--task`) with its status.
+fn task_lines(s: &Summary) -> Vec<String> {
+    use crate::pipeline::TaskStatus;
+    let Some(report) = &s.tasks else {
+        return Vec::new();
+    };
+    let total = report.tasks.len();
+    let mut lines = Vec::new();
+    if let Some(why) = &report.fallback {
+        lines.push(format!("  plan:     one task over the named files ({why})"));
+    }
+    for t in &report.tasks {
+        let status = match &t.status {
+            TaskStatus::Done {
+                commits,
+                tests_changed,
+            } => {
+                let tests = if tests_changed.is_empty() {
+                    String::new()
+                } else {
+                    format!("; tests changed: {}", tests_changed.join(", "))
+                };
+                format!("done ({} commit(s){tests})", commits.len())
+            }
+            TaskStatus::Skipped { reason } => format!("skipped: {reason}"),
+            TaskStatus::NotReached => "not reached".to_string(),
+            TaskStatus::Pending => "pending".to_string(),
+        };
+        lines.push(format!(
+            "  task {}/{total}: {} — {status}",
+            t.task.number, t.task.title
+        ));
+        for mention in &t.mentions {
+            lines.push(format!("            old path still named at {mention}"));
+        }
+    }
+    lines
 }
 
 impl EventSink for Printer {
@@ -188,6 +228,20 @@ impl Printer {
             }
             Event::Planned { files } => format!("plan: {} file(s) to work on", files.len()),
             Event::Iteration { number, files } => format!("round {number}: {}", files.join(", ")),
+            Event::Task {
+                number,
+                total,
+                title,
+                status,
+                detail,
+            } => {
+                let detail = if detail.is_empty() {
+                    String::new()
+                } else {
+                    format!(" — {detail}")
+                };
+                format!("task {number}/{total} {title}: {status}{detail}")
+            }
             Event::Rejected { file, reason, .. } => format!("  {file}: rejected — {reason}"),
             Event::NoProposal { file, reason } => {
                 format!("  {file}: no usable proposal — {reason}")
@@ -313,15 +367,10 @@ fn headline(status: &str, stop: StopReason, check_failed: bool) -> String {
 
 /// Why the run stopped, as the summary's first line says it.
 fn stop_reason(stop: StopReason, check_failed: bool) -> &'static str {
-    match stop {
-        _ if check_failed => "the final check with the base commit's tests failed",
-        StopReason::Green => "done",
-        StopReason::IterationLimit => "iteration limit reached",
-        StopReason::NoProgress => "no progress in three rounds",
-        StopReason::ModelFailure => "no usable answer from the model; see the notes above",
-        StopReason::Budget => "token or cost budget reached",
-        StopReason::Interrupted => "interrupted",
+    if check_failed {
+        return "the final check with the base commit's tests failed";
     }
+    stop.describe()
 }
 
 /// The run branch and how to inspect it, or why there is none.

@@ -104,6 +104,7 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
     };
     let run = RunConfig {
         secrets,
+        task: instruction(args)?,
         preflight: (!args.no_preflight && kind != ProviderKind::Replay)
             .then(|| provider_config.clone()),
         ..shared.into_run(args, target)
@@ -124,6 +125,12 @@ fn resolve_offline(
     files: &ConfigFiles,
     target: PathBuf,
 ) -> Result<Resolved, SwarmError> {
+    if instruction(args)?.is_some() {
+        return Err(SwarmError::invalid(
+            "--task needs a model: offline, ruff's fixes cannot carry out an instruction",
+        )
+        .hint("drop --offline (and SWARM_OFFLINE), and set a provider's key"));
+    }
     let counts = r.counts(false)?;
     let spending = r.spending();
     let review = r.review();
@@ -152,6 +159,22 @@ fn resolve_offline(
         record: args.record.clone(),
         rows: r.rows,
     })
+}
+
+/// The instruction of `--task` or `--task-file` (`SWARM_TASK`,
+/// `SWARM_TASK_FILE`), checked; exit 1 when it is empty, oversized or its
+/// file cannot be read.
+fn instruction(args: &RunArgs) -> Result<Option<crate::pipeline::Instruction>, SwarmError> {
+    let text = match (&args.task, &args.task_file) {
+        (Some(text), _) => text.clone(),
+        (None, Some(file)) => std::fs::read_to_string(file).map_err(|e| {
+            SwarmError::invalid(format!("cannot read the task file {}: {e}", file.display()))
+        })?,
+        (None, None) => return Ok(None),
+    };
+    crate::pipeline::Instruction::new(&text)
+        .map(Some)
+        .map_err(|e| SwarmError::invalid(e.to_string()))
 }
 
 /// What `swarm config` shows: the target and one row per setting. Unlike

@@ -35,6 +35,16 @@ pub enum Event {
     Planned { files: Vec<String> },
     /// A Fixer→Judge round begins.
     Iteration { number: u32, files: Vec<String> },
+    /// A task of the instruction (`--task`) was planned, started or
+    /// settled: `status` is `planned`, `started`, `done`, `skipped` or
+    /// `not_reached`; `detail` says more (its files, why it was skipped).
+    Task {
+        number: usize,
+        total: usize,
+        title: String,
+        status: String,
+        detail: String,
+    },
     /// The Reviewer turned a proposal down; `rule` is the stable name of
     /// the rule that did (`test_file`, `too_many_bytes`, …).
     Rejected {

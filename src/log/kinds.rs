@@ -40,6 +40,10 @@ pub enum Kind {
     FinalCheck(FinalCheck),
     /// The Executor's commit of an attempt, with the Judge's verdict.
     Commit(Commit),
+    /// The tasks an instruction (`--task`) was planned as.
+    TaskPlan(TaskPlanRecord),
+    /// Where one task got: done, skipped and why, or not reached.
+    Task(TaskRecord),
     /// An entry without `kind` (another tool's, or an earlier version's
     /// model call): whatever it holds of a model call. Read only; it is
     /// written without `kind`.
@@ -342,4 +346,36 @@ pub struct AttemptSeconds {
     pub commit: f64,
     /// The worktree put back at the best state.
     pub worktree: f64,
+}
+
+/// The tasks an instruction (`--task`) was planned as, and why the plan
+/// fell back to one task when it did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TaskPlanRecord {
+    pub instruction: String,
+    pub tasks: Vec<crate::pipeline::Task>,
+    pub fallback: Option<String>,
+    /// What validation left out of the model's plan.
+    pub notes: Vec<String>,
+}
+
+/// Where one task got.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TaskRecord {
+    /// 1-based, of `total`.
+    pub number: usize,
+    pub total: usize,
+    pub title: String,
+    /// Behaviour-preserving or an intended change (`kind` names the entry).
+    pub task_kind: crate::pipeline::TaskKind,
+    /// `done`, `skipped`, `not_reached`.
+    pub status: String,
+    /// Why it was skipped.
+    pub reason: Option<String>,
+    /// Its accepted commits.
+    pub commits: Vec<String>,
+    /// The test files it changed (only with `--allow-test-edits`).
+    pub tests_changed: Vec<String>,
 }

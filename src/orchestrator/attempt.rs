@@ -197,6 +197,7 @@ fn review(
         seen: &state.progress.seen,
         submodules: &state.facts.submodules,
         shown: &state.progress.shown,
+        task: None,
     };
     let file = &proposal.file;
     let step = part.map(|p| (p.index, p.total));

@@ -37,9 +37,8 @@ pub(crate) fn deliver(
     cancel: &Cancel,
     rec: &mut Recorder<'_>,
 ) -> Result<Summary, SwarmError> {
-    let facts = &ending.state.facts;
-    let green = facts.bar.is_green(&ending.state.progress.best)
-        && ending.final_check.as_ref().is_none_or(|check| check.passed);
+    let green =
+        ending.state.deliverable() && ending.final_check.as_ref().is_none_or(|check| check.passed);
     let interrupted = ending.stop == StopReason::Interrupted || cancel.is_cancelled();
     let delivery = match &ending.branch {
         Some(branch) if interrupted => left(branch, "the run was interrupted"),
@@ -136,6 +135,7 @@ fn summary_of(config: &RunConfig, ending: Ending, delivery: Delivery, exit: Exit
         commits: state.progress.commits,
         tokens: state.spend,
         coverage: state.work.coverage.summary(),
+        tasks: state.work.tasks.as_ref().map(super::task::TaskBook::report),
         delivery,
         inspect: match &branch {
             Some(branch) => format!("git log {branch}"),

@@ -22,6 +22,7 @@ mod round;
 mod setup;
 mod subset;
 pub mod summary;
+mod task;
 mod tester;
 mod timing;
 mod verify;
@@ -89,6 +90,9 @@ pub struct RunConfig {
     pub preflight: Option<ProviderConfig>,
     /// Where proposals come from: the model, or ruff (`--offline`).
     pub proposals: ProposalSource,
+    /// Refactoring on request (`--task`): the instruction planned as
+    /// tasks; `None` repairs what tests and lint point at.
+    pub task: Option<crate::pipeline::Instruction>,
 }
 
 /// What every stage call of a run shares: settings, the model, where to
@@ -181,6 +185,8 @@ pub(crate) struct Work {
     /// Rounds in a row each file was asked without an accepted attempt on
     /// it (see `stage::reach::rotate`).
     pub fruitless: BTreeMap<String, u32>,
+    /// Refactoring on request (`--task`): the plan's tasks and their status.
+    pub tasks: Option<task::TaskBook>,
 }
 
 /// What was tried and where it got.
@@ -373,9 +379,7 @@ fn close_workspace(
 /// A state that would be delivered (or offered) is checked once more with
 /// the base commit's harness.
 fn wants_final_check(state: &RunState, stop: StopReason, ws: &RunWorkspace) -> bool {
-    stop != StopReason::Interrupted
-        && ws.best() != ws.base()
-        && state.facts.bar.is_green(&state.progress.best)
+    stop != StopReason::Interrupted && ws.best() != ws.base() && state.deliverable()
 }
 
 /// Audits, plans and runs the rounds; the state reached and why it stopped.
@@ -388,6 +392,11 @@ async fn drive(
     rec.enter(Stage::Audit);
     let mut state = audit(cx, ws, rec, scope)?;
     rec.enter(Stage::Plan);
+    if let Some(instruction) = &cx.config.task {
+        // Refactoring on request: the instruction's tasks, not the repair plan.
+        let stop = task::drive(cx, ws, rec, &mut state, instruction).await?;
+        return Ok((state, stop));
+    }
     if let ProposalSource::Ruff(_) = cx.config.proposals {
         plan::ruff_plan(cx, &mut state);
     } else if let Some(stop) = plan::plan_batch(cx, rec, &mut state).await? {

@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 
+mod tasks;
+
 use super::timing::{AttemptTimes, Stage, StageClock};
 use super::{RunConfig, Summary};
 use crate::error::SwarmError;

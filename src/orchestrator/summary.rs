@@ -18,6 +18,55 @@ pub enum StopReason {
     Budget,
     /// Ctrl-C.
     Interrupted,
+    /// A task of the instruction (`--task`) failed its attempts and was
+    /// skipped, with the tasks that depend on it.
+    TaskSkipped,
+    /// A task's intended behaviour change breaks tests that expect the old
+    /// behaviour, and `--allow-test-edits` was not given.
+    TestConflict,
+}
+
+impl StopReason {
+    /// Why the run stopped, in a few words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            StopReason::Green => "done",
+            StopReason::IterationLimit => "iteration limit reached",
+            StopReason::NoProgress => "no progress in three rounds",
+            StopReason::ModelFailure => "no usable answer from the model; see the notes above",
+            StopReason::Budget => "token or cost budget reached",
+            StopReason::Interrupted => "interrupted",
+            StopReason::TaskSkipped => "a task was skipped; see the tasks below",
+            StopReason::TestConflict => {
+                "a task's behaviour change meets tests that expect the old behaviour (--allow-test-edits)"
+            }
+        }
+    }
+}
+
+/// The tasks of an instruction (`--task`) and where each got.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct TasksReport {
+    pub instruction: String,
+    /// Why the model's plan was not used, when it fell back to one task.
+    pub fallback: Option<String>,
+    /// What validation left out of the plan.
+    pub notes: Vec<String>,
+    pub tasks: Vec<TaskReport>,
+}
+
+/// One task and its status (done with its commits and the test files it
+/// changed; skipped and why; not reached).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct TaskReport {
+    #[serde(flatten)]
+    pub task: crate::pipeline::Task,
+    #[serde(flatten)]
+    pub status: crate::pipeline::TaskStatus,
+    /// Where the task's modules' old dotted paths are still named in
+    /// strings and configuration (`path:line: text`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mentions: Vec<String>,
 }
 
 /// Tests passed out of total.
@@ -118,6 +167,9 @@ pub struct Summary {
     pub tokens: Spend,
     /// How much of the target was looked at in depth, summarised, or not reached.
     pub coverage: Coverage,
+    /// Refactoring on request (`--task`): every task with its status.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<TasksReport>,
     pub delivery: Delivery,
     pub inspect: String,
     pub log_file: String,

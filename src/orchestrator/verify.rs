@@ -47,7 +47,15 @@ pub(crate) fn final_check(
     rec.measurement(Agent::Judge, &measured, None)?;
     let snapshot = &measured.snapshot;
     let check = FinalCheck {
-        passed: state.facts.bar.is_green(snapshot),
+        passed: match &state.work.tasks {
+            // A run of tasks keeps what the baseline had (see `Bar::task_verdict`).
+            Some(_) => state
+                .facts
+                .bar
+                .task_verdict(&state.facts.baseline, snapshot)
+                .is_accepted(),
+            None => state.facts.bar.is_green(snapshot),
+        },
         tests: snapshot.describe(),
         restored: overlay.into_iter().map(|w| w.path).collect(),
     };

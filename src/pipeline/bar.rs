@@ -2,9 +2,11 @@
 //! states are held to (fixed by its baseline), the [`Verdict`] on an attempt
 //! against the best state so far (tests first, then checks, then pylint's
 //! score, with half a hundredth of slack either way), and how the behaviour
-//! check's finding bears on it. Every caller — the rounds, the behaviour
+//! check's finding bears on it; for a task of refactoring on request, what
+//! a change must keep ([`Bar::task_verdict`]). Every caller — the rounds, the behaviour
 //! check, the final check, the summary — asks here.
 
+use super::measure::{LintKind, LintMessage};
 use super::state::Snapshot;
 use super::verdict::{BehaviourOutcome, Verdict};
 
@@ -98,6 +100,62 @@ impl Bar {
             BehaviourOutcome::Same | BehaviourOutcome::NotChecked => verdict,
         }
     }
+}
+
+impl Bar {
+    /// The verdict on a task's change (`--task`): nothing the best state
+    /// had is lost — no test that passed fails (as in [`Bar::verdict`]),
+    /// and pylint's error-class messages ([`risen_errors`]) do not rise
+    /// anywhere in the target, so a caller left pointing at a moved name
+    /// is caught even when no test reaches it. A refactoring need not
+    /// raise anything: a change that keeps everything is
+    /// [`Verdict::Kept`] ([`Verdict::Green`] when the state is green).
+    /// The public-name check then speaks through [`Bar::after_behaviour`].
+    pub fn task_verdict(&self, best: &Snapshot, new: &Snapshot) -> Verdict {
+        let (regressed, _) = tests_or_checks(best, new);
+        if regressed || !risen_errors(best, new).is_empty() {
+            return Verdict::Regressed;
+        }
+        if self.is_green(new) {
+            Verdict::Green
+        } else {
+            Verdict::Kept
+        }
+    }
+}
+
+/// Whether a pylint message says the code cannot work (import-error,
+/// no-name-in-module, no-value-for-parameter, undefined-variable and
+/// every other error or fatal message).
+pub fn is_error_class(message: &LintMessage) -> bool {
+    matches!(message.kind, LintKind::Error | LintKind::Fatal)
+}
+
+/// The error-class messages of `new` whose symbol `new` has more often than
+/// `best` has, over the whole target (a moved file's messages count under
+/// their symbol wherever they now are): those not in `best` at the same
+/// path and text.
+pub fn risen_errors<'a>(best: &Snapshot, new: &'a Snapshot) -> Vec<&'a LintMessage> {
+    let count = |s: &Snapshot, symbol: &str| {
+        s.lint
+            .messages
+            .iter()
+            .filter(|m| is_error_class(m) && m.symbol == symbol)
+            .count()
+    };
+    let mut risen: Vec<&LintMessage> = Vec::new();
+    for message in new.lint.messages.iter().filter(|m| is_error_class(m)) {
+        if count(new, &message.symbol) <= count(best, &message.symbol) {
+            continue;
+        }
+        let known = best.lint.messages.iter().any(|m| {
+            m.symbol == message.symbol && m.path == message.path && m.message == message.message
+        });
+        if !known {
+            risen.push(message);
+        }
+    }
+    risen
 }
 
 /// Whether the tests (or, without tests, the checks) lost anything, and
@@ -305,5 +363,43 @@ mod tests {
             bar(3.0).verdict(&best, &mk(&["a.py", "c.py"], 3.5)),
             Verdict::Regressed
         );
+    }
+
+    fn with_error(mut s: Snapshot, path: &str, symbol: &str) -> Snapshot {
+        s.lint.messages.push(LintMessage {
+            path: path.into(),
+            line: 1,
+            column: 0,
+            kind: LintKind::Error,
+            symbol: symbol.into(),
+            message_id: "E0611".into(),
+            message: format!("{symbol} in {path}"),
+        });
+        s
+    }
+
+    #[test]
+    fn a_task_keeps_tests_and_error_class_lint_and_need_not_improve() {
+        let best = snap(&["a", "b"], &["c"], 8.0);
+        // Same tests, lower score: a refactoring may cost style points.
+        assert_eq!(
+            bar(8.0).task_verdict(&best, &snap(&["a", "b"], &["c"], 7.0)),
+            Verdict::Kept
+        );
+        assert_eq!(
+            bar(8.0).task_verdict(&best, &snap(&["a"], &["b", "c"], 9.0)),
+            Verdict::Regressed
+        );
+        let green = snap(&["a", "b", "c"], &[], 8.0);
+        assert_eq!(bar(8.0).task_verdict(&best, &green), Verdict::Green);
+        // A caller left importing a moved name: a new error-class message.
+        let broken = with_error(green.clone(), "shop/report.py", "no-name-in-module");
+        assert_eq!(bar(8.0).task_verdict(&best, &broken), Verdict::Regressed);
+        assert_eq!(risen_errors(&best, &broken).len(), 1);
+        // The same error, moved with its file, did not rise.
+        let before = with_error(best.clone(), "shop/cart.py", "no-name-in-module");
+        let moved = with_error(green, "shop/money.py", "no-name-in-module");
+        assert!(risen_errors(&before, &moved).is_empty());
+        assert!(Verdict::Kept.is_accepted());
     }
 }

@@ -9,7 +9,9 @@
 //! - what the Judge calls green and better: [`bar`] — the one place that
 //!   answers "is this state green, and better than the best?" —, and its
 //!   [`Verdict`]: [`verdict`];
-//! - paths relative to the repository and to the target: [`path`].
+//! - paths relative to the repository and to the target: [`path`];
+//! - refactoring on request: the instruction, its tasks and their status:
+//!   [`task`].
 //!
 //! Nothing here runs a tool, calls a model, touches git or prints: these
 //! are values and the rules that compare them.
@@ -20,6 +22,7 @@ pub mod measure;
 pub mod path;
 pub mod proposal;
 pub mod state;
+pub mod task;
 pub mod verdict;
 
 pub use bar::Bar;
@@ -31,4 +34,5 @@ pub use measure::{
 pub use path::{RepoPath, TargetDir, TargetPath};
 pub use proposal::{clip, Excerpt, Proposal, ReplyProblem, Unusable};
 pub use state::{CheckState, EarlyStop, Measurement, Snapshot, TestState};
+pub use task::{Instruction, Task, TaskKind, TaskPlan, TaskStatus};
 pub use verdict::{BehaviourOutcome, Verdict};

@@ -12,6 +12,10 @@ pub enum Verdict {
     Improved,
     /// Neither better nor worse.
     Same,
+    /// A task's change that keeps everything the best state had (tests,
+    /// error-class lint, public names and their behaviour) without being
+    /// green: what a refactoring asks for (see `Bar::task_verdict`).
+    Kept,
     /// Worse than best: a passing test now fails, a check broke, or tests hung.
     Regressed,
     /// Not better than best, known without the full suite (the Judge
@@ -24,7 +28,7 @@ pub enum Verdict {
 impl Verdict {
     /// Whether the run branch moves to the attempt.
     pub fn is_accepted(self) -> bool {
-        matches!(self, Verdict::Green | Verdict::Improved)
+        matches!(self, Verdict::Green | Verdict::Improved | Verdict::Kept)
     }
 
     pub fn as_str(self) -> &'static str {
@@ -32,6 +36,7 @@ impl Verdict {
             Verdict::Green => "green",
             Verdict::Improved => "improved",
             Verdict::Same => "same",
+            Verdict::Kept => "kept",
             Verdict::Regressed => "regressed",
             Verdict::NotImproved => "not-improved",
         }

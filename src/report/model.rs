@@ -107,6 +107,8 @@ pub struct RunReport {
     pub spend: Spend,
     /// Each plan the model wrote (Markdown), in order.
     pub plans: Vec<String>,
+    /// Refactoring on request (`--task`): where each task got.
+    pub tasks: Vec<crate::log::TaskRecord>,
     pub attempts: Vec<Attempt>,
     /// The baseline, then each judged attempt.
     pub series: Vec<Point>,
@@ -154,6 +156,7 @@ pub fn gather(run_id: &str, entries: &[Entry], prices: &PriceTable) -> RunReport
             Kind::Review(review) => report.attempts.push(review_of(review, &replies)),
             Kind::Tool(tool) => measurement(tool, &mut report, &mut measured),
             Kind::Commit(commit) => committed(commit, &mut report.attempts),
+            Kind::Task(task) => report.tasks.push(task.clone()),
             Kind::RunEnd(end) => ending(entry, end, &mut report),
             _ => {}
         }

@@ -72,6 +72,7 @@ pub fn render(report: &RunReport) -> String {
     let mut body = String::new();
     header(&mut body, report);
     plans(&mut body, report);
+    tasks(&mut body, &report.tasks);
     charts(&mut body, &report.series);
     attempts(&mut body, &report.attempts);
     calls(&mut body, &report.calls);
@@ -208,6 +209,34 @@ fn plans(out: &mut String, r: &RunReport) {
     for plan in &r.plans {
         let _ = write!(out, "<pre class=\"plan\">{}</pre>", escape(plan));
     }
+}
+
+/// The tasks of an instruction (`--task`), each with its status.
+fn tasks(out: &mut String, tasks: &[crate::log::TaskRecord]) {
+    if tasks.is_empty() {
+        return;
+    }
+    out.push_str(
+        "<h2>Tasks</h2><table><tr><th>task</th><th>kind</th><th>status</th><th>commits</th></tr>",
+    );
+    for t in tasks {
+        let why = t
+            .reason
+            .as_deref()
+            .map(|r| format!(": {}", escape(r)))
+            .unwrap_or_default();
+        let _ = write!(
+            out,
+            "<tr><td>{}/{} {}</td><td>{}</td><td>{}{why}</td><td>{}</td></tr>",
+            t.number,
+            t.total,
+            escape(&t.title),
+            t.task_kind.as_str(),
+            badge(&t.status),
+            t.commits.len()
+        );
+    }
+    out.push_str("</table>");
 }
 
 fn charts(out: &mut String, series: &[Point]) {
@@ -527,5 +556,28 @@ mod tests {
         let html = render(&report);
         assert_eq!(html.matches("<section class=\"attempt\"").count(), 2);
         assert!(html.contains("commit <span class=\"mono\">0123456789</span>"));
+    }
+
+    #[test]
+    fn every_task_is_a_row_with_its_status() {
+        let mut report = hostile_report();
+        report.tasks.push(crate::log::TaskRecord {
+            number: 2,
+            total: 3,
+            title: "<b>Move</b> parse_money".into(),
+            status: "skipped".into(),
+            reason: Some("task 1, which it depends on, was not done".into()),
+            ..crate::log::TaskRecord::default()
+        });
+        let page = render(&report);
+        assert!(page.contains("<h2>Tasks</h2>"), "{page}");
+        assert!(
+            page.contains("2/3 &lt;b&gt;Move&lt;/b&gt; parse_money"),
+            "{page}"
+        );
+        assert!(
+            page.contains(": task 1, which it depends on, was not done"),
+            "{page}"
+        );
     }
 }

@@ -132,5 +132,7 @@ fn edits_in_reply(
     }
 }
 
+pub mod task;
+
 #[cfg(test)]
 mod tests;

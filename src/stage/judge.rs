@@ -13,6 +13,7 @@ use crate::pipeline::{
 use crate::tools::{self, LintCache, LintSettings, PythonEnv, Sandbox};
 pub use early::measure_attempt;
 
+pub mod api;
 pub mod behaviour;
 pub mod early;
 

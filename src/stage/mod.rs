@@ -15,7 +15,8 @@
 //! - applying a proposal to the worktree: [`executor`];
 //! - measuring and deciding (tests, pylint, the verdict, the early stop):
 //!   [`judge`];
-//! - generated tests and their validation chain: [`tester`].
+//! - generated tests and their validation chain: [`tester`];
+//! - old dotted paths in strings and configuration, for a task: [`mentions`].
 
 pub mod auditor;
 pub mod baseline_cache;
@@ -24,6 +25,7 @@ pub mod excerpt;
 pub mod executor;
 pub mod fixer;
 pub mod judge;
+pub mod mentions;
 pub mod planner;
 pub mod prompt;
 pub mod reach;

@@ -366,5 +366,6 @@ mod tests {
 mod budget_tests;
 mod evidence;
 mod regression;
+pub mod task;
 pub mod tester;
 mod trim;

@@ -188,6 +188,56 @@ fn import_one(
     })
 }
 
+const TAKEN_SCRIPT: &str = r#"import json, os, pkgutil, sys
+root = os.path.realpath(sys.argv[1])
+names = set(getattr(sys, "stdlib_module_names", ())) | set(sys.builtin_module_names)
+for found in pkgutil.iter_modules():
+    where = os.path.realpath(getattr(found.module_finder, "path", "") or root)
+    if where == root or where.startswith(root + os.sep):
+        continue
+    names.add(found.name)
+print(json.dumps(sorted(n for n in names if not n.startswith("_"))))
+"#;
+
+/// The top-level module names a new module of the project must not take:
+/// the standard library's, the interpreter's built-in modules and every
+/// installed package's (anything importable from outside `root`).
+pub fn taken_names(
+    env: &PythonEnv,
+    sandbox: &Sandbox,
+    root: &Path,
+    cancel: &Cancel,
+) -> Result<std::collections::BTreeSet<String>, ToolError> {
+    let root = &std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    let cell = sandbox.cell("module-names")?;
+    let command = cell
+        .command(&env.python)
+        .args(["-c", TAKEN_SCRIPT])
+        .arg(root)
+        .cwd(cell.dir())
+        .timeout(Duration::from_secs(30));
+    let out = command.run(cancel).map_err(|source| ToolError::Run {
+        command: command.command_line(),
+        source,
+    })?;
+    match out.ending {
+        Ending::Cancelled => return Err(ToolError::Cancelled),
+        Ending::Exited(0) => {}
+        _ => {
+            return Err(ToolError::Failed {
+                command: out.command.clone(),
+                message: last_line(&out.combined()),
+            })
+        }
+    }
+    serde_json::from_str(out.stdout.trim()).map_err(|source| ToolError::Garbled {
+        command: out.command.clone(),
+        what: "unexpected output",
+        last_line: Some(last_line(&out.combined())),
+        source,
+    })
+}
+
 /// Whether a file is a module whose import says something about the code:
 /// not a test, conftest, `setup.py` or `__main__.py`.
 pub fn is_importable_module(path: &str) -> bool {

@@ -249,6 +249,7 @@ mod runs;
 mod sandbox;
 mod scale;
 mod streaming;
+mod task;
 mod tester;
 mod trust;
 mod untested;

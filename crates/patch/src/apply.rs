@@ -35,6 +35,13 @@ pub(crate) fn apply_all(
             }
         };
         let slot = &mut slots[index];
+        if let EditOp::Move { from, hunks } = &edit.op {
+            match apply_move(&edit.path, from, hunks, slot.after.as_deref(), read) {
+                Ok(after) => slot.after = Some(after),
+                Err(mut reasons) => failures.append(&mut reasons),
+            }
+            continue;
+        }
         match apply_one(&edit.path, &edit.op, slot.after.as_deref()) {
             Ok(after) => slot.after = after,
             Err(mut reasons) => failures.append(&mut reasons),
@@ -108,7 +115,37 @@ fn apply_one(
             let doc = decode(path, bytes)?;
             Ok(Some(patch_document(path, &doc, hunks)?.encode()))
         }
+        (EditOp::Move { from, .. }, _) => {
+            Err(vec![format!("`{from}` cannot be renamed to `{path}` here")])
+        }
     }
+}
+
+/// The new bytes of a file moved from `from` (its text before the reply,
+/// with `hunks` applied), or the reasons it failed: `from` must exist and
+/// `path` must not.
+fn apply_move(
+    path: &str,
+    from: &str,
+    hunks: &[Hunk],
+    current: Option<&[u8]>,
+    read: &dyn Fn(&str) -> Option<Vec<u8>>,
+) -> Result<Vec<u8>, Vec<String>> {
+    if current.is_some() {
+        return Err(vec![format!(
+            "`{from}` cannot be renamed to `{path}`: `{path}` already exists"
+        )]);
+    }
+    let Some(bytes) = read(from) else {
+        return Err(vec![format!(
+            "`{from}` cannot be renamed to `{path}`: it does not exist"
+        )]);
+    };
+    if hunks.is_empty() {
+        return Ok(bytes);
+    }
+    let doc = decode(from, &bytes)?;
+    Ok(patch_document(path, &doc, hunks)?.encode())
 }
 
 /// Decodes a file or explains why it cannot be patched.

@@ -22,6 +22,10 @@ pub(crate) struct RawFileDiff {
     pub(crate) new: Option<RawPath>,
     pub(crate) git_new: bool,
     pub(crate) git_deleted: bool,
+    /// `rename from <path>` of git's extended header.
+    pub(crate) rename_from: Option<String>,
+    /// `rename to <path>` of git's extended header.
+    pub(crate) rename_to: Option<String>,
     pub(crate) hunks: Vec<Hunk>,
     /// The rest of a `diff --git` line whose paths could not be read: it
     /// names something, so its hunks never fall back to the requested file.
@@ -96,6 +100,16 @@ pub(crate) fn parse_diffs(lines: &[&str], origin: Origin) -> Vec<RawFileDiff> {
             }
             if line.starts_with("deleted file mode") {
                 file.git_deleted = true;
+                i += 1;
+                continue;
+            }
+            if let Some(from) = line.strip_prefix("rename from ") {
+                file.rename_from = Some(from.trim().to_string());
+                i += 1;
+                continue;
+            }
+            if let Some(to) = line.strip_prefix("rename to ") {
+                file.rename_to = Some(to.trim().to_string());
                 i += 1;
                 continue;
             }

@@ -2,7 +2,8 @@
 //! not at all. Pure functions over text; no I/O, no git.
 //!
 //! - [`parse_reply`] finds unified diffs (fenced or bare, git-style or plain,
-//!   with wrong or missing hunk numbers) and whole-file answers.
+//!   with wrong or missing hunk numbers, creations, deletions and git's
+//!   renames) and whole-file answers.
 //! - [`apply`] locates every hunk by its text (exact, then ignoring trailing
 //!   whitespace, then ignoring indentation, then with edge context trimmed),
 //!   requires exactly one match, and changes all files or none.
@@ -52,6 +53,10 @@ pub enum EditOp {
     Delete,
     /// A whole-file answer: the new text.
     Replace(String),
+    /// The file is `from`'s text with these hunks applied (none: a pure
+    /// move), written under the edit's path; a git rename (`rename from` /
+    /// `rename to`). The reply's edits also delete `from`.
+    Move { from: String, hunks: Vec<Hunk> },
 }
 
 /// One hunk of a unified diff, as the model wrote it.

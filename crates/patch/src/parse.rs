@@ -55,6 +55,21 @@ fn edits_from_diffs(
             _ => None,
         };
         let (old, new) = (resolve(&raw.old), resolve(&raw.new));
+        if let Some((from, to)) = renamed(&raw, ctx) {
+            let hunks = raw.hunks.into_iter().filter(Hunk::changes_something);
+            edits.push(FileEdit {
+                path: from.clone(),
+                op: EditOp::Delete,
+            });
+            edits.push(FileEdit {
+                path: to,
+                op: EditOp::Move {
+                    from,
+                    hunks: hunks.collect(),
+                },
+            });
+            continue;
+        }
         let deleted = raw.new == Some(RawPath::DevNull) || raw.git_deleted;
         let created = raw.old == Some(RawPath::DevNull) || raw.git_new;
         // A side that names an unsafe place wins, so the Reviewer refuses
@@ -126,6 +141,23 @@ fn edits_from_diffs(
         )));
     }
     merge(edits)
+}
+
+/// The two paths of a git rename (`rename from` / `rename to`, which
+/// the `diff --git` line's paths stand in for when one is missing), when
+/// they differ.
+fn renamed(raw: &RawFileDiff, ctx: &ReplyContext) -> Option<(String, String)> {
+    if raw.rename_from.is_none() && raw.rename_to.is_none() {
+        return None;
+    }
+    let side = |named: &Option<String>, header: &Option<RawPath>| match (named, header) {
+        (Some(p), _) if !p.is_empty() => Some(paths::resolve(p, ctx)),
+        (_, Some(RawPath::Path(p))) if !p.is_empty() => Some(paths::resolve(p, ctx)),
+        _ => None,
+    };
+    let from = side(&raw.rename_from, &raw.old)?;
+    let to = side(&raw.rename_to, &raw.new)?;
+    (from != to).then_some((from, to))
 }
 
 /// The text of a new file from its hunks.
@@ -241,5 +273,37 @@ mod tests {
         // A hunk with no header at all still belongs to the one requested file.
         let reply = "```diff\n@@ @@\n-x\n+y\n```\n";
         assert_eq!(paths_of(reply).unwrap(), vec!["stats.py"]);
+    }
+
+    #[test]
+    fn a_git_rename_moves_the_file_with_its_hunks_and_deletes_the_old_one() {
+        let read = |p: &str| match p {
+            "shop/cart.py" => Some(b"def total(xs):\n    return sum(xs)\n".to_vec()),
+            _ => None,
+        };
+        let reply = "```diff\ndiff --git a/shop/cart.py b/shop/basket.py\nsimilarity index 90%\n\
+                     rename from shop/cart.py\nrename to shop/basket.py\n--- a/shop/cart.py\n\
+                     +++ b/shop/basket.py\n@@ -1,2 +1,2 @@\n-def total(xs):\n+def total(items):\n\
+                     -    return sum(xs)\n+    return sum(items)\n```\n";
+        let edits = parse(reply, &ctx()).unwrap();
+        assert_eq!(
+            edits.iter().map(|e| e.path.as_str()).collect::<Vec<_>>(),
+            vec!["shop/cart.py", "shop/basket.py"]
+        );
+        let outcomes = crate::apply(&edits, &read).unwrap();
+        assert_eq!(outcomes[0].after, None, "the old path is deleted");
+        assert_eq!(
+            outcomes[1].after.as_deref(),
+            Some(&b"def total(items):\n    return sum(items)\n"[..])
+        );
+        // A pure rename (no hunks) moves the text as it is.
+        let reply = "diff --git a/shop/cart.py b/shop/basket.py\nsimilarity index 100%\n\
+                     rename from shop/cart.py\nrename to shop/basket.py\n";
+        let outcomes = crate::apply(&parse(reply, &ctx()).unwrap(), &read).unwrap();
+        assert_eq!(outcomes[1].after, read("shop/cart.py"));
+        // A rename onto an existing file, or of a missing one, changes nothing.
+        let onto = |p: &str| read(p).or_else(|| (p == "shop/basket.py").then(Vec::new));
+        assert!(crate::apply(&parse(reply, &ctx()).unwrap(), &onto).is_err());
+        assert!(crate::apply(&parse(reply, &ctx()).unwrap(), &|_| None).is_err());
     }
 }

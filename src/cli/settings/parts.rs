@@ -69,6 +69,7 @@ impl Shared {
             budget: self.budget,
             preflight: None,
             proposals: ProposalSource::Model,
+            task: None,
         }
     }
 }

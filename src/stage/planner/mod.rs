@@ -3,9 +3,11 @@
 //! the Markdown plan into the items of each file. A repository with more
 //! files in need of work than one plan can show is planned in batches: the
 //! orchestrator asks for the next batch once the last one is worked off.
+//! An instruction (`--task`) is planned as tasks instead ([`tasks`]).
 
 pub mod evidence;
 pub mod request;
+pub mod tasks;
 
 use std::collections::BTreeMap;
 

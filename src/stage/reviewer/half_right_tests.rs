@@ -43,6 +43,7 @@ impl Fixture {
             base: "abc",
             submodules: &[],
             shown: &self.shown,
+            task: None,
         }
     }
 

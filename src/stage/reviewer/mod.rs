@@ -20,6 +20,10 @@
 //!    `syntax_error`, `pytest_plugin` (plugin or hook code, or a pytest
 //!    import, in a module that is not a test) and `dangerous_call` (new
 //!    dangerous calls and dynamic access, see `analysis`);
+//!    For a task (`--task`), `too_many_lines` and `too_many_bytes` hold for
+//!    the change as a whole, lines moved unchanged not counted
+//!    ([`task_size`]), and `shadows_module` refuses a new module that takes
+//!    the name of a standard-library module or an installed package;
 //! 5. `no_change`, `whitespace_only`, `repeat` — on the change as a whole.
 //!
 //! A proposal refused for its size alone may be [`split`] into steps that
@@ -35,6 +39,7 @@ mod rebase;
 mod rules;
 mod split;
 mod subset;
+mod task_size;
 
 use crate::pipeline::{TargetDir, TargetPath};
 use std::collections::{BTreeMap, HashSet};
@@ -119,6 +124,23 @@ pub struct ReviewContext<'a> {
     /// What the model was shown of each file in this run, to rebase
     /// replies written against an earlier version.
     pub shown: &'a ShownVersions,
+    /// A task of refactoring on request (`--task`): its size limit holds
+    /// for the change as a whole instead of per file, and a new module may
+    /// not shadow a standard-library module or an installed package.
+    pub task: Option<TaskReview<'a>>,
+}
+
+/// What the Reviewer holds a task's change to (see [`task_size`]).
+#[derive(Clone, Copy, Debug)]
+pub struct TaskReview<'a> {
+    /// Changed lines allowed for the whole change, lines moved unchanged
+    /// between (or within) files not counted.
+    pub max_changed_lines: usize,
+    /// Changed bytes allowed, likewise.
+    pub max_changed_bytes: usize,
+    /// Top-level module names a new module must not take: the standard
+    /// library's and the installed packages'.
+    pub taken_names: &'a std::collections::BTreeSet<String>,
 }
 
 /// The Reviewer's answer.
@@ -164,6 +186,10 @@ fn check_edits(
         for file in &files {
             rule(file, ctx)?;
         }
+    }
+    if let Some(task) = &ctx.task {
+        task_size::check(&files, task)?;
+        rules::shadows_module(&files, ctx)?;
     }
     is_a_change(&files)?;
     let mut change = change_of(&outcomes, &files, ctx);

@@ -118,6 +118,26 @@ pub enum Rejection {
         call: String,
         line: usize,
     },
+    /// A task's change, measured as a whole (see `task_size`).
+    #[error(
+        "the change has {lines} changed lines ({moved} more moved unchanged between files); the \
+         limit for this task is {limit}: change only what the task needs, and move code as it is"
+    )]
+    TaskTooManyLines {
+        lines: usize,
+        moved: usize,
+        limit: usize,
+    },
+    #[error(
+        "the change adds or removes {bytes} bytes besides what it moves; the limit for this task \
+         is {limit} bytes: change only what the task needs"
+    )]
+    TaskTooManyBytes { bytes: usize, limit: usize },
+    #[error(
+        "the new module {path} takes the name `{name}`, which is a standard-library module or an \
+         installed package: imports of it would find the wrong one; choose another name"
+    )]
+    ShadowsModule { path: String, name: String },
     #[error("the change leaves every file exactly as it is")]
     NoChange,
     #[error("the change only touches whitespace; fix the problems listed instead")]
@@ -150,6 +170,9 @@ impl Rejection {
             Rejection::SyntaxError { .. } => "syntax_error",
             Rejection::PytestPlugin { .. } => "pytest_plugin",
             Rejection::DangerousCall { .. } => "dangerous_call",
+            Rejection::TaskTooManyLines { .. } => "too_many_lines",
+            Rejection::TaskTooManyBytes { .. } => "too_many_bytes",
+            Rejection::ShadowsModule { .. } => "shadows_module",
             Rejection::NoChange => "no_change",
             Rejection::WhitespaceOnly => "whitespace_only",
             Rejection::Repeat => "repeat",
@@ -348,6 +371,10 @@ fn test_config_content(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Resul
 }
 
 fn too_many_lines(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
+    if ctx.task.is_some() {
+        // A task's limit holds for its change as a whole (`task_size`).
+        return Ok(());
+    }
     let lines = swarm_patch::changed_lines(file.before_text(), file.after_text());
     let limit = ctx.limits.for_severity(file.severity);
     if lines > limit {
@@ -362,6 +389,9 @@ fn too_many_lines(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Result<(),
 }
 
 fn too_many_bytes(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
+    if ctx.task.is_some() {
+        return Ok(());
+    }
     let bytes = swarm_patch::changed_bytes(file.before_text(), file.after_text());
     let limit = ctx.limits.bytes_for_severity(file.severity);
     if bytes > limit {
@@ -373,6 +403,60 @@ fn too_many_bytes(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Result<(),
         });
     }
     Ok(())
+}
+
+/// `shadows_module`, on a task's change as a whole: a module it creates
+/// whose top-level name (its own, or that of the new package it starts) is
+/// a standard-library module or an installed package.
+pub(super) fn shadows_module(
+    files: &[ChangedFile<'_>],
+    ctx: &ReviewContext<'_>,
+) -> Result<(), Rejection> {
+    let Some(task) = &ctx.task else {
+        return Ok(());
+    };
+    let created: Vec<&str> = files
+        .iter()
+        .filter(|f| f.before.is_none() && f.after.is_some())
+        .map(|f| f.path)
+        .collect();
+    let is_package = |dir: &str| {
+        ctx.root.join(dir).join("__init__.py").is_file()
+            || created.contains(&format!("{dir}/__init__.py").as_str())
+    };
+    for path in created.iter().filter(|p| p.ends_with(".py")) {
+        let Some(name) = top_level_name(path, &is_package) else {
+            continue;
+        };
+        // A package or module that is already there keeps its name.
+        let existing = ctx.root.join(&name);
+        if existing.is_dir() || existing.with_extension("py").is_file() {
+            continue;
+        }
+        if task.taken_names.contains(&name) {
+            return Err(Rejection::ShadowsModule {
+                path: (*path).into(),
+                name,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The name a module at `path` is imported under at its import root: its
+/// own, or that of the outermost folder of its package chain (folders
+/// `is_package` says hold an `__init__.py`).
+fn top_level_name(path: &str, is_package: &dyn Fn(&str) -> bool) -> Option<String> {
+    let parts: Vec<&str> = path.split('/').collect();
+    let (file, dirs) = parts.split_last()?;
+    let stem = file.strip_suffix(".py")?;
+    let mut top = stem.to_string();
+    let mut depth = dirs.len();
+    while depth > 0 && is_package(&dirs[..depth].join("/")) {
+        top = dirs[depth - 1].to_string();
+        depth -= 1;
+    }
+    Some(top)
 }
 
 fn syntax_error(file: &ChangedFile<'_>, _: &ReviewContext<'_>) -> Result<(), Rejection> {
@@ -424,5 +508,25 @@ fn dangerous_call(file: &ChangedFile<'_>, _: &ReviewContext<'_>) -> Result<(), R
             line: call.line,
         }),
         None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::top_level_name;
+
+    #[test]
+    fn a_new_module_is_imported_under_its_outermost_package() {
+        let packages = |dir: &str| matches!(dir, "shop" | "textkit");
+        assert_eq!(top_level_name("json.py", &packages).unwrap(), "json");
+        assert_eq!(top_level_name("shop/json.py", &packages).unwrap(), "shop");
+        assert_eq!(
+            top_level_name("textkit/__init__.py", &packages).unwrap(),
+            "textkit"
+        );
+        assert_eq!(
+            top_level_name("scripts/json.py", &packages).unwrap(),
+            "json"
+        );
     }
 }

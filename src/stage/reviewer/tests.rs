@@ -55,6 +55,7 @@ impl Fixture {
                 base: "abc",
                 submodules: &self.submodules,
                 shown: &self.shown,
+                task: None,
             },
         )
     }
@@ -511,4 +512,73 @@ fn every_rule_has_a_distinct_snake_case_name_and_says_what_to_do() {
         "the change to p.py adds or removes 2 bytes; the limit for a high-severity file is 1 \
          bytes: make a smaller change, with lines of ordinary length"
     );
+}
+
+impl Fixture {
+    /// Reviews `reply` as a task's change, with `taken` as the names a new
+    /// module may not take.
+    fn review_task(&self, reply: &str, taken: &std::collections::BTreeSet<String>) -> Review {
+        let ctx = ReplyContext {
+            target_prefix: "svc".into(),
+            requested: vec!["stats.py".into()],
+        };
+        let proposal = Proposal {
+            file: "stats.py".into(),
+            reply: reply.into(),
+            edits: patch::parse_reply(reply, &ctx).map_err(|e| ReplyProblem::Patch(e).into()),
+            debugging: false,
+            excerpts: None,
+        };
+        review(
+            &proposal,
+            &ReviewContext {
+                root: self.dir.path(),
+                target: &TargetDir::new("svc"),
+                severities: &self.severities,
+                limits: self.limits,
+                allow_test_edits: false,
+                seen: &self.seen,
+                base: "abc",
+                submodules: &self.submodules,
+                shown: &self.shown,
+                task: Some(TaskReview {
+                    max_changed_lines: 20,
+                    max_changed_bytes: 20 * 120,
+                    taken_names: taken,
+                }),
+            },
+        )
+    }
+}
+
+#[test]
+fn a_task_may_move_code_past_a_file_limit_but_not_shadow_a_module() {
+    let fx = Fixture::new();
+    let taken: std::collections::BTreeSet<String> =
+        ["json".to_string(), "statistics".to_string()].into();
+    // stats.py is low severity (40 lines): moving 60 lines out of it and
+    // into a new module is a task's move, not 120 changed lines.
+    let body: String = (0..60).map(|i| format!("x{i} = {i}\n")).collect();
+    let big = format!("{STATS}{body}");
+    std::fs::write(fx.dir.path().join("stats.py"), &big).unwrap();
+    let reply = format!(
+        "{}{}",
+        diff("stats.py", &big, STATS),
+        diff("numbers.py", "", &body).replace("--- a/numbers.py", "--- /dev/null")
+    );
+    let change = accepted(fx.review_task(&reply, &taken));
+    assert_eq!(change.files.len(), 2);
+    // The same move into a module named after the standard library is refused.
+    let reply = format!(
+        "{}{}",
+        diff("stats.py", &big, STATS),
+        diff("json.py", "", &body).replace("--- a/json.py", "--- /dev/null")
+    );
+    let rejection = rejected(fx.review_task(&reply, &taken));
+    assert_eq!(rejection.rule(), "shadows_module", "{rejection}");
+    // A rewrite of that size is not a move.
+    let rewritten: String = (0..60).map(|i| format!("y{i} = {i} * 2\n")).collect();
+    let reply = diff("stats.py", &big, &format!("{STATS}{rewritten}"));
+    let rejection = rejected(fx.review_task(&reply, &taken));
+    assert_eq!(rejection.rule(), "too_many_lines", "{rejection}");
 }

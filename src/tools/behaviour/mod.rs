@@ -10,7 +10,9 @@
 //! module with each original function put back), and refuses side effects
 //! at import and in calls with an audit hook. What the results mean is the
 //! Judge's business (`stage::judge::behaviour`); this module only runs the
-//! probe and reads what it wrote.
+//! probe and reads what it wrote. The same probe checks a module's public
+//! names for a task of refactoring on request ([`probe_api`]): each still
+//! importable from the same path, with the same behaviour.
 
 use std::path::Path;
 use std::time::Duration;
@@ -119,10 +121,6 @@ pub fn probe(
     let Some((import_root, module)) = module_name(root, request.file) else {
         return Ok(None);
     };
-    let cell = sandbox.cell("behaviour")?;
-    let script = cell.dir().join("swarm_behaviour_probe.py");
-    let request_file = cell.dir().join("request.json");
-    let result_file = cell.dir().join("result.json");
     let wire = WireRequest {
         root: root.display().to_string(),
         import_root: import_root.display().to_string(),
@@ -138,11 +136,48 @@ pub fn probe(
         deadline: request.deadline.as_secs_f64(),
     };
     let json = serde_json::to_string(&wire).expect("the probe request serialises");
-    write_file(&script, PROBE_SOURCE)?;
-    write_file(&request_file, &json)?;
     // Two imports of each version, the calls until the deadline, and the
     // last call pair that started before it.
     let budget = request.import_timeout * 4 + request.deadline + request.call_timeout * 2;
+    match run_probe(env, sandbox, root, &json, budget, cancel)? {
+        Ran::Result { text, command } => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|source| garbled(command, source)),
+        Ran::Stopped(reason) => Ok(Some(not_checked(&wire.module, reason))),
+    }
+}
+
+/// What one probe process gave: its result file's text, or why it wrote none.
+enum Ran {
+    Result { text: String, command: String },
+    Stopped(String),
+}
+
+fn garbled(command: String, source: serde_json::Error) -> ToolError {
+    ToolError::Garbled {
+        command,
+        what: "unreadable result from the probe",
+        last_line: None,
+        source,
+    }
+}
+
+/// Runs the probe with the request `json` in a sandbox cell, killed after
+/// `budget`.
+fn run_probe(
+    env: &PythonEnv,
+    sandbox: &Sandbox,
+    root: &Path,
+    json: &str,
+    budget: Duration,
+    cancel: &Cancel,
+) -> Result<Ran, ToolError> {
+    let cell = sandbox.cell("behaviour")?;
+    let script = cell.dir().join("swarm_behaviour_probe.py");
+    let request_file = cell.dir().join("request.json");
+    let result_file = cell.dir().join("result.json");
+    write_file(&script, PROBE_SOURCE)?;
+    write_file(&request_file, json)?;
     let command = cell
         .command(&env.python)
         .arg("-B")
@@ -160,32 +195,131 @@ pub fn probe(
         Ending::Exited(0) => {}
         Ending::Cancelled => return Err(ToolError::Cancelled),
         Ending::TimedOut => {
-            return Ok(Some(not_checked(
-                &wire.module,
-                format!("the probe took longer than {}s", budget.as_secs_f64()),
+            return Ok(Ran::Stopped(format!(
+                "the probe took longer than {}s",
+                budget.as_secs_f64()
             )))
         }
         Ending::Exited(_) | Ending::Signalled(_) => {
             // The module's code took the interpreter down (os._exit, a
             // crash, a resource limit): nothing was compared.
-            return Ok(Some(not_checked(
-                &wire.module,
-                format!("the probe stopped: {}", last_line(&out.combined())),
+            return Ok(Ran::Stopped(format!(
+                "the probe stopped: {}",
+                last_line(&out.combined())
             )));
         }
     }
-    let text = std::fs::read_to_string(&result_file).map_err(|source| ToolError::NoResult {
-        command: out.command.clone(),
-        source,
-    })?;
-    serde_json::from_str(&text)
-        .map(Some)
-        .map_err(|source| ToolError::Garbled {
+    match std::fs::read_to_string(&result_file) {
+        Ok(text) => Ok(Ran::Result {
+            text,
             command: out.command,
-            what: "unreadable result from the probe",
-            last_line: None,
+        }),
+        Err(source) => Err(ToolError::NoResult {
+            command: out.command,
             source,
-        })
+        }),
+    }
+}
+
+/// What the public-name check compares for one module (see `probe.py`,
+/// mode `api`).
+#[derive(Clone, Debug)]
+pub struct ApiRequest<'a> {
+    /// The module's target-relative path (it may be gone in the changed tree).
+    pub file: &'a str,
+    /// Its text at the best state.
+    pub original: &'a str,
+    /// Old public name → the name (or dotted `module.Name`) it was renamed to.
+    pub renames: &'a std::collections::BTreeMap<String, String>,
+    /// The repository's literal calls of the module's functions.
+    pub calls: &'a [CallSite],
+    pub import_timeout: Duration,
+    pub call_timeout: Duration,
+    pub max_samples: usize,
+    pub max_calls: usize,
+    pub deadline: Duration,
+}
+
+/// What the public-name check found for one name.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+pub struct ApiName {
+    pub name: String,
+    /// Where it was looked up: the same name, or what it was renamed to.
+    pub now: String,
+    /// `same`, `missing`, `different` or `not_compared`.
+    pub status: String,
+    pub detail: String,
+    /// Calls compared (functions).
+    pub calls: usize,
+}
+
+/// What the public-name check found for one module.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+pub struct ApiResult {
+    pub module: String,
+    pub names: Vec<ApiName>,
+    /// Why the module was not checked at all.
+    pub not_checked: Option<String>,
+}
+
+#[derive(Serialize)]
+struct ApiWire<'a> {
+    mode: &'static str,
+    root: String,
+    import_root: String,
+    module: String,
+    path: String,
+    original: &'a str,
+    renames: &'a std::collections::BTreeMap<String, String>,
+    calls: &'a [CallSite],
+    import_timeout: f64,
+    call_timeout: f64,
+    max_samples: usize,
+    max_calls: usize,
+    deadline: f64,
+}
+
+/// Runs the public-name check of `request.file` in `root` (the target
+/// folder in the worktree, holding the changed tree). `Ok(None)` when the
+/// path cannot name a module.
+pub fn probe_api(
+    env: &PythonEnv,
+    sandbox: &Sandbox,
+    root: &Path,
+    request: &ApiRequest<'_>,
+    cancel: &Cancel,
+) -> Result<Option<ApiResult>, ToolError> {
+    let root = &std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    let Some((import_root, module)) = module_name(root, request.file) else {
+        return Ok(None);
+    };
+    let wire = ApiWire {
+        mode: "api",
+        root: root.display().to_string(),
+        import_root: import_root.display().to_string(),
+        module,
+        path: root.join(request.file).display().to_string(),
+        original: request.original,
+        renames: request.renames,
+        calls: request.calls,
+        import_timeout: request.import_timeout.as_secs_f64(),
+        call_timeout: request.call_timeout.as_secs_f64(),
+        max_samples: request.max_samples,
+        max_calls: request.max_calls,
+        deadline: request.deadline.as_secs_f64(),
+    };
+    let json = serde_json::to_string(&wire).expect("the probe request serialises");
+    let budget = request.import_timeout * 3 + request.deadline + request.call_timeout * 2;
+    match run_probe(env, sandbox, root, &json, budget, cancel)? {
+        Ran::Result { text, command } => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|source| garbled(command, source)),
+        Ran::Stopped(reason) => Ok(Some(ApiResult {
+            module: wire.module,
+            names: Vec::new(),
+            not_checked: Some(reason),
+        })),
+    }
 }
 
 fn not_checked(module: &str, reason: String) -> ProbeResult {

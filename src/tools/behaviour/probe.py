@@ -7,6 +7,11 @@ Usage: python probe.py REQUEST.json RESULT.json
 Written into a sandbox cell and run there by swarm (src/tools/behaviour);
 nothing needs installing. The request names the module, the original source,
 the function pairs to compare and the call sites found in the repository.
+With `"mode": "api"` it checks a module's public names instead: every
+name the original text declares (or re-exports from the project, or lists in
+`__all__`) must still be importable from the same module in the changed tree
+(or from where the task renamed it), with the same behaviour: functions on the
+same inputs, classes with the same public attributes, values equal.
 Side effects are refused while the module is imported and while a function
 runs (an audit hook stops file writes, processes, sockets; stdin reads
 fail; anything printed at import counts): a module with such effects at
@@ -16,11 +21,13 @@ import is "not checked", a call with them is skipped.
 import ast
 import copy
 import importlib
+import importlib.util
 import inspect
 import io
 import itertools
 import json
 import math
+import os
 import re
 import signal
 import sys
@@ -376,6 +383,171 @@ def probe(request):
     return result
 
 
+def inside(path, root):
+    path = os.path.realpath(path or "")
+    return path == root or path.startswith(root + os.sep)
+
+
+def declared_names(source, root):
+    """The public names a module's text gives: its definitions and
+    assignments, and what it imports from modules of the project (a
+    re-export); `__all__` when the module has one."""
+    tree = ast.parse(source)
+    names = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(node.name)
+        elif isinstance(node, ast.Assign):
+            names.extend(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value:
+            names.append(node.target.id)
+        elif isinstance(node, ast.ImportFrom):
+            ours = node.level > 0
+            if not ours and node.module:
+                try:
+                    spec = importlib.util.find_spec(node.module)
+                    ours = bool(spec and spec.origin and inside(spec.origin, root))
+                except Exception:  # pylint: disable=broad-except
+                    ours = False
+            if ours:
+                names.extend(a.asname or a.name for a in node.names if a.name != "*")
+    seen = []
+    for name in names:
+        if not name.startswith("_") and name not in seen:
+            seen.append(name)
+    return seen
+
+
+def lookup(changed, name):
+    """The object a public name now stands for: `name` in the changed module,
+    or a dotted `module.Name` it was renamed to."""
+    if "." in name:
+        module_name, _, attr = name.rpartition(".")
+        module = importlib.import_module(module_name)
+        return getattr(module, attr)
+    return getattr(changed, name)
+
+
+def compare_function(before_fn, after_fn, label, sites, request):
+    inputs = []
+    for text in sites:
+        try:
+            args, kwargs = literal_call(text)
+        except (ValueError, SyntaxError, TypeError):
+            continue
+        inputs.append(("call site", args, kwargs))
+    for args in sample_inputs(before_fn, request["max_samples"]):
+        inputs.append(("sample", args, {}))
+    calls, differences, seen = 0, [], set()
+    for source, args, kwargs in inputs[: request["max_calls"]]:
+        if time.monotonic() - START > request["deadline"]:
+            break
+        text = call_text(label, args, kwargs)
+        if text in seen:
+            continue
+        seen.add(text)
+        before = outcome_of(before_fn, copy.deepcopy(args), copy.deepcopy(kwargs), request["call_timeout"])
+        after = outcome_of(after_fn, copy.deepcopy(args), copy.deepcopy(kwargs), request["call_timeout"])
+        if before["kind"] in ("timeout", "side_effect") or after["kind"] == "side_effect":
+            continue
+        if not same(before, after):
+            if before["kind"] == "raised" and after["kind"] == "raised" and source != "call site":
+                continue
+            if before["kind"] == "value" and "object>" in before["shown"]:
+                # An object without equality or a repr of its own: nothing to compare by.
+                continue
+        calls += 1
+        if not same(before, after):
+            differences.append("%s was %s, now %s" % (text, before["shown"], after["shown"]))
+    return calls, differences
+
+
+def compare_name(name, original, changed, request, sites):
+    renamed = request["renames"].get(name, name)
+    entry = {"name": name, "now": renamed, "status": "same", "detail": "", "calls": 0}
+    before = getattr(original, name, None)
+    try:
+        after = lookup(changed, renamed)
+    except Exception as err:  # pylint: disable=broad-except
+        entry["status"] = "missing"
+        entry["detail"] = "%s: %s" % (type(err).__name__, err)
+        return entry
+    if inspect.isfunction(before):
+        if not callable(after):
+            entry["status"] = "different"
+            entry["detail"] = "was a function, now %s" % type(after).__name__
+            return entry
+        calls, differences = compare_function(before, after, renamed, sites.get(name, []), request)
+        entry["calls"] = calls
+        if differences:
+            entry["status"] = "different"
+            entry["detail"] = "; ".join(differences[:3])
+        elif not calls:
+            entry["status"] = "not_compared"
+            entry["detail"] = "no call could be compared"
+    elif inspect.isclass(before):
+        if not inspect.isclass(after):
+            entry["status"] = "different"
+            entry["detail"] = "was a class, now %s" % type(after).__name__
+            return entry
+        lost = sorted(a for a in vars(before) if not a.startswith("_") and not hasattr(after, a))
+        if lost:
+            entry["status"] = "different"
+            entry["detail"] = "lost " + ", ".join(lost)
+    elif not (inspect.ismodule(before) or callable(before)):
+        same_value = False
+        try:
+            same_value = bool(before == after)
+        except Exception:  # pylint: disable=broad-except
+            pass
+        if not same_value and shown(before) != shown(after):
+            entry["status"] = "different"
+            entry["detail"] = "was %s, now %s" % (shown(before), shown(after))
+    return entry
+
+
+def probe_api(request):
+    """Every public name of the module's original text, looked up at the same
+    path in the changed tree (or where the task renamed it) and compared."""
+    result = {"module": request["module"], "names": [], "not_checked": None}
+    sys.path[:0] = [request["import_root"], request["root"]]
+    root = os.path.realpath(request["root"])
+    names = declared_names(request["original"], root)
+    original = fresh_module(request)
+    try:
+        code = compile(request["original"], request["path"], "exec", dont_inherit=True)
+    except SyntaxError:
+        result["not_checked"] = "its text at the best state does not compile"
+        return result
+    problem = import_problem(lambda: exec(code, original.__dict__), request["import_timeout"])
+    if problem:
+        result["not_checked"] = "at the best state, " + problem
+        return result
+    listed = getattr(original, "__all__", None)
+    if isinstance(listed, (list, tuple)):
+        names = [n for n in listed if isinstance(n, str)]
+    holder = {}
+
+    def load():
+        holder["it"] = importlib.import_module(request["module"])
+
+    try:
+        _, printed = guarded(load, request["import_timeout"])
+    except (Exception, SideEffect, Timeout, SystemExit) as err:  # pylint: disable=broad-except
+        for name in names:
+            result["names"].append({
+                "name": name, "now": request["renames"].get(name, name), "status": "missing",
+                "detail": "the module no longer imports: %s" % type(err).__name__, "calls": 0,
+            })
+        return result
+    sites = {}
+    for site in request["calls"]:
+        sites.setdefault(site["function"], []).append(site["call"])
+    for name in names:
+        result["names"].append(compare_name(name, original, holder["it"], request, sites))
+    return result
+
+
 def main():
     with open(sys.argv[1], encoding="utf-8") as handle:
         request = json.load(handle)
@@ -383,7 +555,7 @@ def main():
     sys.dont_write_bytecode = True
     sys.addaudithook(audit)
     signal.signal(signal.SIGALRM, on_alarm)
-    result = probe(request)
+    result = probe_api(request) if request.get("mode") == "api" else probe(request)
     text = json.dumps(result)
     GUARD["on"] = False
     with open(sys.argv[2], "w", encoding="utf-8") as handle:

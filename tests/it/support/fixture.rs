@@ -17,7 +17,7 @@ use super::repo::TestRepo;
 
 /// Keys and variables that must not leak in from the developer's shell
 /// (besides every `SWARM_*` variable: each sets a flag).
-const PROVIDER_ENV: &[&str] = &[
+pub const PROVIDER_ENV: &[&str] = &[
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
     "GEMINI_API_KEY",

@@ -1,0 +1,401 @@
+//! One task, attempt after attempt: the request (instruction, checklist,
+//! the current text of every file the task touches and of those its
+//! attempts reached), the reply, and the Reviewer with the task's limits;
+//! an accepted change goes to the Judge and the commit ([`super::judged`]).
+//! The task ends when the model answers that it needs no further change,
+//! after [`TASK_TRIES`] failed attempts in a row, or when the run must
+//! stop.
+
+use super::{task_of, TaskEnd, TASK_TRIES};
+use crate::error::SwarmError;
+use crate::git::RunWorkspace;
+use crate::log::{Action, Event, Step};
+use crate::orchestrator::record::{Recorder, ReviewNote};
+use crate::orchestrator::{cancellable, RunContext, RunState, StopReason};
+use crate::pipeline::{Change, Proposal, Task, TaskStatus};
+use crate::stage::fixer::task::{propose_task, TaskAnswer};
+use crate::stage::prompt::task::{task_request, TaskInput};
+use crate::stage::reviewer::{self, Review, ReviewContext, TaskReview};
+use crate::stage::{read_source_text, ModelCall};
+use swarm_patch::ReplyContext;
+
+/// What one attempt at a task came to.
+pub(super) enum Tried {
+    /// The run branch moved to it.
+    Accepted,
+    /// Refused, unusable or judged worse: why, for the next prompt.
+    Failed(String),
+    /// The model answered that the task needs no further change.
+    Done,
+    /// The run stops.
+    Stop(StopReason),
+}
+
+/// Runs task `number` until it is done, fails or the run must stop.
+pub(super) async fn run_task(
+    cx: &RunContext<'_>,
+    ws: &mut RunWorkspace,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+    number: usize,
+) -> Result<TaskEnd, SwarmError> {
+    let Some((task, total)) = task_of(state, number) else {
+        return Ok(TaskEnd::Failed("not in the plan".into()));
+    };
+    cx.events.emit(Event::Task {
+        number,
+        total,
+        title: task.title.clone(),
+        status: "started".into(),
+        detail: task.files().join(", "),
+    });
+    learn_taken_names(cx, state);
+    find_mentions(cx, state, &task);
+    let mut failures = 0;
+    loop {
+        if state.progress.iterations >= cx.config.max_iterations {
+            return Ok(TaskEnd::Stop(StopReason::IterationLimit));
+        }
+        if crate::orchestrator::over_budget(cx.config, &state.spend) {
+            return Ok(TaskEnd::Stop(StopReason::Budget));
+        }
+        state.progress.iterations += 1;
+        cx.events.emit(Event::Iteration {
+            number: state.progress.iterations,
+            files: task.files().iter().map(ToString::to_string).collect(),
+        });
+        match attempt_task(cx, ws, rec, state, &task).await? {
+            Tried::Done => return Ok(TaskEnd::Done),
+            Tried::Stop(reason) => return Ok(TaskEnd::Stop(reason)),
+            Tried::Accepted => {
+                failures = 0;
+                remember(state, number, "accepted: the change is committed; say whether anything more is needed for this task".into());
+            }
+            Tried::Failed(why) => {
+                failures += 1;
+                remember(state, number, why.clone());
+                if failures >= TASK_TRIES {
+                    return Ok(TaskEnd::Failed(format!(
+                        "{TASK_TRIES} attempts in a row failed; the last: {why}"
+                    )));
+                }
+            }
+        }
+    }
+}
+
+/// The names a new module may not take, learnt once per run (none when
+/// they cannot be had: the rule then refuses nothing, and the import
+/// check and pylint still judge the change).
+fn learn_taken_names(cx: &RunContext<'_>, state: &mut RunState) {
+    let Some(book) = state.work.tasks.as_mut() else {
+        return;
+    };
+    if !book.taken.is_empty() {
+        return;
+    }
+    book.taken = tokio::task::block_in_place(|| {
+        crate::tools::imports::taken_names(cx.env, cx.sandbox, cx.root, cx.cancel)
+    })
+    .unwrap_or_default();
+}
+
+/// Where the modules `task` changes or deletes are named by their dotted
+/// path in strings and configuration outside the task's files.
+fn find_mentions(cx: &RunContext<'_>, state: &mut RunState, task: &Task) {
+    let own = task.files();
+    let modules: Vec<String> = task
+        .change
+        .iter()
+        .chain(&task.delete)
+        .filter(|f| f.ends_with(".py"))
+        .filter_map(|f| crate::tools::imports::module_name(cx.root, f).map(|(_, m)| m))
+        .collect();
+    if modules.is_empty() {
+        return;
+    }
+    let configs = [
+        "pyproject.toml",
+        "setup.cfg",
+        "setup.py",
+        "tox.ini",
+        "pytest.ini",
+    ];
+    let texts: Vec<(String, String)> = state
+        .facts
+        .files
+        .iter()
+        .map(String::as_str)
+        .chain(configs)
+        .filter(|f| !own.contains(f))
+        .filter_map(|f| read_source_text(cx.root, f).map(|t| (f.to_string(), t)))
+        .collect();
+    let found = crate::stage::mentions::old_path_mentions(&texts, &modules);
+    if let Some(book) = state.work.tasks.as_mut() {
+        book.mentions.insert(task.number, found);
+    }
+}
+
+fn remember(state: &mut RunState, number: usize, outcome: String) {
+    if let Some(book) = state.work.tasks.as_mut() {
+        book.last.insert(number, outcome);
+    }
+}
+
+/// One request for the task and what came of it.
+async fn attempt_task(
+    cx: &RunContext<'_>,
+    ws: &mut RunWorkspace,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+    task: &Task,
+) -> Result<Tried, SwarmError> {
+    let files: Vec<(String, Option<String>)> = shown_files(state, task)
+        .into_iter()
+        .map(|f| {
+            let text = read_source_text(cx.root, &f);
+            (f, text)
+        })
+        .collect();
+    let request = request_for(cx, state, task, &files);
+    for (path, text) in &files {
+        if let Some(text) = text {
+            let round = state.progress.iterations;
+            state.progress.shown.remember(path, round, text);
+        }
+    }
+    let ctx = ReplyContext {
+        target_prefix: state.facts.target.as_str().to_string(),
+        requested: files.iter().map(|(p, _)| p.clone()).collect(),
+    };
+    let name = files.first().map(|(p, _)| p.clone()).unwrap_or_default();
+    let asking = Step::start(
+        cx.events,
+        format!(
+            "asking {} for task {}: {}",
+            cx.model.model(),
+            task.number,
+            task.title
+        ),
+    );
+    let (calls, answer) = cancellable(
+        cx.cancel,
+        propose_task(cx.model.as_ref(), request, &name, &ctx, cx.budget.fix),
+    )
+    .await?;
+    drop(asking);
+    record_calls(cx, rec, state, &calls, &name)?;
+    let proposal = match answer {
+        Err(e) => {
+            cx.events.emit(Event::Notice {
+                message: format!("model call failed: {}", SwarmError::from(e)),
+            });
+            return Ok(Tried::Stop(StopReason::ModelFailure));
+        }
+        Ok(TaskAnswer::Done(reply)) => {
+            let said = reply.lines().next().unwrap_or_default().to_string();
+            remember(state, task.number, format!("the model said: {said}"));
+            return Ok(Tried::Done);
+        }
+        Ok(TaskAnswer::Proposal(p)) => p,
+    };
+    if let Err(reason) = &proposal.edits {
+        cx.events.emit(Event::NoProposal {
+            file: name,
+            reason: reason.to_string(),
+        });
+        return Ok(Tried::Failed(format!("no usable change: {reason}")));
+    }
+    let change = match review(cx, ws, rec, state, &proposal)? {
+        Ok(change) => change,
+        // The task's change is in already, and the reply sends the files
+        // as they are: an answer that nothing more is needed.
+        Err(Refused::Unchanged) if has_accepted(state, task.number) => return Ok(Tried::Done),
+        Err(Refused::Unchanged) => {
+            return Ok(Tried::Failed(
+                "rejected by the Reviewer: the change leaves every file exactly as it is".into(),
+            ))
+        }
+        Err(Refused::Because(why)) => return Ok(Tried::Failed(why)),
+    };
+    super::judged::judge_and_commit(cx, ws, rec, state, task, &proposal, &change)
+}
+
+/// The files a task's request shows: the task's own, then those its
+/// attempts reached beyond them (changed by an accepted attempt, or where
+/// an attempt left a new pylint error) that still exist.
+fn shown_files(state: &RunState, task: &Task) -> Vec<String> {
+    let mut files: Vec<String> = task.files().iter().map(ToString::to_string).collect();
+    let extra = state
+        .work
+        .tasks
+        .as_ref()
+        .and_then(|b| b.reached.get(&task.number));
+    for f in extra.into_iter().flatten() {
+        if !files.contains(f) && state.facts.files.contains(f) {
+            files.push(f.clone());
+        }
+    }
+    files
+}
+
+/// Notes files an attempt at `task` reached beyond the task's own, so its
+/// next request shows them.
+pub(super) fn note_reached(
+    state: &mut RunState,
+    task: &Task,
+    paths: impl IntoIterator<Item = String>,
+) {
+    let own = task.files();
+    let Some(book) = state.work.tasks.as_mut() else {
+        return;
+    };
+    let reached = book.reached.entry(task.number).or_default();
+    for path in paths {
+        if !own.contains(&path.as_str()) && !reached.contains(&path) {
+            reached.push(path);
+        }
+    }
+}
+
+/// The request for `task`, showing `files` as they are now.
+fn request_for(
+    cx: &RunContext<'_>,
+    state: &RunState,
+    task: &Task,
+    files: &[(String, Option<String>)],
+) -> crate::llm::ChatRequest {
+    let book = state
+        .work
+        .tasks
+        .as_ref()
+        .expect("a task runs only with a plan");
+    let checklist: Vec<(&Task, &TaskStatus)> = book
+        .plan
+        .tasks
+        .iter()
+        .map(|t| {
+            (
+                t,
+                book.status.get(&t.number).unwrap_or(&TaskStatus::Pending),
+            )
+        })
+        .collect();
+    task_request(&TaskInput {
+        instruction: &book.instruction,
+        checklist: &checklist,
+        task,
+        files,
+        last_outcome: book.last.get(&task.number).map(String::as_str),
+        mentions: book
+            .mentions
+            .get(&task.number)
+            .map(Vec::as_slice)
+            .unwrap_or_default(),
+        max_changed_lines: task_limit(cx),
+        allow_test_edits: cx.config.allow_test_edits,
+        allowance: cx.budget.fix,
+    })
+}
+
+/// The changed lines a task's change may have (lines moved not counted):
+/// the high-severity limit.
+fn task_limit(cx: &RunContext<'_>) -> usize {
+    cx.config.size_limits.high
+}
+
+fn record_calls(
+    cx: &RunContext<'_>,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+    calls: &[ModelCall],
+    file: &str,
+) -> Result<(), SwarmError> {
+    for call in calls {
+        rec.fixer_call(
+            Action::Fix,
+            call,
+            Some(file),
+            state.progress.iterations,
+            None,
+        )?;
+        if let Ok(reply) = &call.reply {
+            state.add_usage(&reply.usage, &cx.config.prices);
+        }
+    }
+    Ok(())
+}
+
+/// Why the Reviewer refused a task's change.
+enum Refused {
+    /// The reply leaves every file as it is (`no_change`).
+    Unchanged,
+    /// Any other rule: the sentence for the next prompt.
+    Because(String),
+}
+
+/// Whether task `number` has an accepted change.
+fn has_accepted(state: &RunState, number: usize) -> bool {
+    state
+        .work
+        .tasks
+        .as_ref()
+        .is_some_and(|b| b.commits.get(&number).is_some_and(|c| !c.is_empty()))
+}
+
+/// The Reviewer's decision with the task's limits: the change, or why not.
+fn review(
+    cx: &RunContext<'_>,
+    ws: &RunWorkspace,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+    proposal: &Proposal,
+) -> Result<Result<Change, Refused>, SwarmError> {
+    let taken = state
+        .work
+        .tasks
+        .as_ref()
+        .map(|b| b.taken.clone())
+        .unwrap_or_default();
+    let base = ws.best().0.clone();
+    let limits = cx.config.size_limits;
+    let ctx = ReviewContext {
+        base: &base,
+        root: cx.root,
+        target: &state.facts.target,
+        severities: &state.facts.severities,
+        limits,
+        allow_test_edits: cx.config.allow_test_edits,
+        seen: &state.progress.seen,
+        submodules: &state.facts.submodules,
+        shown: &state.progress.shown,
+        task: Some(TaskReview {
+            max_changed_lines: limits.high,
+            max_changed_bytes: limits.bytes_for_severity(swarm_analysis::Severity::High),
+            taken_names: &taken,
+        }),
+    };
+    let file = proposal.file.as_str();
+    let iteration = state.progress.iterations;
+    match reviewer::review(proposal, &ctx) {
+        Review::Accepted(change) => {
+            rec.review(file, iteration, Ok(&change), ReviewNote::default())?;
+            state.progress.seen.insert(change.hash.clone());
+            Ok(Ok(change))
+        }
+        Review::Rejected(reason) => {
+            rec.review(file, iteration, Err(&reason), ReviewNote::default())?;
+            cx.events.emit(Event::Rejected {
+                file: file.to_string(),
+                reason: reason.to_string(),
+                rule: reason.rule(),
+            });
+            if reason == reviewer::Rejection::NoChange {
+                return Ok(Err(Refused::Unchanged));
+            }
+            Ok(Err(Refused::Because(format!(
+                "rejected by the Reviewer: {reason}"
+            ))))
+        }
+    }
+}

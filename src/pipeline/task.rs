@@ -1,0 +1,224 @@
+//! Refactoring on request (`--task`): the user's [`Instruction`], the
+//! [`TaskPlan`] the Planner makes of it (tasks with their files, their
+//! dependencies and their [`TaskKind`]), and where each task got
+//! ([`TaskStatus`]). Values and the rules that order them; nothing here
+//! asks a model, runs a tool or touches git.
+
+use serde::{Deserialize, Serialize};
+
+/// Longest instruction taken, in characters: an instruction is a request,
+/// not a document.
+pub const MAX_INSTRUCTION_CHARS: usize = 8_000;
+
+/// At most this many tasks in one plan.
+pub const MAX_TASKS: usize = 12;
+
+/// The user's instruction, checked: not empty, not oversized. It is data,
+/// never authority: prompts fence it as untrusted text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Instruction(String);
+
+/// Why an instruction is refused (exit 1).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InstructionProblem {
+    #[error("the task instruction is empty; say what to refactor, for example --task \"move parse_money into shop/money.py\"")]
+    Empty,
+    #[error("the task instruction has {chars} characters, more than the {max} allowed; say what to do in a few sentences")]
+    TooLong { chars: usize, max: usize },
+}
+
+impl Instruction {
+    /// The instruction `text` (trimmed), or why it cannot be one.
+    pub fn new(text: &str) -> Result<Self, InstructionProblem> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(InstructionProblem::Empty);
+        }
+        let chars = text.chars().count();
+        if chars > MAX_INSTRUCTION_CHARS {
+            return Err(InstructionProblem::TooLong {
+                chars,
+                max: MAX_INSTRUCTION_CHARS,
+            });
+        }
+        Ok(Self(text.to_string()))
+    }
+
+    /// The instruction's text.
+    pub fn text(&self) -> &str {
+        &self.0
+    }
+}
+
+/// What a task may do to behaviour.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskKind {
+    /// A refactoring: every public name keeps its path and its behaviour.
+    #[default]
+    Preserving,
+    /// The instruction asks for different behaviour: tests that expect the
+    /// old one meet it honestly (see the run's stop reasons).
+    Change,
+}
+
+impl TaskKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskKind::Preserving => "behaviour-preserving",
+            TaskKind::Change => "behaviour change",
+        }
+    }
+}
+
+/// A public name the task renames: the old name is compared with the new
+/// one (at its old module's path, or at a dotted `module.Name`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rename {
+    pub from: String,
+    pub to: String,
+}
+
+/// One task of the plan. Paths are target-relative.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Task {
+    /// 1-based place in the plan.
+    pub number: usize,
+    pub title: String,
+    /// Files the task changes (they exist).
+    pub change: Vec<String>,
+    /// Files the task creates.
+    pub create: Vec<String>,
+    /// Files the task deletes.
+    pub delete: Vec<String>,
+    /// Numbers of earlier tasks this one needs done first.
+    pub depends_on: Vec<usize>,
+    pub kind: TaskKind,
+    /// Public names the task renames.
+    #[serde(default)]
+    pub renames: Vec<Rename>,
+}
+
+impl Task {
+    /// Every file the task touches: changed, created, deleted (each once).
+    pub fn files(&self) -> Vec<&str> {
+        let mut files: Vec<&str> = Vec::new();
+        for f in self.change.iter().chain(&self.create).chain(&self.delete) {
+            if !files.contains(&f.as_str()) {
+                files.push(f);
+            }
+        }
+        files
+    }
+}
+
+/// The tasks of an instruction, and why the plan fell back to one task
+/// when the model's plan could not be used.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TaskPlan {
+    pub tasks: Vec<Task>,
+    /// Why the model's plan was not used, when it was not.
+    pub fallback: Option<String>,
+    /// What validation left out of the model's plan (a test file, a path
+    /// outside the target, a task with no file left).
+    pub notes: Vec<String>,
+}
+
+impl TaskPlan {
+    /// Task numbers in an order where every task comes after those it
+    /// depends on (plan order among equals). A plan is validated acyclic;
+    /// a task caught in a cycle anyway comes last.
+    pub fn order(&self) -> Vec<usize> {
+        let mut done: Vec<usize> = Vec::new();
+        while done.len() < self.tasks.len() {
+            let next = self.tasks.iter().find(|t| {
+                !done.contains(&t.number) && t.depends_on.iter().all(|d| done.contains(d))
+            });
+            match next {
+                Some(task) => done.push(task.number),
+                None => {
+                    let rest = self.tasks.iter().map(|t| t.number);
+                    let rest: Vec<usize> = rest.filter(|n| !done.contains(n)).collect();
+                    done.extend(rest);
+                }
+            }
+        }
+        done
+    }
+
+    /// The task numbered `number`.
+    pub fn task(&self, number: usize) -> Option<&Task> {
+        self.tasks.iter().find(|t| t.number == number)
+    }
+}
+
+/// Where a task got.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum TaskStatus {
+    /// Not started yet.
+    Pending,
+    /// Accepted: its commits on the run branch, and the test files it
+    /// changed (only with `--allow-test-edits`).
+    Done {
+        commits: Vec<String>,
+        tests_changed: Vec<String>,
+    },
+    /// Given up, and why (its own attempts failed, or a task it depends
+    /// on was skipped).
+    Skipped { reason: String },
+    /// The run stopped before it (a limit, a conflict with the tests).
+    NotReached,
+}
+
+impl TaskStatus {
+    /// `done`, `skipped`, `not_reached`, `pending`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            TaskStatus::Pending => "pending",
+            TaskStatus::Done { .. } => "done",
+            TaskStatus::Skipped { .. } => "skipped",
+            TaskStatus::NotReached => "not_reached",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(number: usize, depends_on: &[usize]) -> Task {
+        Task {
+            number,
+            title: format!("task {number}"),
+            change: vec!["a.py".into()],
+            create: vec!["b.py".into()],
+            delete: vec!["a.py".into()],
+            depends_on: depends_on.to_vec(),
+            kind: TaskKind::Preserving,
+            renames: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn an_instruction_is_neither_empty_nor_oversized() {
+        assert_eq!(Instruction::new("  \n\t"), Err(InstructionProblem::Empty));
+        let long = "x".repeat(MAX_INSTRUCTION_CHARS + 1);
+        assert!(matches!(
+            Instruction::new(&long),
+            Err(InstructionProblem::TooLong { .. })
+        ));
+        assert_eq!(Instruction::new(" split it ").unwrap().text(), "split it");
+    }
+
+    #[test]
+    fn tasks_run_after_what_they_depend_on() {
+        let plan = TaskPlan {
+            tasks: vec![task(1, &[3]), task(2, &[]), task(3, &[2])],
+            fallback: None,
+            notes: Vec::new(),
+        };
+        assert_eq!(plan.order(), vec![2, 3, 1]);
+        assert_eq!(task(1, &[]).files(), vec!["a.py", "b.py"]);
+    }
+}
