@@ -283,14 +283,23 @@ impl From<LlmError> for SwarmError {
 }
 
 /// A tool that gave no result. Something missing is bad input (exit 1),
-/// with the hint that says how to get it; a cancel is an interrupt; the
-/// rest is internal (exit 5).
+/// with the hint that says how to get it, and so is an environment that
+/// imports the project from outside the worktree; a cancel is an
+/// interrupt; the rest is internal (exit 5).
 impl From<ToolError> for SwarmError {
     fn from(err: ToolError) -> Self {
         use crate::tools::MissingTool;
         let ToolError::Missing(missing) = &err else {
             return match err {
                 ToolError::Cancelled => Self::interrupted(),
+                ToolError::OutsideWorktree { .. } => Self::wrapping(ExitKind::InvalidInput, err)
+                    .hint(
+                    "swarm judges the attempt in its own worktree, yet this Python environment \
+                         loads the project's code from elsewhere (an installed copy, or an import \
+                         hook pointing at your checkout): install the project in editable mode \
+                         from this checkout (pip install -e .) or uninstall the other copy, or run \
+                         with --install-deps to test in an environment of swarm's own",
+                ),
                 other => Self::wrapping(ExitKind::Internal, other),
             };
         };

@@ -206,7 +206,11 @@ pub(crate) fn start_workspace(
                     policy.writable = vec![planned.clone()];
                     policy.scratch_parent = Some(RunWorkspace::scratch_dir_of(&planned));
                     let memo = config.cache_dir.as_deref().map(ProbeMemo::new);
-                    let sandbox = Sandbox::remembering(policy, &env, memo.as_ref())?;
+                    let mut sandbox = Sandbox::remembering(policy, &env, memo.as_ref())?;
+                    // The worktree stands for the user's checkout: an
+                    // editable install's paths into it are moved to the
+                    // worktree when the tools run.
+                    sandbox.set_checkout(&opened.info.root);
                     Ok((env, sandbox))
                 });
             let ws = joined(checkout, "create the run worktree");

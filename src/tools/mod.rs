@@ -24,10 +24,12 @@ pub mod junit;
 pub(crate) mod memo;
 pub mod opener;
 pub mod process;
+pub mod project;
 pub mod pylint;
 mod pytest;
 pub mod ruff;
 pub mod sandbox;
+pub mod worktree;
 
 pub use env::{resolve_env_with, EnvSettings, PYLINT_PIN, PYTEST_PIN};
 pub use error::{FileAction, MissingTool, ToolError};

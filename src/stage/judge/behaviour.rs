@@ -342,6 +342,14 @@ enum Judgement {
 }
 
 fn judge_call(call: &ProbedCall) -> Judgement {
+    match (call.before_kind.as_str(), call.after_kind.as_str()) {
+        // A call that ends the interpreter (SystemExit, KeyboardInterrupt)
+        // at the best state says nothing to compare with; one that returned
+        // and now ends it is a change of behaviour.
+        ("exit", _) => return Judgement::NotCompared,
+        ("value" | "raised", "exit") => return Judgement::Regression,
+        _ => {}
+    }
     if call.same {
         return Judgement::Same;
     }

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use super::env::last_line;
 use super::imports::module_name;
 use super::process::Ending;
+use super::worktree::ImportGuard;
 use super::{PythonEnv, Sandbox, ToolError};
 use crate::cancel::Cancel;
 use swarm_analysis::{CallSite, FunctionPair};
@@ -55,7 +56,8 @@ pub struct ProbedCall {
     pub call: String,
     /// `call site` or `sample`.
     pub source: String,
-    /// `value`, `raised`, `timeout` or `side_effect`.
+    /// `value`, `raised`, `exit` (SystemExit, KeyboardInterrupt: the call
+    /// would end the interpreter), `timeout` or `side_effect`.
     pub before_kind: String,
     pub after_kind: String,
     /// The value's repr, `raises ZeroDivisionError`, ….
@@ -108,6 +110,12 @@ struct WireRequest<'a> {
 /// worktree, holding the changed text). `Ok(None)` when the file is not an
 /// importable module. The process is killed when it runs past its imports,
 /// the deadline and one more pair of calls.
+///
+/// Whatever the module's code does to the probe — exits, is interrupted,
+/// ends the interpreter with `os._exit`, crashes it, hangs, leaves no
+/// result or an unreadable one — and whatever keeps the probe from
+/// starting, the module is "not checked" with the reason: the check never
+/// ends a run. Only a cancel is an `Err`.
 pub fn probe(
     env: &PythonEnv,
     sandbox: &Sandbox,
@@ -119,10 +127,6 @@ pub fn probe(
     let Some((import_root, module)) = module_name(root, request.file) else {
         return Ok(None);
     };
-    let cell = sandbox.cell("behaviour")?;
-    let script = cell.dir().join("swarm_behaviour_probe.py");
-    let request_file = cell.dir().join("request.json");
-    let result_file = cell.dir().join("result.json");
     let wire = WireRequest {
         root: root.display().to_string(),
         import_root: import_root.display().to_string(),
@@ -137,14 +141,38 @@ pub fn probe(
         max_calls: request.max_calls,
         deadline: request.deadline.as_secs_f64(),
     };
-    let json = serde_json::to_string(&wire).expect("the probe request serialises");
+    match run_probe(env, sandbox, root, &wire, request, cancel) {
+        Ok(found) => Ok(Some(found)),
+        Err(ToolError::Cancelled) => Err(ToolError::Cancelled),
+        Err(e) => Ok(Some(not_checked(
+            &wire.module,
+            format!("the probe could not run: {e}"),
+        ))),
+    }
+}
+
+/// One run of the probe: what it found, or why nothing was compared.
+fn run_probe(
+    env: &PythonEnv,
+    sandbox: &Sandbox,
+    root: &Path,
+    wire: &WireRequest<'_>,
+    request: &ProbeRequest<'_>,
+    cancel: &Cancel,
+) -> Result<ProbeResult, ToolError> {
+    let cell = sandbox.cell("behaviour")?;
+    let script = cell.dir().join("swarm_behaviour_probe.py");
+    let request_file = cell.dir().join("request.json");
+    let result_file = cell.dir().join("result.json");
+    let json = serde_json::to_string(wire).expect("the probe request serialises");
     write_file(&script, PROBE_SOURCE)?;
     write_file(&request_file, &json)?;
     // Two imports of each version, the calls until the deadline, and the
     // last call pair that started before it.
     let budget = request.import_timeout * 4 + request.deadline + request.call_timeout * 2;
-    let command = cell
-        .command(&env.python)
+    let guard = ImportGuard::write(&cell, sandbox, root)?;
+    let command = guard
+        .apply(cell.command(&env.python))
         .arg("-B")
         .arg(&script)
         .arg(&request_file)
@@ -156,36 +184,36 @@ pub fn probe(
         command: command.command_line(),
         source,
     })?;
+    let stopped = |reason: String| Ok(not_checked(&wire.module, reason));
+    if let Err(foreign) = guard.check("the behaviour probe") {
+        return stopped(foreign.to_string());
+    }
     match out.ending {
         Ending::Exited(0) => {}
         Ending::Cancelled => return Err(ToolError::Cancelled),
         Ending::TimedOut => {
-            return Ok(Some(not_checked(
-                &wire.module,
-                format!("the probe took longer than {}s", budget.as_secs_f64()),
-            )))
+            return stopped(format!(
+                "the probe took longer than {}s",
+                budget.as_secs_f64()
+            ))
         }
         Ending::Exited(_) | Ending::Signalled(_) => {
             // The module's code took the interpreter down (os._exit, a
             // crash, a resource limit): nothing was compared.
-            return Ok(Some(not_checked(
-                &wire.module,
-                format!("the probe stopped: {}", last_line(&out.combined())),
-            )));
+            return stopped(format!("the probe stopped: {}", last_line(&out.combined())));
         }
     }
-    let text = std::fs::read_to_string(&result_file).map_err(|source| ToolError::NoResult {
-        command: out.command.clone(),
-        source,
-    })?;
-    serde_json::from_str(&text)
-        .map(Some)
-        .map_err(|source| ToolError::Garbled {
-            command: out.command,
-            what: "unreadable result from the probe",
-            last_line: None,
-            source,
-        })
+    let Ok(text) = std::fs::read_to_string(&result_file) else {
+        // Exit 0 and no result: `os._exit(0)` in the module's code.
+        return stopped(
+            "the probe ended without its result (the module's code ended the interpreter)"
+                .to_string(),
+        );
+    };
+    match serde_json::from_str(&text) {
+        Ok(found) => Ok(found),
+        Err(e) => stopped(format!("the probe's result could not be read ({e})")),
+    }
 }
 
 fn not_checked(module: &str, reason: String) -> ProbeResult {

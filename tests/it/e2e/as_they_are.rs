@@ -1,0 +1,254 @@
+//! Real projects as they are, end to end: shapes taken from open-source
+//! Python projects (a CLI module whose `main` exits, ...), each built in a
+//! temp folder and run with the real binary, git, pytest and pylint.
+
+use super::{summary_of, FAKE_KEY};
+use crate::support::fixture::{prompt_of, read_log, swarm_in};
+use crate::support::llm_server::{LlmServer, RecordedRequest, Reply};
+use crate::support::repo::TestRepo;
+
+/// A command-line module with no tests: ruff removes its unused import,
+/// and its `main()` ends the interpreter the way argparse and `sys.exit`
+/// do.
+const CLI: &str = r#"import json
+import os
+import sys
+
+
+def greet(name):
+    return "hello " + name
+
+
+def main():
+    print(greet("world"))
+    sys.exit(0)
+
+
+def fail():
+    raise SystemExit(2)
+
+
+def stop():
+    raise KeyboardInterrupt
+
+
+def vanish():
+    os._exit(0)
+"#;
+
+/// Runs swarm on `repo` with `args` (after `--target_dir <root> --json`).
+fn run(repo: &TestRepo, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let cwd = repo.tmp().join("cwd");
+    std::fs::create_dir_all(&cwd).expect("cwd");
+    let target = repo.root.to_string_lossy().into_owned();
+    let mut all = vec!["--target_dir", target.as_str(), "--json"];
+    all.extend_from_slice(args);
+    swarm_in(&cwd, &repo.home, &all, env)
+}
+
+#[test]
+fn a_module_whose_main_exits_is_reported_not_checked_and_the_fix_is_delivered() {
+    let repo = TestRepo::with_files(&[("cli.py", CLI)]);
+    let start = repo.head();
+    let out = run(&repo, &["--offline"], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let summary = summary_of(&out.stdout);
+    assert_eq!(summary["status"], "success", "{summary}");
+    assert_ne!(repo.head(), start, "the fix was delivered");
+    assert!(!repo.read("cli.py").contains("import json\n"));
+
+    // The Judge's behaviour check says what it could not compare, and why.
+    let log = read_log(&repo.tmp().join("cwd/logs/experiment_data.json"));
+    let checks: Vec<String> = log
+        .iter()
+        .filter(|e| e["agent"] == "Judge" && !e["details"]["behaviour"].is_null())
+        .map(|e| e["details"]["behaviour"].to_string())
+        .collect();
+    let all = checks.join("\n");
+    for (function, why) in [
+        ("main()", "SystemExit"),
+        ("fail()", "SystemExit"),
+        ("stop()", "KeyboardInterrupt"),
+        ("vanish()", "os._exit"),
+    ] {
+        assert!(all.contains(function) && all.contains(why), "{all}");
+    }
+}
+
+/// A src-layout package, as `pip install -e .` users have it: `add` has a bug.
+const CALC_PYPROJECT: &str = "[build-system]\nrequires = [\"setuptools>=61\"]\n\
+build-backend = \"setuptools.build_meta\"\n\n[project]\nname = \"calc\"\nversion = \"0.1.0\"\n";
+const CALC_INIT: &str =
+    "\"\"\"Arithmetic.\"\"\"\n\nfrom .ops import add, double\n\n__all__ = [\"add\", \"double\"]\n";
+const OPS_BUG: &str = "    return a - b\n";
+const OPS_FIX: &str = "    return a + b\n";
+const CALC_TESTS: &str = "from calc import add, double\n\n\n\
+def test_add():\n    assert add(2, 3) == 5\n\n\n\
+def test_double():\n    assert double(4) == 8\n";
+
+fn ops(body: &str) -> String {
+    format!(
+        "\"\"\"Operations.\"\"\"\n\n\ndef add(a, b):\n    \"\"\"The sum of a and b.\"\"\"\n{body}\n\n\
+         def double(a):\n    \"\"\"Twice a.\"\"\"\n    return add(a, a)\n"
+    )
+}
+
+/// The src-layout project committed in a fresh repository.
+fn src_layout_repo() -> TestRepo {
+    TestRepo::with_files(&[
+        ("pyproject.toml", CALC_PYPROJECT),
+        (".gitignore", "*.egg-info/\nbuild/\n__pycache__/\n"),
+        ("src/calc/__init__.py", CALC_INIT),
+        ("src/calc/ops.py", &ops(OPS_BUG)),
+        ("tests/test_ops.py", CALC_TESTS),
+    ])
+}
+
+/// A virtualenv that sees the machine's pytest and pylint, with the
+/// project installed into it by `pip install -e .` (`extra` are further
+/// pip arguments); its folder.
+fn editable_venv(repo: &TestRepo, extra: &[&str]) -> std::path::PathBuf {
+    let venv = repo.tmp().join("venv");
+    let python = crate::support::make_venv(&venv, true);
+    let installed = std::process::Command::new(&python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-e",
+        ])
+        .arg(&repo.root)
+        .args(extra)
+        .output()
+        .expect("pip runs");
+    // `make_venv` makes a venv without pip: the machine's pip (seen
+    // through the system site) installs into it.
+    assert!(
+        installed.status.success(),
+        "pip install -e: {}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    venv
+}
+
+/// The file a fix prompt asks about and its current text, when shown whole.
+fn asked(prompt: &str) -> Option<(String, String)> {
+    let rest = prompt.strip_prefix("Fix and improve `")?;
+    let file = rest[..rest.find('`')?].to_string();
+    let marker = format!("## Current text of `{file}`\n```python\n");
+    let start = prompt.rfind(&marker)? + marker.len();
+    let end = prompt[start..]
+        .find("\n```\n")
+        .map_or(prompt.len(), |i| start + i);
+    Some((file, format!("{}\n", &prompt[start..end])))
+}
+
+/// A model whose plan blames `file` and that fixes it by `fix` (declining
+/// every other file); every request it got is kept by the server.
+fn fixing_model(file: &'static str, fix: fn(&str) -> String) -> LlmServer {
+    LlmServer::start(move |request: &RecordedRequest| {
+        let prompt = prompt_of(request);
+        if prompt.starts_with("Write a refactoring plan") {
+            let plan = format!(
+                "# Refactoring plan\n\n## Summary\n\nA test fails.\n\n## {file}\n\n- **Type**: bug\n  \
+                 **Severity**: high\n  **Location**: `{file}`\n  **Description**: wrong result.\n  \
+                 **Suggested fix**: correct the arithmetic.\n"
+            );
+            return Reply::text_for(request, &plan);
+        }
+        let text = match asked(&prompt) {
+            Some((asked_file, current)) if asked_file == file => {
+                let after = fix(&current);
+                let body = similar::TextDiff::from_lines(current.as_str(), after.as_str())
+                    .unified_diff()
+                    .context_radius(3)
+                    .header(&format!("a/{file}"), &format!("b/{file}"))
+                    .to_string();
+                format!("Fix {file}.\n\n```diff\n{body}```\n")
+            }
+            _ => "NO CHANGE: this file looks right to me.".to_string(),
+        };
+        Reply::text_for(request, &text)
+    })
+}
+
+/// Runs swarm as a client of `server`.
+fn run_with_model(
+    repo: &TestRepo,
+    server: &LlmServer,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> std::process::Output {
+    let base = format!("{}/v1", server.base_url());
+    let mut all_env = vec![
+        ("OPENAI_API_KEY", FAKE_KEY),
+        ("OPENAI_BASE_URL", base.as_str()),
+    ];
+    all_env.extend_from_slice(env);
+    run(repo, args, &all_env)
+}
+
+/// The verdicts of the run's attempts, in order, from their commits.
+fn verdicts(repo: &TestRepo, run_id: &str) -> Vec<String> {
+    let mut found: Vec<(u32, String)> = repo
+        .git(&[
+            "for-each-ref",
+            "--format=%(refname:short)",
+            &format!("refs/heads/swarm/{run_id}/"),
+        ])
+        .lines()
+        .filter_map(|b| {
+            let k = b.rsplit("attempt-").next()?.parse().ok()?;
+            let message = repo.git(&["log", "-1", "--format=%B", b]);
+            let verdict = message
+                .lines()
+                .find_map(|l| l.strip_prefix("Swarm-Verdict: "))?
+                .to_string();
+            Some((k, verdict))
+        })
+        .collect();
+    found.sort();
+    found.into_iter().map(|(_, v)| v).collect()
+}
+
+fn judge_the_worktree_of_an_editable_install(pip_extra: &[&str]) {
+    let repo = src_layout_repo();
+    let start = repo.head();
+    let venv = editable_venv(&repo, pip_extra);
+    // The user's own pytest sees the bug in their checkout.
+    let server = fixing_model("src/calc/ops.py", |t| t.replace(OPS_BUG, OPS_FIX));
+    let venv_text = venv.to_string_lossy().into_owned();
+    let out = run_with_model(
+        &repo,
+        &server,
+        &["--max-iterations", "2", "--no-generate-tests"],
+        &[("VIRTUAL_ENV", &venv_text)],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let summary = summary_of(&out.stdout);
+    assert_eq!(summary["status"], "success", "{summary}");
+    // The model's first proposal, the right fix, was judged as what it is.
+    let run_id = summary["run_id"].as_str().expect("run id");
+    assert_eq!(verdicts(&repo, run_id), vec!["green"], "{stderr}");
+    assert_ne!(repo.head(), start);
+    assert_eq!(repo.read("src/calc/ops.py"), ops(OPS_FIX));
+    // The baseline measured the checkout's bug: one test failed, then none.
+    assert_eq!(summary["tests_before"]["passed"], 0, "{summary}");
+    assert_eq!(summary["tests_after"]["passed"], 2, "{summary}");
+}
+
+#[test]
+fn the_judge_tests_the_attempt_not_the_editable_install_of_the_checkout() {
+    judge_the_worktree_of_an_editable_install(&[]);
+}
+
+#[test]
+fn the_judge_tests_the_attempt_also_through_an_editable_import_hook() {
+    // setuptools' strict mode: a link tree of the checkout's files, found
+    // by an import hook rather than a path.
+    judge_the_worktree_of_an_editable_install(&["--config-settings", "editable_mode=strict"]);
+}
