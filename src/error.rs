@@ -333,6 +333,59 @@ impl From<ToolError> for SwarmError {
     }
 }
 
+/// A test suite that cannot run in the environment at hand: bad input
+/// (exit 1), with how to get what is missing — into that interpreter, as
+/// the project's own install command, or in swarm's cache.
+impl From<crate::tools::suite::CannotRun> for SwarmError {
+    fn from(err: crate::tools::suite::CannotRun) -> Self {
+        use crate::tools::suite::MissingPiece;
+        let python = err.python.display().to_string();
+        let mut requirements: Vec<String> = Vec::new();
+        for piece in &err.missing {
+            if let Some(req) = piece.requirement() {
+                if !requirements.contains(&req) {
+                    requirements.push(req);
+                }
+            }
+        }
+        let own = err
+            .missing
+            .iter()
+            .any(|p| matches!(p, MissingPiece::Project { .. }));
+        let install = err
+            .install
+            .clone()
+            .or_else(|| own.then(|| "pip install -e .".to_string()));
+        let mut hints = Vec::new();
+        if !requirements.is_empty() {
+            hints.push(format!(
+                "install what is missing: {python} -m pip install {}",
+                requirements.join(" ")
+            ));
+        }
+        if let Some(install) = install {
+            let lead = if hints.is_empty() {
+                "install"
+            } else {
+                "or install"
+            };
+            hints.push(format!(
+                "{lead} the project as its own files declare it ({install}), in that environment"
+            ));
+        }
+        hints.push(
+            "or run with --install-deps: swarm builds the project's declared environment in its \
+             cache, leaving yours alone"
+                .to_string(),
+        );
+        let mut error = Self::wrapping(ExitKind::InvalidInput, err);
+        for hint in hints {
+            error = error.hint(hint);
+        }
+        error
+    }
+}
+
 /// A config file or a setting the user wrote: bad input (exit 1). A TOML
 /// error's excerpt goes below the one-line message; an unknown provider's
 /// hint names the providers there are.

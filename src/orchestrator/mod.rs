@@ -17,6 +17,7 @@ mod plan;
 mod record;
 mod round;
 mod setup;
+mod suite;
 pub mod summary;
 mod tester;
 mod timing;
@@ -435,6 +436,7 @@ fn audit(
     rec.metrics(&audit.metrics)?;
     rec.measurement(crate::log::Agent::Auditor, &audit.baseline, None)?;
     tell_audit(cx, &audit);
+    suite::ensure_suite_runs(cx, ws.path(), &audit.baseline, &audit.files)?;
     let snapshot = audit.baseline.snapshot;
     Ok(RunState {
         facts: Facts {

@@ -254,6 +254,33 @@ mod tests {
     }
 
     #[test]
+    fn a_file_that_did_not_collect_and_now_does_is_repaired_not_vanished() {
+        use TestOutcome::*;
+        let baseline = state_of(
+            &run_of(&[
+                ("tests/test_a.py", Error),
+                ("tests/test_b.py::test_b", Passed),
+            ]),
+            None,
+        );
+        let repaired = state_of(
+            &run_of(&[
+                ("tests/test_a.py::test_x", Passed),
+                ("tests/test_b.py::test_b", Passed),
+            ]),
+            baseline.tests.as_ref(),
+        );
+        assert!(repaired.tests.as_ref().unwrap().vanished.is_empty());
+        assert_eq!(bar(5.0).verdict(&baseline, &repaired), Verdict::Green);
+        // A file that collects nothing now has vanished all the same.
+        let emptied = state_of(
+            &run_of(&[("tests/test_b.py::test_b", Passed)]),
+            baseline.tests.as_ref(),
+        );
+        assert_eq!(bar(5.0).verdict(&baseline, &emptied), Verdict::Regressed);
+    }
+
+    #[test]
     fn tests_left_unrun_by_the_time_limit_count_but_never_pass() {
         use TestOutcome::*;
         let base_run = run_of(&[("t::a", Passed), ("t::b", Failed), ("t::c", Passed)]);

@@ -410,6 +410,17 @@ fn write_origin_pth(tool_python: &Path, site: &[String]) -> Result<(), ToolError
     std::fs::write(&pth, text).map_err(|source| ToolError::write(&pth, source))
 }
 
+/// `sys.stdlib_module_names` of `python`, sorted; empty when it has none.
+pub(super) fn stdlib_modules(python: &Path) -> Vec<String> {
+    let script = "import sys\nprint('\\n'.join(sorted(getattr(sys, 'stdlib_module_names', ()))))";
+    match run_python(python, &["-c", script]) {
+        Ok(out) if out.ending == Ending::Exited(0) => {
+            out.stdout.lines().map(str::to_string).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// Runs `python args` for a probe (within [`PROBE_TIMEOUT`]);
 /// [`MissingTool::PythonDoesNotStart`] when it cannot be started.
 fn run_python(python: &Path, args: &[&str]) -> Result<super::process::ProcessOutput, ToolError> {

@@ -29,12 +29,14 @@ pub mod pylint;
 mod pytest;
 pub mod ruff;
 pub mod sandbox;
+pub mod suite;
 pub mod worktree;
 
 pub use env::{resolve_env_with, EnvSettings, PYLINT_PIN, PYTEST_PIN};
 pub use error::{FileAction, MissingTool, ToolError};
 pub use process::{Ending, ProcessBuilder, ProcessError, ProcessOutput};
 pub use pylint::{KnownContent, LintCache, LintTarget};
+pub use pytest::symptoms::{symptoms as pytest_symptoms, Symptom};
 pub use sandbox::{LayerState, ResourceLimits, Sandbox, SandboxPolicy, SandboxReport};
 // What the tools measure is the pipeline's vocabulary; named here too for
 // the modules of `tools/` that build it.
@@ -99,6 +101,13 @@ pub fn resolve_env(
     progress: &dyn Fn(&str),
 ) -> Result<PythonEnv, ToolError> {
     resolve_env_with(target, bootstrap, progress, &EnvSettings::from_env())
+}
+
+/// The names of the interpreter's standard-library modules
+/// (`sys.stdlib_module_names`, Python 3.10 and later; empty before, or when
+/// the interpreter does not answer).
+pub fn stdlib_modules(env: &PythonEnv) -> Vec<String> {
+    env::stdlib_modules(&env.python)
 }
 
 /// Whether a target-relative path is a test file (the Fixer leaves it alone,

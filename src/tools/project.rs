@@ -256,10 +256,25 @@ impl Project {
     /// declared dependency: `yaml` for `PyYAML`, `dateutil` for
     /// `python-dateutil`, `PIL` for `Pillow`, `xdist` for `pytest-xdist`…
     pub fn declares_module(&self, module: &str) -> bool {
+        self.distribution_of(module).is_some()
+    }
+
+    /// The declared dependency (normalised) that provides the top-level
+    /// module `module` (see [`distribution_provides`]); failing that, one
+    /// whose name starts with the module's and a dash (`frobnicate-tools`
+    /// for `frobnicate`).
+    pub fn distribution_of(&self, module: &str) -> Option<&str> {
         let wanted = normalise(module);
+        let prefix = format!("{wanted}-");
         self.dependencies
             .iter()
-            .any(|dep| distribution_provides(dep, &wanted))
+            .find(|dep| distribution_provides(dep, &wanted))
+            .or_else(|| {
+                self.dependencies
+                    .iter()
+                    .find(|dep| dep.starts_with(&prefix))
+            })
+            .map(String::as_str)
     }
 
     /// The command that installs the project with its test dependencies

@@ -29,6 +29,7 @@ use std::time::Duration;
 mod config;
 mod links;
 mod results;
+pub mod symptoms;
 
 use super::junit::parse_junit;
 use super::process::{cap_text, Ending, ProcessBuilder, ProcessOutput};

@@ -252,3 +252,115 @@ fn the_judge_tests_the_attempt_also_through_an_editable_import_hook() {
     // by an import hook rather than a path.
     judge_the_worktree_of_an_editable_install(&["--config-settings", "editable_mode=strict"]);
 }
+
+/// A flat module and its tests: `add` has a bug, the model fixes it.
+const FLAT_CALC: &str =
+    "\"\"\"Arithmetic.\"\"\"\n\n\ndef add(a, b):\n    \"\"\"The sum.\"\"\"\n    return a - b\n";
+const FLAT_TESTS: &str = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n";
+
+/// Runs swarm on `repo` with a model that would fix `calc.py`; the run's
+/// output and the model requests it made.
+fn run_against_fixing_model(repo: &TestRepo) -> (std::process::Output, usize) {
+    let server = fixing_model("calc.py", |t| t.replace("a - b", "a + b"));
+    let out = run_with_model(repo, &server, &["--max-iterations", "2"], &[]);
+    let requests = server.requests().len();
+    (out, requests)
+}
+
+/// The one line swarm's error printed (the message and its hints).
+fn error_line(out: &std::process::Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    stderr
+        .lines()
+        .find(|l| l.starts_with("swarm: error: "))
+        .unwrap_or_else(|| panic!("no error line in:\n{stderr}"))
+        .to_string()
+}
+
+#[test]
+fn addopts_naming_a_plugin_that_is_not_installed_is_named_before_any_model_call() {
+    let repo = TestRepo::with_files(&[
+        (
+            "pyproject.toml",
+            "[project]\nname = \"calc\"\nversion = \"1.0\"\n\n\
+             [project.optional-dependencies]\ntest = [\"pytest\", \"pytest-cov\"]\n\n\
+             [tool.pytest.ini_options]\naddopts = \"--cov=calc --cov-report=term-missing\"\n",
+        ),
+        ("calc.py", FLAT_CALC),
+        ("tests/test_calc.py", FLAT_TESTS),
+    ]);
+    let start = repo.head();
+    let (out, requests) = run_against_fixing_model(&repo);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(requests, 0, "no model request");
+    let line = error_line(&out);
+    assert!(
+        line.contains("the test suite cannot run with ")
+            && line.contains("pytest does not know --cov=calc --cov-report=term-missing (the plugin pytest-cov is not installed)")
+            && line.contains("-m pip install pytest-cov")
+            && line.contains("pip install -e '.[test]'")
+            && line.contains("--install-deps"),
+        "{line}"
+    );
+    assert_eq!(repo.head(), start);
+    let summary = summary_of(&out.stdout);
+    assert_eq!(summary["exit_code"], 1, "{summary}");
+}
+
+#[test]
+fn a_missing_runtime_dependency_is_named_before_any_model_call() {
+    // A flat project with one root `test.py`, as its README runs it, and a
+    // dependency its requirements name but this environment lacks.
+    let repo = TestRepo::with_files(&[
+        ("requirements.txt", "frobnicate-tools>=1.2\n"),
+        ("pytest.ini", "[pytest]\ntestpaths = test.py\n"),
+        (
+            "calc.py",
+            &format!(
+                "import frobnicate\n\n{}",
+                FLAT_CALC.replace("\"\"\"Arithmetic.\"\"\"\n\n", "")
+            ),
+        ),
+        ("test.py", FLAT_TESTS),
+    ]);
+    let (out, requests) = run_against_fixing_model(&repo);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(requests, 0, "no model request");
+    let line = error_line(&out);
+    assert!(
+        line.contains("the module frobnicate (imported by calc.py) is not installed")
+            && line.contains("-m pip install frobnicate-tools")
+            && line.contains("pip install -r requirements.txt"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_bad_import_in_the_project_s_code_stays_the_fixer_s() {
+    // `utilz` is a typo of the project's own `utils`: a bug, not a missing
+    // dependency; the model's fix is judged and delivered.
+    let repo = TestRepo::with_files(&[
+        ("utils.py", "def twice(x):\n    return 2 * x\n"),
+        (
+            "calc.py",
+            "\"\"\"Arithmetic.\"\"\"\nfrom utilz import twice\n\n\ndef add(a, b):\n    \"\"\"The sum.\"\"\"\n    return a + b\n\n\n\
+             def double(a):\n    \"\"\"Twice a.\"\"\"\n    return twice(a)\n",
+        ),
+        ("tests/test_calc.py", FLAT_TESTS),
+    ]);
+    let server = fixing_model("calc.py", |t| t.replace("from utilz", "from utils"));
+    let out = run_with_model(&repo, &server, &["--max-iterations", "2"], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(repo.read("calc.py").contains("from utils import twice"));
+}
