@@ -177,6 +177,7 @@ fn review(
         seen: &state.progress.seen,
         submodules: &state.facts.submodules,
         shown: &state.progress.shown,
+        tests: &state.facts.tests,
     };
     let file = &proposal.file;
     let step = part.map(|p| (p.index, p.total));
@@ -539,7 +540,13 @@ fn check_behaviour(
     stage: &str,
 ) -> Result<BehaviourRun, SwarmError> {
     let read = |p: &str| crate::stage::read_source_text(cx.root, p);
-    let untested = behaviour::untested_modules(&change.files, files, snapshot.has_tests(), &read);
+    let untested = behaviour::untested_modules(
+        &change.files,
+        files,
+        &state.facts.tests,
+        snapshot.has_tests(),
+        &read,
+    );
     let mut modules = Vec::new();
     for file in &untested {
         let path = state.facts.target.repo_path(file);

@@ -41,7 +41,7 @@ use crate::stage::prompt::PastAttempt;
 use crate::stage::reviewer::{ShownVersions, SizeLimits};
 pub use crate::stage::ruff_fixer::ProposalSource;
 use crate::stage::{auditor, executor};
-use crate::tools::{LintCache, PythonEnv, Sandbox, SandboxPolicy};
+use crate::tools::{LintCache, PythonEnv, Sandbox, SandboxPolicy, TestFiles};
 use record::Recorder;
 pub use summary::{Delivery, FinalCheck, Safety, Spend, StopReason, Summary, TestCount};
 use swarm_analysis::{FileMetrics, Severity};
@@ -161,6 +161,20 @@ pub(crate) struct Facts {
     /// What the run's states are held to (green, better), fixed by the
     /// baseline: every verdict of the run asks it.
     pub bar: Bar,
+    /// Which files are tests: what the project's pytest configuration and
+    /// the baseline's collection say (see [`TestFiles`]).
+    pub tests: TestFiles,
+}
+
+impl Facts {
+    /// The files that are not tests (target-relative).
+    pub(crate) fn sources(&self) -> Vec<String> {
+        self.files
+            .iter()
+            .filter(|f| !self.tests.contains(f))
+            .cloned()
+            .collect()
+    }
 }
 
 /// What is left to do: the plan, how far plans reached, and what the model
@@ -436,7 +450,9 @@ fn audit(
     rec.metrics(&audit.metrics)?;
     rec.measurement(crate::log::Agent::Auditor, &audit.baseline, None)?;
     tell_audit(cx, &audit);
-    suite::ensure_suite_runs(cx, ws.path(), &audit.baseline, &audit.files)?;
+    let tests =
+        TestFiles::read(cx.root, ws.path()).with_collected(audit.baseline.test_run.as_ref());
+    suite::ensure_suite_runs(cx, ws.path(), &audit.baseline, &audit.files, &tests)?;
     let snapshot = audit.baseline.snapshot;
     Ok(RunState {
         facts: Facts {
@@ -449,6 +465,7 @@ fn audit(
             severities: audit.severities,
             bar: Bar::of(&snapshot),
             baseline: snapshot.clone(),
+            tests,
         },
         work: Work::default(),
         progress: Progress::starting_at(snapshot),

@@ -11,6 +11,7 @@ use crate::error::SwarmError;
 use crate::pipeline::Measurement;
 use crate::tools::project::Project;
 use crate::tools::suite::{cannot_import, cannot_run, SuiteContext};
+use crate::tools::TestFiles;
 
 /// `Err` naming what the environment lacks when the baseline's pytest run
 /// could not run the suite; `worktree` is the run's worktree (the project's
@@ -20,12 +21,14 @@ pub(super) fn ensure_suite_runs(
     worktree: &std::path::Path,
     baseline: &Measurement,
     files: &[String],
+    tests: &TestFiles,
 ) -> Result<(), SwarmError> {
     let project = Project::find(cx.root, worktree);
     let stdlib = || crate::tools::stdlib_modules(cx.env);
     let weighing = SuiteContext {
         project: &project,
         files,
+        tests,
         python: cx.env.python.clone(),
         stdlib: &stdlib,
     };

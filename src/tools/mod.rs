@@ -30,6 +30,7 @@ mod pytest;
 pub mod ruff;
 pub mod sandbox;
 pub mod suite;
+pub mod test_files;
 pub mod worktree;
 
 pub use env::{resolve_env_with, EnvSettings, PYLINT_PIN, PYTEST_PIN};
@@ -38,6 +39,7 @@ pub use process::{Ending, ProcessBuilder, ProcessError, ProcessOutput};
 pub use pylint::{KnownContent, LintCache, LintTarget};
 pub use pytest::symptoms::{symptoms as pytest_symptoms, Symptom};
 pub use sandbox::{LayerState, ResourceLimits, Sandbox, SandboxPolicy, SandboxReport};
+pub use test_files::TestFiles;
 // What the tools measure is the pipeline's vocabulary; named here too for
 // the modules of `tools/` that build it.
 pub use crate::pipeline::measure::{

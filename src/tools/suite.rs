@@ -129,6 +129,8 @@ pub struct SuiteContext<'a> {
     pub project: &'a Project,
     /// The project's Python files, relative to the tested folder.
     pub files: &'a [String],
+    /// Which of them are tests.
+    pub tests: &'a super::TestFiles,
     /// The interpreter the tests ran with.
     pub python: PathBuf,
     /// The standard library's module names, asked for only when needed.
@@ -232,7 +234,7 @@ fn missing_module(
         cx.files
             .iter()
             .any(|f| f == by || by.ends_with(&format!("/{f}")))
-            && !super::is_test_path(by)
+            && !cx.tests.contains(by)
     });
     if !declared && by_source && near_miss(top, cx.files, stdlib) {
         return None;
@@ -400,6 +402,7 @@ mod tests {
             &SuiteContext {
                 project,
                 files: &files,
+                tests: &super::super::TestFiles::default(),
                 python: PathBuf::from("/venv/bin/python"),
                 stdlib: &stdlib,
             },

@@ -26,7 +26,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-mod config;
+pub(crate) mod config;
 mod links;
 mod results;
 pub mod symptoms;

@@ -364,3 +364,67 @@ fn a_bad_import_in_the_project_s_code_stays_the_fixer_s() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(repo.read("calc.py").contains("from utils import twice"));
 }
+
+/// A flat module with one root `test.py` (`testpaths = ["test.py"]`), as
+/// small libraries have it: `bump` has a bug.
+const SEMVER: &str = "\"\"\"Version numbers.\"\"\"\n\n\ndef bump(version):\n    \
+\"\"\"The next patch version.\"\"\"\n    major, minor, patch = version.split(\".\")\n    \
+return f\"{major}.{minor}.{int(patch)}\"\n";
+const SEMVER_TESTS: &str = "from semver import bump\n\n\ndef test_bump():\n    \
+assert bump(\"1.2.3\") == \"1.2.4\"\n";
+
+#[test]
+fn a_root_test_py_that_pytest_collects_is_a_test_never_the_fixer_s() {
+    let repo = TestRepo::with_files(&[
+        (
+            "pyproject.toml",
+            "[tool.pytest.ini_options]\ntestpaths = [\"test.py\"]\n",
+        ),
+        ("semver.py", SEMVER),
+        ("test.py", SEMVER_TESTS),
+    ]);
+    // A model that, asked about `test.py`, rewrites its failing assertion,
+    // and asked about `semver.py`, fixes the bug; its plan blames `test.py`.
+    let server = LlmServer::start(|request: &RecordedRequest| {
+        let prompt = prompt_of(request);
+        if prompt.starts_with("Write a refactoring plan") {
+            let plan = "# Refactoring plan\n\n## Summary\n\nThe test fails.\n\n## test.py\n\n\
+                        - **Type**: bug\n  **Severity**: high\n  **Location**: `test_bump`\n  \
+                        **Description**: the expected value is wrong.\n  \
+                        **Suggested fix**: expect what bump returns.\n";
+            return Reply::text_for(request, plan);
+        }
+        let (file, current) = asked(&prompt).unwrap_or_default();
+        let after = match file.as_str() {
+            "test.py" => current.replace("\"1.2.4\"", "\"1.2.3\""),
+            "semver.py" => current.replace("{int(patch)}", "{int(patch) + 1}"),
+            _ => current.clone(),
+        };
+        if after == current {
+            return Reply::text_for(request, "NO CHANGE: looks right.");
+        }
+        let body = similar::TextDiff::from_lines(current.as_str(), after.as_str())
+            .unified_diff()
+            .header(&format!("a/{file}"), &format!("b/{file}"))
+            .to_string();
+        Reply::text_for(request, &format!("```diff\n{body}```\n"))
+    });
+    let out = run_with_model(&repo, &server, &["--max-iterations", "3"], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        repo.read("test.py"),
+        SEMVER_TESTS,
+        "the tests are untouched"
+    );
+    assert!(repo.read("semver.py").contains("{int(patch) + 1}"));
+    let asked_files: Vec<String> = server
+        .requests()
+        .iter()
+        .filter_map(|r| asked(&prompt_of(r)).map(|(file, _)| file))
+        .collect();
+    assert!(
+        !asked_files.iter().any(|f| f == "test.py"),
+        "{asked_files:?}"
+    );
+}
