@@ -255,6 +255,12 @@ pub fn untested_modules(
                         .into_iter()
                         .map(|(file, _)| file),
                 );
+                // What the tests call through re-exports and wrappers.
+                reached.extend(
+                    reach::definitions_called_by(test, &text, &sources, read)
+                        .into_iter()
+                        .map(|found| found.file),
+                );
             }
         }
         modules.retain(|f| !reached.contains(f));

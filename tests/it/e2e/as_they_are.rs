@@ -428,3 +428,73 @@ fn a_root_test_py_that_pytest_collects_is_a_test_never_the_fixer_s() {
         "{asked_files:?}"
     );
 }
+
+#[test]
+fn a_test_calling_through_a_wrapper_reaches_the_module_that_defines_the_code() {
+    // python-semver's shape: `semver.cmd_compare` is `_deprecated.py`'s
+    // `deprecated(cli.cmd_compare)`; the bug is in `cli.py`, and no
+    // traceback names it (the test's assertion fails on a wrong value).
+    let repo = TestRepo::with_files(&[
+        (
+            "pyproject.toml",
+            "[project]\nname = \"semver\"\nversion = \"3.0.0\"\n\n\
+             [tool.pytest.ini_options]\ntestpaths = [\"tests\"]\n",
+        ),
+        (
+            "src/semver/__init__.py",
+            "\"\"\"Semantic versions.\"\"\"\nfrom ._deprecated import cmd_compare\nfrom .version import parse\n",
+        ),
+        (
+            "src/semver/_deprecated.py",
+            "\"\"\"Deprecated entry points.\"\"\"\nimport functools\n\nfrom . import cli\n\n\n\
+             def deprecated(func):\n    \"\"\"Marks func deprecated.\"\"\"\n\n    \
+             @functools.wraps(func)\n    def wrapper(*args, **kwargs):\n        \
+             return func(*args, **kwargs)\n\n    return wrapper\n\n\n\
+             cmd_compare = deprecated(cli.cmd_compare)\n",
+        ),
+        (
+            "src/semver/cli.py",
+            "\"\"\"The command line.\"\"\"\nfrom .version import parse\n\n\n\
+             def cmd_compare(first, second):\n    \"\"\"-1, 0 or 1 as first is lower, equal or higher.\"\"\"\n    \
+             a, b = parse(first), parse(second)\n    return str((a > b) - (a < b) + 1)\n",
+        ),
+        (
+            "src/semver/version.py",
+            "\"\"\"Parsing.\"\"\"\n\n\ndef parse(text):\n    \"\"\"The version's numbers.\"\"\"\n    \
+             return tuple(int(p) for p in text.split(\".\"))\n",
+        ),
+        (
+            "tests/test_cli.py",
+            "import semver\n\n\ndef test_compare():\n    assert semver.cmd_compare(\"1.0.0\", \"2.0.0\") == \"-1\"\n\n\n\
+             def test_parse():\n    assert semver.parse(\"1.2.3\") == (1, 2, 3)\n",
+        ),
+    ]);
+    let server = LlmServer::start(|request: &RecordedRequest| {
+        let prompt = prompt_of(request);
+        if prompt.starts_with("Write a refactoring plan") {
+            let plan = "# Refactoring plan\n\n## Summary\n\nA comparison test fails; the package needs a look.\n";
+            return Reply::text_for(request, plan);
+        }
+        match asked(&prompt) {
+            Some((file, current)) if file == "src/semver/cli.py" => {
+                let after = current.replace(" + 1)\n", ")\n");
+                let body = similar::TextDiff::from_lines(current.as_str(), after.as_str())
+                    .unified_diff()
+                    .header(&format!("a/{file}"), &format!("b/{file}"))
+                    .to_string();
+                Reply::text_for(request, &format!("```diff\n{body}```\n"))
+            }
+            _ => Reply::text_for(request, "NO CHANGE: looks right."),
+        }
+    });
+    let out = run_with_model(&repo, &server, &["--max-iterations", "3"], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!repo.read("src/semver/cli.py").contains(" + 1)"));
+    // `cli.py` was the first file the Fixer was asked about.
+    let first = server
+        .requests()
+        .iter()
+        .find_map(|r| asked(&prompt_of(r)).map(|(file, _)| file));
+    assert_eq!(first.as_deref(), Some("src/semver/cli.py"), "{stderr}");
+}
