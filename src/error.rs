@@ -318,6 +318,10 @@ impl From<ToolError> for SwarmError {
                 Some("install them yourself: pip install pytest pylint".to_string())
             }
             MissingTool::Ruff => Some("--offline needs it: pip install ruff".to_string()),
+            MissingTool::DeclaredEnv { .. } => Some(
+                "check what the project declares (it must install with pip or uv), or run without --install-deps with the dependencies installed yourself"
+                    .to_string(),
+            ),
             MissingTool::Browser { .. } => {
                 Some("set $BROWSER to your browser, or open the file yourself".to_string())
             }

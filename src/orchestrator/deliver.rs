@@ -61,7 +61,8 @@ pub(crate) fn deliver(
         _ if green => ExitKind::Success,
         _ => ExitKind::GaveUp,
     };
-    let summary = summary_of(config, ending, delivery, exit);
+    let mut summary = summary_of(config, ending, delivery, exit);
+    summary.time = rec.run_time();
     rec.system_end(&summary)?;
     Ok(summary)
 }
@@ -145,6 +146,7 @@ fn summary_of(config: &RunConfig, ending: Ending, delivery: Delivery, exit: Exit
         dry_run: config.dry_run,
         final_check,
         safety,
+        time: super::summary::RunTime::default(),
     }
 }
 

@@ -62,6 +62,9 @@ pub struct RunConfig {
     pub generate_tests: bool,
     pub size_limits: SizeLimits,
     pub bootstrap: bool,
+    /// `--install-deps`: run the tools in the project's declared
+    /// environment, built in swarm's cache (see [`crate::tools::declared_env`]).
+    pub install_deps: bool,
     /// Concurrent model calls.
     pub jobs: usize,
     pub max_tokens_total: Option<u64>,

@@ -180,6 +180,7 @@ async fn generate_for(
         content: Some(generated.source.clone().into_bytes()),
     };
     ws.write_files(&[candidate])?;
+    let validating = Instant::now();
     let checked = tokio::task::block_in_place(|| {
         tester::run::check(
             cx.tools("validating generated tests"),
@@ -189,6 +190,7 @@ async fn generate_for(
             cx.cancel,
         )
     });
+    rec.charge_judge(validating.elapsed());
     // The worktree goes back to the original code whatever the run gave.
     let reset = ws.reset_to(ws.best());
     checked?;

@@ -24,6 +24,7 @@ use super::process::{Ending, ProcessBuilder};
 use super::{EnvSource, FileAction, MissingTool, PythonEnv, ToolError};
 use crate::cancel::Cancel;
 
+mod declared;
 mod known;
 mod probe;
 mod pyenv;
@@ -31,6 +32,7 @@ mod pyenv;
 mod test_files;
 
 use crate::tools::memo::ProbeMemo;
+pub use declared::declared_env;
 use probe::{Probe, ToolProbe};
 
 /// The pytest version a bootstrapped tool environment pins.

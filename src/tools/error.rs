@@ -130,6 +130,14 @@ pub enum MissingTool {
     /// ruff answers neither as `ruff` on `PATH` nor as `python3 -m ruff`.
     #[error("ruff was found neither as `ruff` on PATH nor as `python3 -m ruff`")]
     Ruff,
+    /// The project's declared environment (`--install-deps`) could not be
+    /// built at `dir`: `command` failed with `problem`.
+    #[error("cannot build the project's declared environment in {}: {command}: {problem}", dir.display())]
+    DeclaredEnv {
+        dir: PathBuf,
+        command: String,
+        problem: String,
+    },
     /// The browser could not be started.
     #[error("cannot start `{command}`: {source}")]
     Browser {

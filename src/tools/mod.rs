@@ -33,7 +33,7 @@ pub mod suite;
 pub mod test_files;
 pub mod worktree;
 
-pub use env::{resolve_env_with, EnvSettings, PYLINT_PIN, PYTEST_PIN};
+pub use env::{declared_env, resolve_env_with, EnvSettings, PYLINT_PIN, PYTEST_PIN};
 pub use error::{FileAction, MissingTool, ToolError};
 pub use process::{Ending, ProcessBuilder, ProcessError, ProcessOutput};
 pub use pylint::{KnownContent, LintCache, LintTarget};
@@ -60,6 +60,9 @@ pub enum EnvSource {
     Bootstrapped,
     /// The interpreter named by `SWARM_PYTHON`.
     Explicit,
+    /// The project's declared environment swarm built in its cache
+    /// (`--install-deps`).
+    Declared,
 }
 
 /// The interpreter that runs pytest and pylint.

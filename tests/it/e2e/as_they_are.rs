@@ -498,3 +498,126 @@ fn a_test_calling_through_a_wrapper_reaches_the_module_that_defines_the_code() {
         .find_map(|r| asked(&prompt_of(r)).map(|(file, _)| file));
     assert_eq!(first.as_deref(), Some("src/semver/cli.py"), "{stderr}");
 }
+
+/// Writes a wheel of the distribution `dist` (version 1.0) holding the
+/// module `module` with `code` into `dir`, as a package index would serve it.
+fn local_wheel(dir: &std::path::Path, dist: &str, module: &str, code: &str) {
+    std::fs::create_dir_all(dir).expect("wheel folder");
+    let script = r#"
+import base64, hashlib, sys, zipfile
+folder, dist, module, code = sys.argv[1:5]
+name = dist.replace("-", "_")
+info = f"{name}-1.0.dist-info"
+files = {
+    f"{module}/__init__.py": code,
+    f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n",
+    f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: swarm-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+}
+record = []
+for path, text in files.items():
+    digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+    record.append(f"{path},sha256={digest},{len(text.encode())}")
+record.append(f"{info}/RECORD,,")
+files[f"{info}/RECORD"] = "\n".join(record) + "\n"
+with zipfile.ZipFile(f"{folder}/{name}-1.0-py3-none-any.whl", "w") as wheel:
+    for path, text in files.items():
+        wheel.writestr(path, text)
+"#;
+    let made = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(dir)
+        .args([dist, module, code])
+        .status()
+        .expect("python3 runs");
+    assert!(made.success(), "the wheel is written");
+}
+
+#[test]
+fn install_deps_builds_the_declared_environment_once_and_benchmarks_run_untimed() {
+    // A project whose runtime dependency and test plugin this environment
+    // lacks; its benchmark test passes only when the benchmark runs once.
+    let repo = TestRepo::with_files(&[
+        (
+            "pyproject.toml",
+            "[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n\n\
+             [project]\nname = \"calc\"\nversion = \"0.1.0\"\ndependencies = [\"frobnicate-tools\"]\n\n\
+             [project.optional-dependencies]\ntest = [\"pytest-benchmark\"]\n\n\
+             [tool.setuptools]\npy-modules = [\"calc\"]\n",
+        ),
+        (
+            "calc.py",
+            &format!("import frobnicate\n\n{}", FLAT_CALC.replace("\"\"\"Arithmetic.\"\"\"\n\n", "")),
+        ),
+        (
+            "tests/test_calc.py",
+            "from calc import add\n\nCALLS = []\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n\
+             def test_add_benchmark(benchmark):\n    benchmark(lambda: CALLS.append(add(1, 1)))\n    \
+             assert len(CALLS) == 1\n",
+        ),
+    ]);
+    let wheels = repo.tmp().join("wheels");
+    local_wheel(
+        &wheels,
+        "frobnicate-tools",
+        "frobnicate",
+        "VERSION = '1.0'\n",
+    );
+    let wheels = wheels.to_string_lossy().into_owned();
+    let uv_cache = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("uv-cache");
+    let uv_cache = uv_cache.to_string_lossy().into_owned();
+    let env = [
+        ("UV_FIND_LINKS", wheels.as_str()),
+        ("UV_CACHE_DIR", uv_cache.as_str()),
+    ];
+    let server = fixing_model("calc.py", |t| t.replace("a - b", "a + b"));
+    let out = run_with_model(
+        &repo,
+        &server,
+        &["--install-deps", "--dry-run", "--max-iterations", "2"],
+        &env,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("building the project's declared environment in "),
+        "{stderr}"
+    );
+    let summary = summary_of(&out.stdout);
+    assert_eq!(summary["tests_after"]["passed"], 2, "{summary}");
+    assert!(
+        summary["time"]["judge_seconds"].as_f64().unwrap() > 0.0,
+        "{summary}"
+    );
+    assert!(
+        stderr.contains("  time:     ") && stderr.contains("the Judge (tests and pylint)"),
+        "{stderr}"
+    );
+
+    // A second run finds it in the cache.
+    let again = run_with_model(
+        &repo,
+        &server,
+        &["--install-deps", "--dry-run", "--max-iterations", "1"],
+        &env,
+    );
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("reusing the project's declared environment "),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("building the project's declared environment"),
+        "{stderr}"
+    );
+
+    // The user's own Python was left alone.
+    let own = std::process::Command::new("python3")
+        .args(["-c", "import frobnicate"])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        !own.status.success(),
+        "frobnicate was installed into the user's Python"
+    );
+}
