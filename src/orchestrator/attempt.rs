@@ -483,13 +483,21 @@ fn commit_message(
     verdict: Verdict,
     result: &Snapshot,
 ) -> String {
+    // Every file the change touches, the one asked about first.
+    let mut files = vec![state.facts.target.repo_path(tried.file).to_string()];
+    for file in &tried.change.files {
+        let path = state.facts.target.repo_path(file.as_str()).to_string();
+        if !files.contains(&path) {
+            files.push(path);
+        }
+    }
     let record = AttemptRecord {
         run_id: &state.facts.run_id,
         iteration: state.progress.iterations,
         attempt: k,
         model: &state.facts.model_id,
         summary: &tried.summary,
-        file: &state.facts.target.repo_path(tried.file),
+        file: &files.join(", "),
         verdict,
         baseline: &state.facts.baseline,
         result,

@@ -16,6 +16,8 @@ pub struct AttemptRecord<'a> {
     pub attempt: u32,
     pub model: &'a str,
     pub summary: &'a str,
+    /// The file (or files, comma-separated) the change touches, named in
+    /// the subject.
     pub file: &'a str,
     pub verdict: Verdict,
     pub baseline: &'a Snapshot,

@@ -621,3 +621,48 @@ fn install_deps_builds_the_declared_environment_once_and_benchmarks_run_untimed(
         "frobnicate was installed into the user's Python"
     );
 }
+
+#[test]
+fn a_commit_that_changes_two_files_names_both_in_its_subject() {
+    let helpers =
+        "\"\"\"Helpers.\"\"\"\n\n\ndef negate(x):\n    \"\"\"Minus x.\"\"\"\n    return -x\n";
+    let calc = "\"\"\"Arithmetic.\"\"\"\nfrom helpers import negate\n\n\n\
+                def add(a, b):\n    \"\"\"The sum.\"\"\"\n    return a + negate(b)\n";
+    let repo = TestRepo::with_files(&[
+        ("helpers.py", helpers),
+        ("calc.py", calc),
+        ("tests/test_calc.py", FLAT_TESTS),
+    ]);
+    let fixed_helpers = helpers.replace("def negate(x):\n    \"\"\"Minus x.\"\"\"\n    return -x\n",
+        "def negate(x):\n    \"\"\"Minus x.\"\"\"\n    return -x\n\n\ndef same(x):\n    \"\"\"x itself.\"\"\"\n    return x\n");
+    let fixed_calc = calc
+        .replace("from helpers import negate", "from helpers import same")
+        .replace("negate(b)", "same(b)");
+    let reply = format!(
+        "Fix add() with a helper of its own.\n\n```diff\n{}{}```\n",
+        similar::TextDiff::from_lines(calc, fixed_calc.as_str())
+            .unified_diff()
+            .header("a/calc.py", "b/calc.py"),
+        similar::TextDiff::from_lines(helpers, fixed_helpers.as_str())
+            .unified_diff()
+            .header("a/helpers.py", "b/helpers.py"),
+    );
+    let server = LlmServer::start(move |request: &RecordedRequest| {
+        let prompt = prompt_of(request);
+        if prompt.starts_with("Fix and improve `calc.py`") {
+            Reply::text_for(request, &reply)
+        } else if prompt.starts_with("Write a refactoring plan") {
+            Reply::text_for(
+                request,
+                "# Refactoring plan\n\n## Summary\n\nadd() is wrong.\n",
+            )
+        } else {
+            Reply::text_for(request, "NO CHANGE: looks right.")
+        }
+    });
+    let out = run_with_model(&repo, &server, &["--max-iterations", "2"], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let subject = repo.git(&["log", "-1", "--format=%s"]);
+    assert!(subject.ends_with("(calc.py, helpers.py)"), "{subject}");
+}
