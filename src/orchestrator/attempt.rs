@@ -483,21 +483,14 @@ fn commit_message(
     verdict: Verdict,
     result: &Snapshot,
 ) -> String {
-    // Every file the change touches, the one asked about first.
-    let mut files = vec![state.facts.target.repo_path(tried.file).to_string()];
-    for file in &tried.change.files {
-        let path = state.facts.target.repo_path(file.as_str()).to_string();
-        if !files.contains(&path) {
-            files.push(path);
-        }
-    }
+    let files = executor::files_named(&state.facts.target, tried.file, tried.change);
     let record = AttemptRecord {
         run_id: &state.facts.run_id,
         iteration: state.progress.iterations,
         attempt: k,
         model: &state.facts.model_id,
         summary: &tried.summary,
-        file: &files.join(", "),
+        file: &files,
         verdict,
         baseline: &state.facts.baseline,
         result,

@@ -2,8 +2,9 @@
 //! runs at most `max_iterations` Fixer→Reviewer→Executor→Judge rounds keeping
 //! the best state, and delivers it. Stages are called here and nowhere else.
 //!
-//! `setup` opens the repository, takes the lock and the worktree; this file
-//! runs the audit and the rounds; `plan` asks for plan batches; `round` picks
+//! `setup` opens the repository, takes the lock and the worktree; `audit`
+//! takes the baseline and checks that the suite ran; this file runs the
+//! stages in order and the rounds; `plan` asks for plan batches; `round` picks
 //! the files and asks the Fixer; `attempt` takes one proposal through the
 //! Reviewer, the Executor and the Judge; `verify` checks the best state
 //! once more; `deliver` fast-forwards the user's branch; `record` writes the
@@ -12,12 +13,12 @@
 //! work on), [`Progress`] (the best state and what was tried), [`Spend`].
 
 mod attempt;
+mod audit;
 mod deliver;
 mod plan;
 mod record;
 mod round;
 mod setup;
-mod suite;
 pub mod summary;
 mod tester;
 mod timing;
@@ -33,14 +34,12 @@ use crate::git::RunWorkspace;
 use crate::llm::{ChatModel, PriceTable, ProviderConfig, Secret, Usage, Windowed};
 use crate::log::{Event, EventSink, Step};
 use crate::pipeline::{Bar, RepoPath, Snapshot, TargetDir};
-use crate::stage::baseline_cache::{BaselineCache, BaselineKey, KeyInputs};
 use crate::stage::budget::{Budget, BudgetSettings};
 use crate::stage::judge::{self, Limits};
 use crate::stage::planner::Plan;
 use crate::stage::prompt::PastAttempt;
 use crate::stage::reviewer::{ShownVersions, SizeLimits};
 pub use crate::stage::ruff_fixer::ProposalSource;
-use crate::stage::{auditor, executor};
 use crate::tools::{LintCache, PythonEnv, Sandbox, SandboxPolicy, TestFiles};
 use record::Recorder;
 pub use summary::{Delivery, FinalCheck, Safety, Spend, StopReason, Summary, TestCount};
@@ -125,7 +124,7 @@ impl RunContext<'_> {
     }
 
     /// [`Self::tools`], with the worktree's files known by their blob ids
-    /// (see [`executor::worktree_content`]).
+    /// (see [`crate::stage::executor::worktree_content`]).
     pub(crate) fn tools_knowing<'k>(
         &'k self,
         stage: &'k str,
@@ -397,7 +396,7 @@ async fn drive(
     scope: setup::Scope,
 ) -> Result<(RunState, StopReason), SwarmError> {
     rec.enter(Stage::Audit);
-    let mut state = audit(cx, ws, rec, scope)?;
+    let mut state = audit::audit(cx, ws, rec, scope)?;
     rec.enter(Stage::Plan);
     if let ProposalSource::Ruff(_) = cx.config.proposals {
         plan::ruff_plan(cx, &mut state);
@@ -411,121 +410,6 @@ async fn drive(
         tester::settle_evidence(cx, ws, rec, &mut state)?;
     }
     Ok((state, stop))
-}
-
-/// The Auditor's stage: the files, their metrics and the baseline (reused
-/// from an earlier run on the same tree when the cache holds it), logged
-/// and reported; the run's state starts from it.
-fn audit(
-    cx: &RunContext<'_>,
-    ws: &RunWorkspace,
-    rec: &mut Recorder<'_>,
-    scope: setup::Scope,
-) -> Result<RunState, SwarmError> {
-    let setup::Scope {
-        run_id,
-        target,
-        files,
-        submodules,
-    } = scope;
-    let cache = cx.config.cache_dir.as_deref().map(BaselineCache::new);
-    let reuse = cache
-        .as_ref()
-        .zip(baseline_key(cx, ws, &target, &files))
-        .map(|(cache, key)| auditor::BaselineReuse {
-            cache,
-            key,
-            run_id: &run_id,
-            worktree: ws.path(),
-        });
-    let known = executor::worktree_content(ws, &target)?;
-    let audit = tokio::task::block_in_place(|| {
-        auditor::audit(
-            cx.tools_knowing("audit", &known),
-            cx.root,
-            files,
-            cx.config.limits,
-            cx.cancel,
-            reuse.as_ref(),
-            &auditor::MetricsCache::new(cx.config.cache_dir.as_deref()),
-        )
-    })?;
-    rec.metrics(&audit.metrics)?;
-    rec.measurement(crate::log::Agent::Auditor, &audit.baseline, None)?;
-    tell_audit(cx, &audit);
-    let tests =
-        TestFiles::read(cx.root, ws.path()).with_collected(audit.baseline.test_run.as_ref());
-    suite::ensure_suite_runs(cx, ws.path(), &audit.baseline, &audit.files, &tests)?;
-    let snapshot = audit.baseline.snapshot;
-    Ok(RunState {
-        facts: Facts {
-            run_id,
-            model_id: cx.model.model().to_string(),
-            target,
-            files: audit.files,
-            submodules,
-            metrics: audit.metrics,
-            severities: audit.severities,
-            bar: Bar::of(&snapshot),
-            baseline: snapshot.clone(),
-            tests,
-        },
-        work: Work::default(),
-        progress: Progress::starting_at(snapshot),
-        spend: Spend::default(),
-    })
-}
-
-/// Everything the baseline depends on, hashed: the key of a cached
-/// baseline (`None` when the tree id cannot be read, which only means no
-/// reuse).
-fn baseline_key(
-    cx: &RunContext<'_>,
-    ws: &RunWorkspace,
-    target: &TargetDir,
-    files: &[String],
-) -> Option<BaselineKey> {
-    let tree = ws.base_tree_id("").ok().flatten()?;
-    let policy = &cx.config.sandbox;
-    Some(
-        KeyInputs {
-            tree: &tree,
-            target_rel: target.as_str(),
-            files,
-            empty_submodules: ws.empty_submodules(),
-            env: cx.env,
-            limits: cx.config.limits,
-            sandbox: cx.sandbox.report(),
-            resource_limits: &format!("{:?}", policy.limits),
-            isolate: policy.isolate,
-        }
-        .key(),
-    )
-}
-
-/// Tells the user what the audit found: a reused baseline, pylint's notes,
-/// the counts.
-fn tell_audit(cx: &RunContext<'_>, audit: &auditor::Audit) {
-    if let Some((earlier, when)) = &audit.reused_from {
-        cx.events.emit(Event::Notice {
-            message: format!(
-                "baseline: reused from an earlier run on the same tree (run {earlier}, measured {when}): pytest and pylint not run again"
-            ),
-        });
-    }
-    let snapshot = &audit.baseline.snapshot;
-    for note in &snapshot.lint.notes {
-        cx.events.emit(Event::Notice {
-            message: format!("pylint: {note}"),
-        });
-    }
-    cx.events.emit(Event::Audited {
-        files: audit.files.len(),
-        tests_passed: snapshot.counts().0,
-        tests_total: snapshot.counts().1,
-        no_tests: !snapshot.has_tests(),
-        pylint: snapshot.pylint,
-    });
 }
 
 /// Rounds until the work is done, a limit is reached, three rounds in a row

@@ -185,7 +185,7 @@ mod tests {
         clock.enter(Stage::Rounds);
         clock.charge_judge(Duration::from_millis(500));
         let (total, judge) = clock.judge_share();
-        assert!(judge >= 0.52 && judge < 0.6, "{judge}");
+        assert!((0.52..0.6).contains(&judge), "{judge}");
         assert!(total >= 0.02 && total < judge, "{total}");
     }
 

@@ -140,9 +140,16 @@ impl Project {
                 }
             }
         }
-        let tool = doc.get("tool").and_then(|t| t.as_table());
+        if let Some(tool) = doc.get("tool").and_then(|t| t.as_table()) {
+            self.read_tool_tables(tool, dirs);
+        }
+    }
+
+    /// The `[tool.*]` tables of the build backends and managers: package
+    /// folders (setuptools, hatch, poetry, pdm) and poetry's dependencies.
+    fn read_tool_tables(&mut self, tool: &toml::Table, dirs: &mut Vec<String>) {
         let at = |path: &[&str]| -> Option<&toml::Value> {
-            let mut value = tool?.get(path[0])?;
+            let mut value = tool.get(path[0])?;
             for key in &path[1..] {
                 value = value.get(key)?;
             }

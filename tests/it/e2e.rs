@@ -247,6 +247,7 @@ mod review_rules;
 mod runs;
 mod sandbox;
 mod scale;
+mod shapes;
 mod streaming;
 mod tester;
 mod trust;
