@@ -42,6 +42,8 @@ import sys
 _CONFIG_NAME = "_swarm_worktree.json"
 _STATE = {"guard": None}
 _STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | frozenset(sys.builtin_module_names)
+# The interpreter's start-up hooks (this one among them): never the project's.
+_STARTUP = frozenset(["sitecustomize", "usercustomize"])
 
 
 def _real(path):
@@ -153,7 +155,9 @@ class _Guard:
         for name, module in list(sys.modules.items()):
             top = name.partition(".")[0]
             file = getattr(module, "__file__", None)
-            if top in _STDLIB or top.startswith("_swarm") or not isinstance(file, str):
+            if top in _STDLIB or top in _STARTUP or top.startswith("_swarm"):
+                continue
+            if not isinstance(file, str):
                 continue
             real = _real(file)
             if self.in_worktree(real):
@@ -172,7 +176,7 @@ class _Guard:
         """Modules of the project loaded from outside the worktree."""
         found = []
         for name, module in list(sys.modules.items()):
-            if name.startswith("_swarm"):
+            if name.startswith("_swarm") or name in _STARTUP:
                 continue
             file = getattr(module, "__file__", None)
             if not isinstance(file, str):
@@ -213,7 +217,7 @@ class _WorktreeFinder:
         guard = self.guard
         top = fullname.partition(".")[0]
         if path is None:
-            if top in _STDLIB or top.startswith("_swarm"):
+            if top in _STDLIB or top in _STARTUP or top.startswith("_swarm"):
                 return None
             entries = guard.worktree_entries()
             spec = importlib.machinery.PathFinder.find_spec(fullname, entries)
