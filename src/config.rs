@@ -74,6 +74,10 @@ pub struct FileConfig {
     pub allow_test_edits: Option<bool>,
     /// `true` is `--offline`: ruff's fixes, no model.
     pub offline: Option<bool>,
+    /// `true` is `--install-deps`: the project's declared environment in
+    /// swarm's cache.
+    #[serde(alias = "install_deps")]
+    pub install_deps: Option<bool>,
     /// `false` is `--no-generate-tests`.
     #[serde(alias = "generate_tests")]
     pub generate_tests: Option<bool>,

@@ -286,14 +286,23 @@ impl From<LlmError> for SwarmError {
 }
 
 /// A tool that gave no result. Something missing is bad input (exit 1),
-/// with the hint that says how to get it; a cancel is an interrupt; the
-/// rest is internal (exit 5).
+/// with the hint that says how to get it, and so is an environment that
+/// imports the project from outside the worktree; a cancel is an
+/// interrupt; the rest is internal (exit 5).
 impl From<ToolError> for SwarmError {
     fn from(err: ToolError) -> Self {
         use crate::tools::MissingTool;
         let ToolError::Missing(missing) = &err else {
             return match err {
                 ToolError::Cancelled => Self::interrupted(),
+                ToolError::OutsideWorktree { .. } => Self::wrapping(ExitKind::InvalidInput, err)
+                    .hint(
+                    "swarm judges the attempt in its own worktree, yet this Python environment \
+                         loads the project's code from elsewhere (an installed copy, or an import \
+                         hook pointing at your checkout): install the project in editable mode \
+                         from this checkout (pip install -e .) or uninstall the other copy, or run \
+                         with --install-deps to test in an environment of swarm's own",
+                ),
                 other => Self::wrapping(ExitKind::Internal, other),
             };
         };
@@ -312,6 +321,10 @@ impl From<ToolError> for SwarmError {
                 Some("install them yourself: pip install pytest pylint".to_string())
             }
             MissingTool::Ruff => Some("--offline needs it: pip install ruff".to_string()),
+            MissingTool::DeclaredEnv { .. } => Some(
+                "check what the project declares (it must install with pip or uv), or run without --install-deps with the dependencies installed yourself"
+                    .to_string(),
+            ),
             MissingTool::Browser { .. } => {
                 Some("set $BROWSER to your browser, or open the file yourself".to_string())
             }
@@ -324,6 +337,59 @@ impl From<ToolError> for SwarmError {
             Some(hint) => wrapped.hint(hint),
             None => wrapped,
         }
+    }
+}
+
+/// A test suite that cannot run in the environment at hand: bad input
+/// (exit 1), with how to get what is missing — into that interpreter, as
+/// the project's own install command, or in swarm's cache.
+impl From<crate::tools::suite::CannotRun> for SwarmError {
+    fn from(err: crate::tools::suite::CannotRun) -> Self {
+        use crate::tools::suite::MissingPiece;
+        let python = err.python.display().to_string();
+        let mut requirements: Vec<String> = Vec::new();
+        for piece in &err.missing {
+            if let Some(req) = piece.requirement() {
+                if !requirements.contains(&req) {
+                    requirements.push(req);
+                }
+            }
+        }
+        let own = err
+            .missing
+            .iter()
+            .any(|p| matches!(p, MissingPiece::Project { .. }));
+        let install = err
+            .install
+            .clone()
+            .or_else(|| own.then(|| "pip install -e .".to_string()));
+        let mut hints = Vec::new();
+        if !requirements.is_empty() {
+            hints.push(format!(
+                "install what is missing: {python} -m pip install {}",
+                requirements.join(" ")
+            ));
+        }
+        if let Some(install) = install {
+            let lead = if hints.is_empty() {
+                "install"
+            } else {
+                "or install"
+            };
+            hints.push(format!(
+                "{lead} the project as its own files declare it ({install}), in that environment"
+            ));
+        }
+        hints.push(
+            "or run with --install-deps: swarm builds the project's declared environment in its \
+             cache, leaving yours alone"
+                .to_string(),
+        );
+        let mut error = Self::wrapping(ExitKind::InvalidInput, err);
+        for hint in hints {
+            error = error.hint(hint);
+        }
+        error
     }
 }
 

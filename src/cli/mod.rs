@@ -171,6 +171,12 @@ pub struct RunArgs {
     /// Do not generate tests for untested files before changing them.
     #[arg(long, env = "SWARM_NO_GENERATE_TESTS", value_parser = clap::builder::FalseyValueParser::new())]
     pub no_generate_tests: bool,
+    /// Build the project's declared environment (its test extras and
+    /// dependency groups, requirements files or lock file) in swarm's cache
+    /// and run the tests there; your own environment is left alone. Reused
+    /// while the declarations do not change.
+    #[arg(long, env = "SWARM_INSTALL_DEPS", value_parser = clap::builder::FalseyValueParser::new())]
+    pub install_deps: bool,
     /// Never create a tool environment; fail with an install hint instead.
     #[arg(long, env = "SWARM_NO_BOOTSTRAP", value_parser = clap::builder::FalseyValueParser::new())]
     pub no_bootstrap: bool,

@@ -84,6 +84,12 @@ impl Printer {
                     .map(|c| format!(", ${c:.4}"))
                     .unwrap_or_default()
             ),
+            format!(
+                "  time:     {:.1} s, the Judge (tests and pylint) {:.1} s of it ({:.0}%)",
+                s.time.seconds,
+                s.time.judge_seconds,
+                s.time.judge_percent()
+            ),
             branch_line(s),
         ];
         out.extend(verification_lines(s));

@@ -102,9 +102,11 @@ pub fn resolve(args: &RunArgs, env: &dyn Environment) -> Result<Resolved, SwarmE
         places,
         prices,
     };
+    let install_deps = r.install_deps();
     let run = RunConfig {
         secrets,
         task: instruction(args)?,
+        install_deps,
         preflight: (!args.no_preflight && kind != ProviderKind::Replay)
             .then(|| provider_config.clone()),
         ..shared.into_run(args, target)
@@ -148,9 +150,11 @@ fn resolve_offline(
         places,
         prices,
     };
+    let install_deps = r.install_deps();
     let run = RunConfig {
         // No model to write tests: an offline run generates none.
         generate_tests: false,
+        install_deps,
         ..shared.into_run(args, target)
     };
     Ok(Resolved {
@@ -190,6 +194,7 @@ pub fn show(args: &RunArgs, env: &dyn Environment) -> Result<(PathBuf, Vec<Row>)
         return resolve(args, env).map(|resolved| (resolved.run.target, resolved.rows));
     }
     r.offline();
+    r.install_deps();
     for name in ["model", "api_key"] {
         r.row(name, "(not set)".into(), &Source::Default);
     }
@@ -438,6 +443,18 @@ impl<'a> Resolver<'a> {
     fn offline(&mut self) -> bool {
         let flag = self.args.offline.then_some(true);
         self.switch("offline", flag, "--offline", |f| f.offline, false)
+    }
+
+    /// `--install-deps`, `SWARM_INSTALL_DEPS` or `install-deps = true`.
+    fn install_deps(&mut self) -> bool {
+        let flag = self.args.install_deps.then_some(true);
+        self.switch(
+            "install_deps",
+            flag,
+            "--install-deps",
+            |f| f.install_deps,
+            false,
+        )
     }
 
     /// Whether tests may be edited, the size limits per severity, and

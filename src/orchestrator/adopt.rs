@@ -46,7 +46,13 @@ pub(super) fn check_behaviour(
     stage: &str,
 ) -> Result<BehaviourRun, SwarmError> {
     let read = |p: &str| crate::stage::read_source_text(cx.root, p);
-    let untested = behaviour::untested_modules(&change.files, files, snapshot.has_tests(), &read);
+    let untested = behaviour::untested_modules(
+        &change.files,
+        files,
+        &state.facts.tests,
+        snapshot.has_tests(),
+        &read,
+    );
     let mut modules = Vec::new();
     for file in &untested {
         let path = state.facts.target.repo_path(file);

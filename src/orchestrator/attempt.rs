@@ -198,6 +198,7 @@ fn review(
         submodules: &state.facts.submodules,
         shown: &state.progress.shown,
         task: None,
+        tests: &state.facts.tests,
     };
     let file = &proposal.file;
     let step = part.map(|p| (p.index, p.total));
@@ -527,13 +528,14 @@ fn commit_message(
     verdict: Verdict,
     result: &Snapshot,
 ) -> String {
+    let files = executor::files_named(&state.facts.target, tried.file, tried.change);
     let record = AttemptRecord {
         run_id: &state.facts.run_id,
         iteration: state.progress.iterations,
         attempt: k,
         model: &state.facts.model_id,
         summary: &tried.summary,
-        file: &state.facts.target.repo_path(tried.file),
+        file: &files,
         verdict,
         baseline: &state.facts.baseline,
         result,

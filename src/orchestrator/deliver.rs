@@ -60,7 +60,8 @@ pub(crate) fn deliver(
         _ if green => ExitKind::Success,
         _ => ExitKind::GaveUp,
     };
-    let summary = summary_of(config, ending, delivery, exit);
+    let mut summary = summary_of(config, ending, delivery, exit);
+    summary.time = rec.run_time();
     rec.system_end(&summary)?;
     Ok(summary)
 }
@@ -146,6 +147,7 @@ fn summary_of(config: &RunConfig, ending: Ending, delivery: Delivery, exit: Exit
         final_check,
         safety,
         left_out: state.progress.left_out,
+        time: super::summary::RunTime::default(),
     }
 }
 

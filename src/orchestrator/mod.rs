@@ -2,8 +2,9 @@
 //! runs at most `max_iterations` Fixer→Reviewer→Executor→Judge rounds keeping
 //! the best state, and delivers it. Stages are called here and nowhere else.
 //!
-//! `setup` opens the repository, takes the lock and the worktree; this file
-//! runs the audit and the rounds; `plan` asks for plan batches; `round` picks
+//! `setup` opens the repository, takes the lock and the worktree; `audit`
+//! takes the baseline and checks that the suite ran; this file runs the
+//! stages in order and the rounds; `plan` asks for plan batches; `round` picks
 //! the files and asks the Fixer; `attempt` takes one proposal through the
 //! Reviewer, the Executor and the Judge (`subset`: the part of an oversized
 //! proposal tried alone; `adopt`: the behaviour check, and an accepted
@@ -15,6 +16,7 @@
 
 mod adopt;
 mod attempt;
+mod audit;
 mod deliver;
 mod plan;
 mod record;
@@ -37,15 +39,13 @@ use crate::git::RunWorkspace;
 use crate::llm::{ChatModel, PriceTable, ProviderConfig, Secret, Usage, Windowed};
 use crate::log::{Event, EventSink, Step};
 use crate::pipeline::{Bar, RepoPath, Snapshot, TargetDir};
-use crate::stage::baseline_cache::{BaselineCache, BaselineKey, KeyInputs};
 use crate::stage::budget::{Budget, BudgetSettings};
 use crate::stage::judge::{self, Limits};
 use crate::stage::planner::Plan;
 use crate::stage::prompt::PastAttempt;
 use crate::stage::reviewer::{ShownVersions, SizeLimits};
 pub use crate::stage::ruff_fixer::ProposalSource;
-use crate::stage::{auditor, executor};
-use crate::tools::{LintCache, PythonEnv, Sandbox, SandboxPolicy};
+use crate::tools::{LintCache, PythonEnv, Sandbox, SandboxPolicy, TestFiles};
 use record::Recorder;
 pub use summary::{Delivery, FinalCheck, Safety, Spend, StopReason, Summary, TestCount};
 use swarm_analysis::{FileMetrics, Severity};
@@ -66,6 +66,9 @@ pub struct RunConfig {
     pub generate_tests: bool,
     pub size_limits: SizeLimits,
     pub bootstrap: bool,
+    /// `--install-deps`: run the tools in the project's declared
+    /// environment, built in swarm's cache (see [`crate::tools::declared_env`]).
+    pub install_deps: bool,
     /// Concurrent model calls.
     pub jobs: usize,
     pub max_tokens_total: Option<u64>,
@@ -129,7 +132,7 @@ impl RunContext<'_> {
     }
 
     /// [`Self::tools`], with the worktree's files known by their blob ids
-    /// (see [`executor::worktree_content`]).
+    /// (see [`crate::stage::executor::worktree_content`]).
     pub(crate) fn tools_knowing<'k>(
         &'k self,
         stage: &'k str,
@@ -168,6 +171,20 @@ pub(crate) struct Facts {
     /// What the run's states are held to (green, better), fixed by the
     /// baseline: every verdict of the run asks it.
     pub bar: Bar,
+    /// Which files are tests: what the project's pytest configuration and
+    /// the baseline's collection say (see [`TestFiles`]).
+    pub tests: TestFiles,
+}
+
+impl Facts {
+    /// The files that are not tests (target-relative).
+    pub(crate) fn sources(&self) -> Vec<String> {
+        self.files
+            .iter()
+            .filter(|f| !self.tests.contains(f))
+            .cloned()
+            .collect()
+    }
 }
 
 /// What is left to do: the plan, how far plans reached, and what the model
@@ -390,7 +407,7 @@ async fn drive(
     scope: setup::Scope,
 ) -> Result<(RunState, StopReason), SwarmError> {
     rec.enter(Stage::Audit);
-    let mut state = audit(cx, ws, rec, scope)?;
+    let mut state = audit::audit(cx, ws, rec, scope)?;
     rec.enter(Stage::Plan);
     if let Some(instruction) = &cx.config.task {
         // Refactoring on request: the instruction's tasks, not the repair plan.
@@ -409,117 +426,6 @@ async fn drive(
         tester::settle_evidence(cx, ws, rec, &mut state)?;
     }
     Ok((state, stop))
-}
-
-/// The Auditor's stage: the files, their metrics and the baseline (reused
-/// from an earlier run on the same tree when the cache holds it), logged
-/// and reported; the run's state starts from it.
-fn audit(
-    cx: &RunContext<'_>,
-    ws: &RunWorkspace,
-    rec: &mut Recorder<'_>,
-    scope: setup::Scope,
-) -> Result<RunState, SwarmError> {
-    let setup::Scope {
-        run_id,
-        target,
-        files,
-        submodules,
-    } = scope;
-    let cache = cx.config.cache_dir.as_deref().map(BaselineCache::new);
-    let reuse = cache
-        .as_ref()
-        .zip(baseline_key(cx, ws, &target, &files))
-        .map(|(cache, key)| auditor::BaselineReuse {
-            cache,
-            key,
-            run_id: &run_id,
-            worktree: ws.path(),
-        });
-    let known = executor::worktree_content(ws, &target)?;
-    let audit = tokio::task::block_in_place(|| {
-        auditor::audit(
-            cx.tools_knowing("audit", &known),
-            cx.root,
-            files,
-            cx.config.limits,
-            cx.cancel,
-            reuse.as_ref(),
-            &auditor::MetricsCache::new(cx.config.cache_dir.as_deref()),
-        )
-    })?;
-    rec.metrics(&audit.metrics)?;
-    rec.measurement(crate::log::Agent::Auditor, &audit.baseline, None)?;
-    tell_audit(cx, &audit);
-    let snapshot = audit.baseline.snapshot;
-    Ok(RunState {
-        facts: Facts {
-            run_id,
-            model_id: cx.model.model().to_string(),
-            target,
-            files: audit.files,
-            submodules,
-            metrics: audit.metrics,
-            severities: audit.severities,
-            bar: Bar::of(&snapshot),
-            baseline: snapshot.clone(),
-        },
-        work: Work::default(),
-        progress: Progress::starting_at(snapshot),
-        spend: Spend::default(),
-    })
-}
-
-/// Everything the baseline depends on, hashed: the key of a cached
-/// baseline (`None` when the tree id cannot be read, which only means no
-/// reuse).
-fn baseline_key(
-    cx: &RunContext<'_>,
-    ws: &RunWorkspace,
-    target: &TargetDir,
-    files: &[String],
-) -> Option<BaselineKey> {
-    let tree = ws.base_tree_id("").ok().flatten()?;
-    let policy = &cx.config.sandbox;
-    Some(
-        KeyInputs {
-            tree: &tree,
-            target_rel: target.as_str(),
-            files,
-            empty_submodules: ws.empty_submodules(),
-            env: cx.env,
-            limits: cx.config.limits,
-            sandbox: cx.sandbox.report(),
-            resource_limits: &format!("{:?}", policy.limits),
-            isolate: policy.isolate,
-        }
-        .key(),
-    )
-}
-
-/// Tells the user what the audit found: a reused baseline, pylint's notes,
-/// the counts.
-fn tell_audit(cx: &RunContext<'_>, audit: &auditor::Audit) {
-    if let Some((earlier, when)) = &audit.reused_from {
-        cx.events.emit(Event::Notice {
-            message: format!(
-                "baseline: reused from an earlier run on the same tree (run {earlier}, measured {when}): pytest and pylint not run again"
-            ),
-        });
-    }
-    let snapshot = &audit.baseline.snapshot;
-    for note in &snapshot.lint.notes {
-        cx.events.emit(Event::Notice {
-            message: format!("pylint: {note}"),
-        });
-    }
-    cx.events.emit(Event::Audited {
-        files: audit.files.len(),
-        tests_passed: snapshot.counts().0,
-        tests_total: snapshot.counts().1,
-        no_tests: !snapshot.has_tests(),
-        pylint: snapshot.pylint,
-    });
 }
 
 /// Rounds until the work is done, a limit is reached, three rounds in a row

@@ -155,13 +155,7 @@ pub(crate) fn ruff_plan(cx: &RunContext<'_>, state: &mut RunState) {
 
 /// The target's source files (tests left out).
 fn source_files(state: &RunState) -> Vec<String> {
-    state
-        .facts
-        .files
-        .iter()
-        .filter(|f| !crate::stage::is_test_path(f))
-        .cloned()
-        .collect()
+    state.facts.sources()
 }
 
 /// The sources ranked by evidence from the best state, with the ranking

@@ -97,6 +97,20 @@ impl<'a> Recorder<'a> {
         self.write(e)
     }
 
+    /// Counts `spent` as the Judge's time (see [`StageClock::judge_share`]).
+    pub fn charge_judge(&mut self, spent: std::time::Duration) {
+        self.clock.charge_judge(spent);
+    }
+
+    /// The run's wall time so far and the Judge's share of it.
+    pub fn run_time(&self) -> crate::orchestrator::summary::RunTime {
+        let (seconds, judge_seconds) = self.clock.judge_share();
+        crate::orchestrator::summary::RunTime {
+            seconds,
+            judge_seconds,
+        }
+    }
+
     /// The run's end: its summary, and its wall time so far in
     /// `details.seconds`, by stage in `details.stage_seconds`.
     pub fn system_end(&mut self, summary: &Summary) -> Result<(), SwarmError> {
@@ -545,6 +559,7 @@ impl<'a> Recorder<'a> {
         verdict: Verdict,
         times: AttemptTimes,
     ) -> Result<(), SwarmError> {
+        self.clock.charge_judge(times.judge);
         let e = self.entry(
             Agent::Executor,
             Action::Fix,

@@ -23,7 +23,7 @@ use crate::stage::budget::Allowance;
 use crate::stage::fixer;
 use crate::stage::prompt::{FixInput, PastAttempt};
 use crate::stage::ruff_fixer::{self, ProposalSource};
-use crate::stage::{auditor, is_test_path, reach, ModelCall};
+use crate::stage::{auditor, reach, ModelCall};
 use swarm_patch::ReplyContext;
 
 /// At most this many files are worked on in one round.
@@ -90,15 +90,9 @@ fn choose_files(state: &RunState, root: &Path) -> Vec<String> {
     });
     others.extend(planned.into_iter().cloned());
     let read = |p: &str| crate::stage::read_source_text(root, p);
-    let mut files = reach::implicated_files(failing, &state.facts.files, &read, &others);
+    let mut files = reach::implicated_files(failing, &state.facts.sources(), &read, &others);
     if files.is_empty() && !state.facts.bar.is_green(&state.progress.best) {
-        files = state
-            .facts
-            .files
-            .iter()
-            .filter(|f| !is_test_path(f))
-            .cloned()
-            .collect();
+        files = state.facts.sources();
         files.sort_by_key(|f| std::cmp::Reverse(state.facts.severities.get(f).copied()));
     }
     files.retain(|f| !state.work.declined.contains(f));
@@ -157,7 +151,7 @@ fn failures_shown(
     reach::failures_for(
         state.progress.best.failing(),
         file,
-        &state.facts.files,
+        &state.facts.sources(),
         read,
     )
     .into_iter()
@@ -178,12 +172,8 @@ fn job_for(cx: &RunContext<'_>, state: &RunState, file: &str) -> FixJob {
     let (config, root) = (cx.config, cx.root);
     let read = |p: &str| crate::stage::read_source_text(root, p);
     let failing = failures_shown(state, file, &read);
-    let sources: Vec<&String> = state
-        .facts
-        .files
-        .iter()
-        .filter(|f| !is_test_path(f))
-        .collect();
+    let sources = state.facts.sources();
+    let sources: Vec<&String> = sources.iter().collect();
     let concerning: Vec<&TestCase> = failing
         .iter()
         .filter(|case| reach::concerns(case, file, &sources, &read))

@@ -199,16 +199,24 @@ pub(crate) fn start_workspace(
             let uncommitted =
                 scope.spawn(|| uncommitted_under_target(&opened.repo, &opened.scope.target));
             let progress = |m: &str| notice(m.to_string());
-            let tools = tools::resolve_env(&opened.target, config.bootstrap, &progress)
-                .map_err(SwarmError::from)
-                .and_then(|env| {
-                    let mut policy = config.sandbox.clone();
-                    policy.writable = vec![planned.clone()];
-                    policy.scratch_parent = Some(RunWorkspace::scratch_dir_of(&planned));
-                    let memo = config.cache_dir.as_deref().map(ProbeMemo::new);
-                    let sandbox = Sandbox::remembering(policy, &env, memo.as_ref())?;
-                    Ok((env, sandbox))
-                });
+            let env = if config.install_deps {
+                let settings = tools::EnvSettings::from_env();
+                tools::declared_env(&opened.target, &opened.info.root, &settings, &progress)
+            } else {
+                tools::resolve_env(&opened.target, config.bootstrap, &progress)
+            };
+            let tools = env.map_err(SwarmError::from).and_then(|env| {
+                let mut policy = config.sandbox.clone();
+                policy.writable = vec![planned.clone()];
+                policy.scratch_parent = Some(RunWorkspace::scratch_dir_of(&planned));
+                let memo = config.cache_dir.as_deref().map(ProbeMemo::new);
+                let mut sandbox = Sandbox::remembering(policy, &env, memo.as_ref())?;
+                // The worktree stands for the user's checkout: an
+                // editable install's paths into it are moved to the
+                // worktree when the tools run.
+                sandbox.set_checkout(&opened.info.root);
+                Ok((env, sandbox))
+            });
             let ws = joined(checkout, "create the run worktree");
             let uncommitted = joined(uncommitted, "read the status of the working tree");
             let tools = tools.and_then(|made| {

@@ -183,6 +183,30 @@ pub struct Summary {
     /// an oversized proposal the evidence points at.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<LeftOutHunk>,
+    /// The run's wall time and the Judge's share of it.
+    pub time: RunTime,
+}
+
+/// Where a run's time went, in seconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct RunTime {
+    /// The whole run, up to its summary.
+    pub seconds: f64,
+    /// The Judge's measurements: the baseline, every attempt's, the
+    /// Tester's validation and the final check (pytest and pylint with
+    /// swarm's work around them).
+    pub judge_seconds: f64,
+}
+
+impl RunTime {
+    /// The Judge's share, in percent (0 for a run that took no time).
+    pub fn judge_percent(&self) -> f64 {
+        if self.seconds > 0.0 {
+            (self.judge_seconds / self.seconds * 100.0).min(100.0)
+        } else {
+            0.0
+        }
+    }
 }
 
 /// What confined the code under test during the run, and what did not.

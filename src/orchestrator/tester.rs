@@ -33,8 +33,8 @@ use crate::pipeline::{RepoPath, Verdict};
 use crate::stage::executor::{self, AttemptRecord};
 use crate::stage::judge;
 use crate::stage::judge::behaviour::Verification;
+use crate::stage::read_source_text;
 use crate::stage::tester::{self, Generated};
-use crate::stage::{is_test_path, read_source_text};
 
 /// Generates, validates and commits tests for the plan's untested files.
 pub(super) async fn generate(
@@ -51,11 +51,12 @@ pub(super) async fn generate(
     let subjects: Vec<String> = tester::subjects(
         &planned,
         &state.facts.files,
+        &state.facts.tests,
         state.progress.best.has_tests(),
         &read,
     )
     .into_iter()
-    .filter(|f| !state.facts.files.contains(&tester::test_path(f)))
+    .filter(|f| place_for(state, f).is_none_or(|place| !state.facts.files.contains(&place)))
     .collect();
     if subjects.is_empty() {
         return Ok(());
@@ -75,6 +76,15 @@ pub(super) async fn generate(
     for file in subjects {
         if broken.contains(&file) {
             let skipped = skipped(&file, "the module does not compile or import as it is");
+            rec.tester(&skipped)?;
+            done.push(skipped);
+            continue;
+        }
+        if place_for(state, &file).is_none() {
+            let skipped = skipped(
+                &file,
+                "the project's pytest configuration collects no new test file (its testpaths name files only)",
+            );
             rec.tester(&skipped)?;
             done.push(skipped);
             continue;
@@ -103,6 +113,14 @@ pub(super) async fn generate(
     Ok(())
 }
 
+/// Where the generated tests of `file` go so that the project's pytest
+/// collects them (see [`crate::tools::TestFiles::place_for`]); `None` when
+/// no new file would be collected.
+fn place_for(state: &RunState, file: &str) -> Option<String> {
+    let stem = tester::module_of(file).replace('.', "_");
+    state.facts.tests.place_for(&stem)
+}
+
 /// The Tester's record of `file` when the model is not asked, and why.
 fn skipped(file: &str, why: &str) -> Generated {
     let mut generated = tester::prepare(file, "");
@@ -124,10 +142,9 @@ async fn generate_for(
     };
     let sources: Vec<(String, String)> = state
         .facts
-        .files
-        .iter()
-        .filter(|f| !is_test_path(f))
-        .filter_map(|f| read_source_text(cx.root, f).map(|t| (f.clone(), t)))
+        .sources()
+        .into_iter()
+        .filter_map(|f| read_source_text(cx.root, &f).map(|t| (f, t)))
         .collect();
     let sites = tester::call_sites(file, &text, &sources);
     let ask = tester::Ask {
@@ -148,6 +165,9 @@ async fn generate_for(
     };
     state.add_usage(&reply.usage, &cx.config.prices);
     let mut generated = tester::prepare(file, &reply.text);
+    if let Some(place) = place_for(state, file) {
+        generated.test_file = place;
+    }
     if generated.kept() == 0 {
         return Ok(Some(generated));
     }
@@ -160,6 +180,7 @@ async fn generate_for(
         content: Some(generated.source.clone().into_bytes()),
     };
     ws.write_files(&[candidate])?;
+    let validating = Instant::now();
     let checked = tokio::task::block_in_place(|| {
         tester::run::check(
             cx.tools("validating generated tests"),
@@ -169,6 +190,7 @@ async fn generate_for(
             cx.cancel,
         )
     });
+    rec.charge_judge(validating.elapsed());
     // The worktree goes back to the original code whatever the run gave.
     let reset = ws.reset_to(ws.best());
     checked?;

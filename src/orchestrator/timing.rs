@@ -64,6 +64,9 @@ pub(crate) struct StageClock {
     current: Stage,
     since: Instant,
     spent: [Duration; 6],
+    /// The Judge's measurements outside the audit and the final check
+    /// (each attempt's, the Tester's validation).
+    judged: Duration,
 }
 
 impl StageClock {
@@ -75,7 +78,24 @@ impl StageClock {
             current: Stage::Setup,
             since: now,
             spent: [Duration::ZERO; 6],
+            judged: Duration::ZERO,
         }
+    }
+
+    /// Counts `spent` as the Judge's (an attempt's measurement, the
+    /// Tester's validation runs).
+    pub fn charge_judge(&mut self, spent: Duration) {
+        self.judged += spent;
+    }
+
+    /// The run's wall time so far and the Judge's share of it: the audit
+    /// (the baseline), every attempt's measurement, the Tester's
+    /// validation and the final check, in seconds.
+    pub fn judge_share(&self) -> (f64, f64) {
+        let mut spent = self.spent;
+        spent[self.current.index()] += self.since.elapsed();
+        let judge = spent[Stage::Audit.index()] + spent[Stage::FinalCheck.index()] + self.judged;
+        (millis(self.started.elapsed()), millis(judge))
     }
 
     /// Charges the time since the last switch to the current stage and
@@ -155,6 +175,18 @@ mod tests {
         assert_eq!(of("delivery"), 0.0);
         let sum: f64 = Stage::ALL.iter().map(|s| of(s.name())).sum();
         assert!((sum - total).abs() < 0.005, "{sum} vs {total}");
+    }
+
+    #[test]
+    fn the_judge_s_share_is_the_audit_the_final_check_and_what_was_charged() {
+        let mut clock = StageClock::start();
+        clock.enter(Stage::Audit);
+        std::thread::sleep(Duration::from_millis(20));
+        clock.enter(Stage::Rounds);
+        clock.charge_judge(Duration::from_millis(500));
+        let (total, judge) = clock.judge_share();
+        assert!((0.52..0.6).contains(&judge), "{judge}");
+        assert!(total >= 0.02 && total < judge, "{total}");
     }
 
     #[test]

@@ -82,8 +82,9 @@ fn base_harness(
         if state.progress.generated_files.contains(path.as_str()) {
             continue;
         }
-        let keep_edit = allow_test_edits && is_test_path(rel) && !is_configuration(rel);
-        if (is_test_harness_path(rel) || is_lint_configuration(rel)) && !keep_edit {
+        let test = is_test_path(rel) || state.facts.tests.contains(rel);
+        let keep_edit = allow_test_edits && test && !is_configuration(rel);
+        if (test || is_test_harness_path(rel) || is_lint_configuration(rel)) && !keep_edit {
             let content = repo.file_at(ws.base(), &path)?;
             overlay.push(FileWrite { path, content });
         }

@@ -5,10 +5,21 @@
 //! check's finding bears on it; for a task of refactoring on request, what
 //! a change must keep ([`Bar::task_verdict`]). Every caller — the rounds, the behaviour
 //! check, the final check, the summary — asks here.
+//!
+//! An improvement is an improvement: when the tests (or checks) tie, pylint
+//! alone makes a state better only when its score rose by at least
+//! [`MEANINGFUL_PYLINT_GAIN`] *and* pylint found less to say (its weighted
+//! messages, as its score counts them, went down). Added junk — a
+//! duplicated assignment, dead code — raises the score only by adding
+//! statements, never by removing a message, so it is never an improvement.
 
-use super::measure::{LintKind, LintMessage};
+use super::measure::{LintKind, LintMessage, LintReport};
 use super::state::Snapshot;
 use super::verdict::{BehaviourOutcome, Verdict};
+
+/// The least rise of pylint's score that makes a state better when the
+/// tests tie: five hundredths of a point.
+pub const MEANINGFUL_PYLINT_GAIN: f64 = 0.05;
 
 /// pylint's score dropped by more than the slack (or vanished).
 pub(crate) fn pylint_lower(new: Option<f64>, old: Option<f64>) -> bool {
@@ -24,6 +35,35 @@ pub(crate) fn pylint_higher(new: Option<f64>, old: Option<f64>) -> bool {
     match (new, old) {
         (Some(n), Some(o)) => n > o + 0.005,
         (Some(_), None) => true,
+        _ => false,
+    }
+}
+
+/// What pylint's score counts against the code: 5 per error or fatal
+/// message, 1 per warning, refactor, convention (or unknown kind), 0 per
+/// informational one.
+fn lint_penalty(report: &LintReport) -> usize {
+    report
+        .messages
+        .iter()
+        .map(|m| match m.kind {
+            LintKind::Error | LintKind::Fatal => 5,
+            LintKind::Info => 0,
+            LintKind::Warning | LintKind::Refactor | LintKind::Convention | LintKind::Other => 1,
+        })
+        .sum()
+}
+
+/// pylint alone makes `new` better than `best`: a score that appeared, or
+/// one that rose by at least [`MEANINGFUL_PYLINT_GAIN`] with less for
+/// pylint to say (not a score raised by added statements alone).
+fn pylint_improved(best: &Snapshot, new: &Snapshot) -> bool {
+    match (new.pylint, best.pylint) {
+        (Some(_), None) => true,
+        (Some(n), Some(o)) => {
+            n >= o + MEANINGFUL_PYLINT_GAIN - 1e-9
+                && lint_penalty(&new.lint) < lint_penalty(&best.lint)
+        }
         _ => false,
     }
 }
@@ -82,7 +122,7 @@ impl Bar {
         } else if pylint_lower(new.pylint, best.pylint) {
             return Verdict::Regressed;
         } else {
-            pylint_higher(new.pylint, best.pylint)
+            pylint_improved(best, new)
         };
         match (improved, self.is_green(new)) {
             (true, true) => Verdict::Green,
@@ -195,6 +235,29 @@ mod tests {
         }
     }
 
+    /// A lint report with `n` convention messages.
+    fn lint_with(n: usize) -> LintReport {
+        LintReport {
+            messages: (0..n)
+                .map(|i| crate::pipeline::measure::LintMessage {
+                    path: "m.py".into(),
+                    line: i as u32 + 1,
+                    column: 0,
+                    kind: LintKind::Convention,
+                    symbol: "missing-function-docstring".into(),
+                    message_id: "C0116".into(),
+                    message: "Missing function or method docstring".into(),
+                })
+                .collect(),
+            ..LintReport::default()
+        }
+    }
+
+    /// pylint's score for `n` convention messages over 10 statements.
+    fn score_of(n: usize) -> f64 {
+        10.0 - n as f64
+    }
+
     fn snap(passed: &[&str], failing: &[&str], pylint: f64) -> Snapshot {
         let failing: Vec<TestCase> = failing
             .iter()
@@ -215,7 +278,9 @@ mod tests {
             }),
             checks: None,
             pylint: Some(pylint),
-            lint: LintReport::default(),
+            // The messages pylint's score says there are (one per point
+            // below 10, over 10 statements).
+            lint: lint_with((10.0 - pylint).round().max(0.0) as usize),
         }
     }
 
@@ -309,6 +374,67 @@ mod tests {
         // Tests only ever added are fine; a passing baseline test that vanishes is lost.
         let lost = state_of(&run_of(&[("t::b", Passed), ("t::new", Passed)]), reference);
         assert_eq!(bar(5.0).verdict(&baseline, &lost), Verdict::Regressed);
+    }
+
+    #[test]
+    fn a_pylint_gain_is_an_improvement_only_when_meaningful_and_not_junk() {
+        let with = |lint: LintReport, pylint: f64| Snapshot {
+            lint,
+            pylint: Some(pylint),
+            ..snap(&["a"], &["b"], pylint)
+        };
+        let best = with(lint_with(3), 6.90);
+        // A duplicated line: one more statement, the same messages.
+        assert_eq!(
+            bar(6.9).verdict(&best, &with(lint_with(3), 6.91)),
+            Verdict::Same
+        );
+        // Dead code raising the score a whole point, nothing fixed.
+        assert_eq!(
+            bar(6.9).verdict(&best, &with(lint_with(3), 7.9)),
+            Verdict::Same
+        );
+        // A message fixed, but the score barely moves (a large file).
+        assert_eq!(
+            bar(6.9).verdict(&best, &with(lint_with(2), 6.92)),
+            Verdict::Same
+        );
+        // A message fixed, and it shows.
+        assert_eq!(
+            bar(6.9).verdict(&best, &with(lint_with(2), score_of(2))),
+            Verdict::Improved
+        );
+        assert_eq!(
+            bar(6.9).verdict(&best, &with(lint_with(3), 6.90 - 0.01)),
+            Verdict::Regressed
+        );
+    }
+
+    #[test]
+    fn a_file_that_did_not_collect_and_now_does_is_repaired_not_vanished() {
+        use TestOutcome::*;
+        let baseline = state_of(
+            &run_of(&[
+                ("tests/test_a.py", Error),
+                ("tests/test_b.py::test_b", Passed),
+            ]),
+            None,
+        );
+        let repaired = state_of(
+            &run_of(&[
+                ("tests/test_a.py::test_x", Passed),
+                ("tests/test_b.py::test_b", Passed),
+            ]),
+            baseline.tests.as_ref(),
+        );
+        assert!(repaired.tests.as_ref().unwrap().vanished.is_empty());
+        assert_eq!(bar(5.0).verdict(&baseline, &repaired), Verdict::Green);
+        // A file that collects nothing now has vanished all the same.
+        let emptied = state_of(
+            &run_of(&[("tests/test_b.py::test_b", Passed)]),
+            baseline.tests.as_ref(),
+        );
+        assert_eq!(bar(5.0).verdict(&baseline, &emptied), Verdict::Regressed);
     }
 
     #[test]

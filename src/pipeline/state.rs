@@ -35,6 +35,19 @@ pub struct TestState {
     pub stopped_early: bool,
 }
 
+/// Whether `id` was a file that did not collect in `reference` (a
+/// collection error, whose case is the file) and whose tests `run` now
+/// collects: the file did not vanish, it was repaired.
+fn collects_now(reference: &TestState, id: &str, run: &TestRun) -> bool {
+    let was_collection_error = !id.contains("::")
+        && reference
+            .failing
+            .iter()
+            .any(|c| c.id == id && c.outcome == TestOutcome::Error);
+    let prefix = format!("{id}::");
+    was_collection_error && run.cases.iter().any(|c| c.id.starts_with(&prefix))
+}
+
 impl TestState {
     /// The state of one pytest run. `reference` is the baseline: every test
     /// that ran there and does not run here is [`TestState::vanished`].
@@ -63,7 +76,7 @@ impl TestState {
             let ran_now: BTreeSet<&String> = state.ran().chain(&state.not_run).collect();
             let vanished: BTreeSet<String> = reference
                 .ran()
-                .filter(|id| !ran_now.contains(id))
+                .filter(|id| !ran_now.contains(id) && !collects_now(reference, id, run))
                 .cloned()
                 .collect();
             state.total += vanished.len();

@@ -7,7 +7,9 @@
 //! whole commit's tree, not only the target folder's: tests and tools read
 //! `conftest.py`, configuration and sibling packages above the target), the
 //! target folder and its file list, the submodules left empty, the Python
-//! environment, the time limits, the sandbox and swarm's own build.
+//! environment (and the times of its `sys.path` folders, which change when
+//! a package is installed or removed), the time limits, the sandbox and
+//! swarm's own build.
 //! Untracked and uncommitted files are not in a tree id, and need not be:
 //! the run measures HEAD's tree in its own worktree, never the user's
 //! checkout.
@@ -92,6 +94,11 @@ impl KeyInputs<'_> {
         field(env.pytest_version.as_bytes());
         field(env.pylint_version.as_bytes());
         field(format!("{:?}", env.layout).as_bytes());
+        // What is installed: a package installed or removed (pytest-cov, a
+        // dependency, the project itself) changes its folder's time.
+        for dir in &env.layout.sys_path {
+            field(file_identity(dir).as_bytes());
+        }
         let limits = self.limits;
         field(&limits.tests.as_nanos().to_le_bytes());
         field(

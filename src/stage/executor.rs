@@ -16,11 +16,27 @@ pub struct AttemptRecord<'a> {
     pub attempt: u32,
     pub model: &'a str,
     pub summary: &'a str,
+    /// The file (or files, comma-separated) the change touches, named in
+    /// the subject.
     pub file: &'a str,
     pub verdict: Verdict,
     pub baseline: &'a Snapshot,
     pub result: &'a Snapshot,
     pub changed_lines: usize,
+}
+
+/// Every file `change` touches, repository-relative and comma-separated,
+/// `asked` (the file the Fixer was asked about) first: what a commit's
+/// subject names.
+pub fn files_named(target: &TargetDir, asked: &str, change: &Change) -> String {
+    let mut files = vec![target.repo_path(asked).to_string()];
+    for file in &change.files {
+        let path = target.repo_path(file.as_str()).to_string();
+        if !files.contains(&path) {
+            files.push(path);
+        }
+    }
+    files.join(", ")
 }
 
 /// The attempt's commit message with its trailers.

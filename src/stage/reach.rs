@@ -271,7 +271,7 @@ mod resolve;
 mod rotation;
 
 pub use context::{related_code, Related};
-pub use resolve::{called_definitions, Resolved};
+pub use resolve::{called_definitions, definitions_called_by, Resolved};
 pub use rotation::rotate;
 
 #[cfg(test)]

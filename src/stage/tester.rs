@@ -401,10 +401,11 @@ impl Generated {
 pub fn subjects(
     planned: &[String],
     files: &[String],
+    tests: &crate::tools::TestFiles,
     has_tests: bool,
     read: &dyn Fn(&str) -> Option<String>,
 ) -> Vec<String> {
-    let mut wanted = untested_modules(planned, files, has_tests, read);
+    let mut wanted = untested_modules(planned, files, tests, has_tests, read);
     wanted.truncate(MAX_FILES);
     wanted
 }

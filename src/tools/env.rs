@@ -24,6 +24,7 @@ use super::process::{Ending, ProcessBuilder};
 use super::{EnvSource, FileAction, MissingTool, PythonEnv, ToolError};
 use crate::cancel::Cancel;
 
+mod declared;
 mod known;
 mod probe;
 mod pyenv;
@@ -31,6 +32,7 @@ mod pyenv;
 mod test_files;
 
 use crate::tools::memo::ProbeMemo;
+pub use declared::declared_env;
 use probe::{Probe, ToolProbe};
 
 /// The pytest version a bootstrapped tool environment pins.
@@ -408,6 +410,17 @@ fn write_origin_pth(tool_python: &Path, site: &[String]) -> Result<(), ToolError
     let mut text = site.join("\n");
     text.push('\n');
     std::fs::write(&pth, text).map_err(|source| ToolError::write(&pth, source))
+}
+
+/// `sys.stdlib_module_names` of `python`, sorted; empty when it has none.
+pub(super) fn stdlib_modules(python: &Path) -> Vec<String> {
+    let script = "import sys\nprint('\\n'.join(sorted(getattr(sys, 'stdlib_module_names', ()))))";
+    match run_python(python, &["-c", script]) {
+        Ok(out) if out.ending == Ending::Exited(0) => {
+            out.stdout.lines().map(str::to_string).collect()
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// Runs `python args` for a probe (within [`PROBE_TIMEOUT`]);

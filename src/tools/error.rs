@@ -66,6 +66,28 @@ pub enum ToolError {
     /// The run was cancelled while the tool ran; its processes were killed.
     #[error("interrupted")]
     Cancelled,
+    /// A tool run on the worktree loaded modules of the project from
+    /// elsewhere (the user's checkout, an installed copy): its results are
+    /// not the worktree's.
+    #[error(
+        "{command}: the project's code was imported from outside the run's worktree: {}",
+        list_imports(imports)
+    )]
+    OutsideWorktree {
+        command: String,
+        imports: Vec<super::worktree::ForeignImport>,
+    },
+}
+
+/// The first few foreign imports, and how many more.
+fn list_imports(imports: &[super::worktree::ForeignImport]) -> String {
+    let shown: Vec<String> = imports.iter().take(3).map(ToString::to_string).collect();
+    let more = imports.len().saturating_sub(3);
+    if more > 0 {
+        format!("{} and {more} more", shown.join(", "))
+    } else {
+        shown.join(", ")
+    }
 }
 
 /// `: text` after a message, or nothing.
@@ -108,6 +130,14 @@ pub enum MissingTool {
     /// ruff answers neither as `ruff` on `PATH` nor as `python3 -m ruff`.
     #[error("ruff was found neither as `ruff` on PATH nor as `python3 -m ruff`")]
     Ruff,
+    /// The project's declared environment (`--install-deps`) could not be
+    /// built at `dir`: `command` failed with `problem`.
+    #[error("cannot build the project's declared environment in {}: {command}: {problem}", dir.display())]
+    DeclaredEnv {
+        dir: PathBuf,
+        command: String,
+        problem: String,
+    },
     /// The browser could not be started.
     #[error("cannot start `{command}`: {source}")]
     Browser {

@@ -7,13 +7,16 @@
 //! `__main__.py` is imported in its own subprocess with a timeout, cwd `root`,
 //! with its import root (the first ancestor folder without `__init__.py`) and
 //! `root` on `sys.path`. A module stuck at import is reported, not waited on.
-//! Every process runs under the sandbox, each in a fresh cell.
+//! Every process runs under the sandbox, each in a fresh cell, with the
+//! import guard of [`super::worktree`]: the project's modules come from the
+//! worktree.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::env::last_line;
 use super::process::{cap_text, Ending};
+use super::worktree::ImportGuard;
 use super::{ImportCheck, PythonEnv, Sandbox, ToolError};
 use crate::cancel::Cancel;
 
@@ -159,8 +162,9 @@ fn import_one(
     cancel: &Cancel,
 ) -> Result<Option<String>, ToolError> {
     let cell = sandbox.cell("import")?;
-    let out = cell
-        .command(&env.python)
+    let guard = ImportGuard::write(&cell, sandbox, import.root)?;
+    let out = guard
+        .apply(cell.command(&env.python))
         .args(["-c", IMPORT_SCRIPT])
         .arg(import.import_root)
         .arg(import.root)
@@ -173,6 +177,9 @@ fn import_one(
             command: format!("import {}", import.module),
             source,
         })?;
+    if out.ending != Ending::Cancelled {
+        guard.check(&format!("import {}", import.module))?;
+    }
     Ok(match out.ending {
         Ending::Exited(0) => None,
         Ending::Cancelled => return Err(ToolError::Cancelled),

@@ -25,16 +25,22 @@ pub(crate) mod memo;
 pub mod node;
 pub mod opener;
 pub mod process;
+pub mod project;
 pub mod pylint;
 mod pytest;
 pub mod ruff;
 pub mod sandbox;
+pub mod suite;
+pub mod test_files;
+pub mod worktree;
 
-pub use env::{resolve_env_with, EnvSettings, PYLINT_PIN, PYTEST_PIN};
+pub use env::{declared_env, resolve_env_with, EnvSettings, PYLINT_PIN, PYTEST_PIN};
 pub use error::{FileAction, MissingTool, ToolError};
 pub use process::{Ending, ProcessBuilder, ProcessError, ProcessOutput};
 pub use pylint::{KnownContent, LintCache, LintTarget};
+pub use pytest::symptoms::{symptoms as pytest_symptoms, Symptom};
 pub use sandbox::{LayerState, ResourceLimits, Runtime, Sandbox, SandboxPolicy, SandboxReport};
+pub use test_files::TestFiles;
 // What the tools measure is the pipeline's vocabulary; named here too for
 // the modules of `tools/` that build it.
 pub use crate::pipeline::measure::{
@@ -55,6 +61,9 @@ pub enum EnvSource {
     Bootstrapped,
     /// The interpreter named by `SWARM_PYTHON`.
     Explicit,
+    /// The project's declared environment swarm built in its cache
+    /// (`--install-deps`).
+    Declared,
 }
 
 /// The interpreter that runs pytest and pylint.
@@ -98,6 +107,13 @@ pub fn resolve_env(
     progress: &dyn Fn(&str),
 ) -> Result<PythonEnv, ToolError> {
     resolve_env_with(target, bootstrap, progress, &EnvSettings::from_env())
+}
+
+/// The names of the interpreter's standard-library modules
+/// (`sys.stdlib_module_names`, Python 3.10 and later; empty before, or when
+/// the interpreter does not answer).
+pub fn stdlib_modules(env: &PythonEnv) -> Vec<String> {
+    env::stdlib_modules(&env.python)
 }
 
 /// Whether a target-relative path is a test file (the Fixer leaves it alone,

@@ -226,6 +226,7 @@ fn fixes_a_project_without_tests() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("NOT verified by tests"));
 }
 
+mod as_they_are;
 mod budget;
 mod cache;
 mod delivery;
@@ -248,6 +249,7 @@ mod review_rules;
 mod runs;
 mod sandbox;
 mod scale;
+mod shapes;
 mod streaming;
 mod task;
 mod tester;

@@ -27,7 +27,10 @@ pub mod tree;
 pub use calls::{function_pairs, literal_calls, CallSite, FunctionPair, MAX_FUNCTIONS};
 pub use danger::is_dangerous;
 pub use outline::{outline, Definition, DefinitionKind, Outline};
-pub use resolve::{calls, import_bindings, instances, module_imports, Binding, Call, ModuleImport};
+pub use resolve::{
+    assigned_references, calls, import_bindings, instances, module_imports, Binding, Call,
+    ModuleImport,
+};
 
 /// A function this complex is a hotspot.
 pub const HOTSPOT_COMPLEXITY: u32 = 10;

@@ -238,6 +238,79 @@ fn definitions_in(node: Node<'_>) -> Vec<Node<'_>> {
         .collect()
 }
 
+/// What a module-level assignment of `name` refers to, for following a
+/// name that is a wrapper of code defined elsewhere (`cmd_compare =
+/// deprecated(cli.cmd_compare)`, `run = functools.partial(_run, x=1)`,
+/// `total = other.total`): the dotted names in the assigned expression,
+/// a call's arguments before the function called, in source order, each
+/// once. The last assignment of `name` at the module's top level counts;
+/// empty when there is none.
+pub fn assigned_references(source: &str, name: &str) -> Vec<String> {
+    let tree = parse(source);
+    let root = tree.root_node();
+    let mut value = None;
+    for statement in named_children(root) {
+        if statement.kind() != "expression_statement" {
+            continue;
+        }
+        for assignment in named_children(statement) {
+            if assignment.kind() != "assignment" {
+                continue;
+            }
+            let left = assignment.child_by_field_name("left");
+            if left.is_some_and(|l| l.kind() == "identifier" && text(l, source) == name) {
+                value = assignment.child_by_field_name("right");
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if let Some(value) = value {
+        references_in(value, source, &mut out);
+    }
+    out
+}
+
+/// The dotted names in an expression: a call's arguments first, then the
+/// function it calls.
+fn references_in(node: Node<'_>, source: &str, out: &mut Vec<String>) {
+    let mut push = |name: String| {
+        if !out.contains(&name) {
+            out.push(name);
+        }
+    };
+    match node.kind() {
+        "identifier" => push(text(node, source).to_string()),
+        "attribute" if is_dotted(node) => push(text(node, source).to_string()),
+        "call" => {
+            if let Some(arguments) = node.child_by_field_name("arguments") {
+                references_in(arguments, source, out);
+            }
+            if let Some(function) = node.child_by_field_name("function") {
+                references_in(function, source, out);
+            }
+        }
+        "keyword_argument" => {
+            if let Some(value) = node.child_by_field_name("value") {
+                references_in(value, source, out);
+            }
+        }
+        _ => {
+            for child in named_children(node) {
+                references_in(child, source, out);
+            }
+        }
+    }
+}
+
+/// `a.b.c`: identifiers joined by attribute access only.
+fn is_dotted(node: Node<'_>) -> bool {
+    match node.kind() {
+        "identifier" => true,
+        "attribute" => node.child_by_field_name("object").is_some_and(is_dotted),
+        _ => false,
+    }
+}
+
 /// Local variables assigned a call of a name in `scope` (`w = Wallet()`
 /// gives `("w", "Wallet")`): how a method call on an instance is traced
 /// to its class.
@@ -321,6 +394,29 @@ mod tests {
                 binding("report", ".", Some("report")),
             ]
         );
+    }
+
+    #[test]
+    fn assignments_name_what_they_wrap() {
+        let source = "from . import cli\nimport functools\n\n\
+                      cmd_compare = deprecated(cli.cmd_compare, version=\"3.0\")\n\
+                      run = functools.partial(_run, level=LEVEL)\ntotal = other.total\n\
+                      total = money.total\nconst = 3\n";
+        let names = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            assigned_references(source, "cmd_compare"),
+            names(&["cli.cmd_compare", "deprecated"])
+        );
+        assert_eq!(
+            assigned_references(source, "run"),
+            names(&["_run", "LEVEL", "functools.partial"])
+        );
+        assert_eq!(
+            assigned_references(source, "total"),
+            names(&["money.total"])
+        );
+        assert!(assigned_references(source, "const").is_empty());
+        assert!(assigned_references(source, "missing").is_empty());
     }
 
     #[test]

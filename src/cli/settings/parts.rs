@@ -58,6 +58,7 @@ impl Shared {
             generate_tests: self.review.generate_tests,
             size_limits: self.review.size_limits,
             bootstrap: !args.no_bootstrap,
+            install_deps: false,
             jobs: self.counts.jobs,
             max_tokens_total: self.spending.max_tokens_total,
             max_cost: self.spending.max_cost,

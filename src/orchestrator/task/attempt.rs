@@ -369,6 +369,7 @@ fn review(
         seen: &state.progress.seen,
         submodules: &state.facts.submodules,
         shown: &state.progress.shown,
+        tests: &state.facts.tests,
         task: Some(TaskReview {
             max_changed_lines: limits.high,
             max_changed_bytes: limits.bytes_for_severity(swarm_analysis::Severity::High),

@@ -28,9 +28,9 @@ use serde::Serialize;
 use super::{Limits, Tools, IMPORT_TIMEOUT};
 use crate::cancel::Cancel;
 use crate::pipeline::BehaviourOutcome;
-use crate::stage::{is_test_path, reach};
+use crate::stage::reach;
 use crate::tools::behaviour::{self, ProbeRequest, ProbeResult, ProbedCall};
-use crate::tools::ToolError;
+use crate::tools::{TestFiles, ToolError};
 use swarm_analysis::{function_pairs, literal_calls};
 
 /// Longest one call of one version may take (capped by the per-test limit).
@@ -230,28 +230,36 @@ impl BehaviourRun {
 /// The modules of `changed` (target-relative paths) the check is for:
 /// importable modules, and — when the target has tests (`has_tests`) —
 /// only those no test module reaches. `files` are the target's Python
-/// files; `read` reads one.
+/// files, `tests` says which of them are tests (the project's pytest
+/// configuration and collection, see [`TestFiles`]); `read` reads one.
 pub fn untested_modules(
     changed: &[impl AsRef<str>],
     files: &[String],
+    tests: &TestFiles,
     has_tests: bool,
     read: &dyn Fn(&str) -> Option<String>,
 ) -> Vec<String> {
     let mut modules: Vec<String> = changed
         .iter()
         .map(AsRef::as_ref)
-        .filter(|f| crate::tools::imports::is_importable_module(f))
+        .filter(|f| crate::tools::imports::is_importable_module(f) && !tests.contains(f))
         .map(str::to_string)
         .collect();
     if has_tests {
-        let sources: Vec<&String> = files.iter().filter(|f| !is_test_path(f)).collect();
+        let sources: Vec<&String> = files.iter().filter(|f| !tests.contains(f)).collect();
         let mut reached = BTreeSet::new();
-        for test in files.iter().filter(|f| is_test_path(f)) {
+        for test in files.iter().filter(|f| tests.contains(f)) {
             if let Some(text) = read(test) {
                 reached.extend(
                     reach::reached_sources(&text, &sources, read)
                         .into_iter()
                         .map(|(file, _)| file),
+                );
+                // What the tests call through re-exports and wrappers.
+                reached.extend(
+                    reach::definitions_called_by(test, &text, &sources, read)
+                        .into_iter()
+                        .map(|found| found.file),
                 );
             }
         }
@@ -342,6 +350,14 @@ enum Judgement {
 }
 
 fn judge_call(call: &ProbedCall) -> Judgement {
+    match (call.before_kind.as_str(), call.after_kind.as_str()) {
+        // A call that ends the interpreter (SystemExit, KeyboardInterrupt)
+        // at the best state says nothing to compare with; one that returned
+        // and now ends it is a change of behaviour.
+        ("exit", _) => return Judgement::NotCompared,
+        ("value" | "raised", "exit") => return Judgement::Regression,
+        _ => {}
+    }
     if call.same {
         return Judgement::Same;
     }
@@ -500,12 +516,12 @@ mod tests {
         .map(|s| s.to_string())
         .collect();
         assert_eq!(
-            untested_modules(&changed, &files, true, &read),
+            untested_modules(&changed, &files, &TestFiles::default(), true, &read),
             vec!["pkg/cli.py"]
         );
         // Without tests every changed module is checked (never the tests or other files).
         assert_eq!(
-            untested_modules(&changed, &files, false, &read),
+            untested_modules(&changed, &files, &TestFiles::default(), false, &read),
             vec!["pkg/core.py", "pkg/cli.py"]
         );
         let run = BehaviourRun {

@@ -107,6 +107,7 @@ pub fn task_plan_request(input: &TaskPlanInput<'_>) -> ChatRequest {
         messages: vec![user(format!("{head}{map}{tail}"))],
         max_output_tokens: input.allowance.reply_tokens,
         temperature: 0.2,
+        sampling: Default::default(),
     }
 }
 
@@ -213,6 +214,7 @@ pub fn task_request(input: &TaskInput<'_>) -> ChatRequest {
         messages: vec![user(p)],
         max_output_tokens: input.allowance.reply_tokens,
         temperature: 0.2,
+        sampling: Default::default(),
     }
 }
 

@@ -1,8 +1,9 @@
 //! Following a failing test to the definitions it runs: each name its test
 //! function calls is looked up through the test module's imports (aliases,
-//! relative imports, a package's re-exports, several packages deep), and a
-//! method called on an instance of an imported class is looked up in the
-//! class (`w = Wallet(); w.pay()` runs `Wallet.pay`).
+//! relative imports, a package's re-exports, several packages deep, and a
+//! wrapper assigned at module level such as `cmd = deprecated(cli.cmd)`),
+//! and a method called on an instance of an imported class is looked up in
+//! the class (`w = Wallet(); w.pay()` runs `Wallet.pay`).
 
 use super::test_module;
 use crate::pipeline::TestCase;
@@ -90,10 +91,43 @@ impl Files<'_> {
         if depth >= DEPTH {
             return None;
         }
-        let binding = analysis::import_bindings(&text)
-            .into_iter()
-            .find(|b| b.local == name)?;
-        self.follow(file, &binding, depth + 1)
+        let bindings = analysis::import_bindings(&text);
+        // The last binding counts, as at run time.
+        if let Some(binding) = bindings.iter().rev().find(|b| b.local == name) {
+            return self.follow(file, binding, depth + 1);
+        }
+        self.through_wrapper(file, &text, &bindings, name, depth + 1)
+    }
+
+    /// Where a module-level wrapper (`name = wrap(other.name)`, `name =
+    /// other.name`) of `file` leads: the first name in it that resolves to
+    /// a definition, a call's arguments before the wrapper itself.
+    fn through_wrapper(
+        &self,
+        file: &str,
+        text: &str,
+        bindings: &[Binding],
+        name: &str,
+        depth: usize,
+    ) -> Option<Resolved> {
+        let outline = analysis::outline(text);
+        analysis::assigned_references(text, name)
+            .iter()
+            .filter(|reference| reference.as_str() != name)
+            .find_map(|reference| match reference.rsplit_once('.') {
+                Some((receiver, attribute)) => self
+                    .receiver_module(file, bindings, receiver)
+                    .and_then(|module| self.define(&module, attribute, depth)),
+                None if outline.top_level().any(|d| d.name == *reference) => Some(Resolved {
+                    file: file.to_string(),
+                    name: reference.clone(),
+                }),
+                None => bindings
+                    .iter()
+                    .rev()
+                    .find(|b| b.local == *reference)
+                    .and_then(|b| self.follow(file, b, depth)),
+            })
     }
 
     /// Where a binding of `file` leads: the definition it names.
@@ -137,15 +171,38 @@ pub fn called_definitions(
     let Some(text) = read(test_file) else {
         return Vec::new();
     };
+    calls_resolved(test_file, &text, test_scope(case).as_deref(), sources, read)
+}
+
+/// The definitions in `sources` that any code of the test module
+/// `test_file` (its text `text`) calls: the files a test reaches through
+/// re-exports and wrappers, besides those it imports.
+pub fn definitions_called_by(
+    test_file: &str,
+    text: &str,
+    sources: &[&String],
+    read: &dyn Fn(&str) -> Option<String>,
+) -> Vec<Resolved> {
+    calls_resolved(test_file, text, None, sources, read)
+}
+
+/// The calls of `scope` in the test module (all of them when it makes
+/// none), resolved to their definitions.
+fn calls_resolved(
+    test_file: &str,
+    text: &str,
+    scope: Option<&str>,
+    sources: &[&String],
+    read: &dyn Fn(&str) -> Option<String>,
+) -> Vec<Resolved> {
     let files = Files { sources, read };
-    let scope = test_scope(case);
-    let mut calls = analysis::calls(&text, scope.as_deref());
-    let mut instances = analysis::instances(&text, scope.as_deref());
+    let mut calls = analysis::calls(text, scope);
+    let mut instances = analysis::instances(text, scope);
     if calls.is_empty() {
-        calls = analysis::calls(&text, None);
-        instances = analysis::instances(&text, None);
+        calls = analysis::calls(text, None);
+        instances = analysis::instances(text, None);
     }
-    let bindings = analysis::import_bindings(&text);
+    let bindings = analysis::import_bindings(text);
     let mut out: Vec<Resolved> = Vec::new();
     for call in calls {
         let found = match call.receiver.as_deref() {

@@ -238,6 +238,48 @@ fn the_file_defining_what_a_failing_test_calls_comes_before_other_reexported_mod
     );
 }
 
+/// python-semver's shape: the package re-exports `cmd_compare` from
+/// `_deprecated.py`, where it is a wrapper of `cli.cmd_compare`.
+const SEMVER: &[(&str, &str)] = &[
+    (
+        "src/semver/__init__.py",
+        "from ._deprecated import cmd_compare, compare\nfrom .version import Version\n",
+    ),
+    (
+        "src/semver/_deprecated.py",
+        "from . import cli\nfrom .version import Version\n\n\ndef deprecated(func):\n    return func\n\n\n\
+         @deprecated\ndef compare(a, b):\n    return Version.parse(a).compare(b)\n\n\n\
+         cmd_compare = deprecated(cli.cmd_compare)\n",
+    ),
+    (
+        "src/semver/cli.py",
+        "def cmd_compare(args):\n    return str(args.version1 < args.version2)\n",
+    ),
+    ("src/semver/version.py", "class Version:\n    pass\n"),
+    (
+        "tests/test_cli.py",
+        "import semver\n\n\ndef test_compare(args):\n    assert semver.cmd_compare(args) == \"-1\"\n",
+    ),
+];
+
+#[test]
+fn a_call_through_a_wrapper_assigned_at_module_level_reaches_the_code_it_wraps() {
+    let files: Vec<String> = SEMVER.iter().map(|(p, _)| p.to_string()).collect();
+    let sources: Vec<&String> = files.iter().collect();
+    let read = reader(SEMVER);
+    let case = failed("tests/test_cli.py::test_compare");
+    let resolved: Vec<(String, String)> = called_definitions(&case, &sources, &read)
+        .into_iter()
+        .map(|r| (r.file, r.name))
+        .collect();
+    assert_eq!(
+        resolved,
+        vec![("src/semver/cli.py".into(), "cmd_compare".into())]
+    );
+    let order = implicated_files(&[case], &files, &read, &[]);
+    assert_eq!(order[0], "src/semver/cli.py", "{order:?}");
+}
+
 #[test]
 fn calls_resolve_through_reexports_aliases_and_methods_of_imported_classes() {
     let files = ledger_sources();

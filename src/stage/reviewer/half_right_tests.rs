@@ -16,6 +16,7 @@ struct Fixture {
     limits: SizeLimits,
     shown: ShownVersions,
     target: TargetDir,
+    tests: crate::tools::TestFiles,
 }
 
 impl Fixture {
@@ -29,6 +30,7 @@ impl Fixture {
             limits: SizeLimits::default(),
             shown: ShownVersions::default(),
             target: TargetDir::default(),
+            tests: crate::tools::TestFiles::default(),
         }
     }
 
@@ -44,6 +46,7 @@ impl Fixture {
             submodules: &[],
             shown: &self.shown,
             task: None,
+            tests: &self.tests,
         }
     }
 

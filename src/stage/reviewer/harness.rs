@@ -1,6 +1,7 @@
 //! What in a change would alter how pytest runs rather than the code under
 //! test: the pytest sections of `setup.cfg`, `tox.ini` and `pyproject.toml`,
-//! `pytest11` entry points, and plugin or hook code in an ordinary module.
+//! `pytest11` entry points, plugin or hook code in an ordinary module, and
+//! the docstring examples pytest runs with `--doctest-modules`.
 //! Pure functions over the text before and after; the Reviewer's rules call
 //! them. Which whole files are test configuration is decided by path in
 //! `stage` ([`crate::stage::PYTEST_CONFIG_FILES`] and friends), not here.
@@ -168,6 +169,31 @@ pub(crate) fn new_plugin_form(before: &str, after: &str) -> Option<(&'static str
         }
     }
     None
+}
+
+/// The doctest examples of a module's text: each `>>>` prompt with its
+/// `...` continuation lines and the expected output after it, up to a blank
+/// line, the next prompt or the end of the docstring; whitespace at the
+/// line ends and the indentation do not count. With the line of its prompt
+/// (1-based).
+pub(crate) fn doctest_examples(text: &str) -> Vec<(usize, String)> {
+    let mut examples: Vec<(usize, String)> = Vec::new();
+    let mut current: Option<(usize, String)> = None;
+    for (i, line) in text.lines().enumerate() {
+        let code = line.trim();
+        let ends = code.is_empty() || code.starts_with("\"\"\"") || code.starts_with("\'\'\'");
+        if code.starts_with(">>>") {
+            examples.extend(current.take());
+            current = Some((i + 1, code.to_string()));
+        } else if ends {
+            examples.extend(current.take());
+        } else if let Some((_, example)) = current.as_mut() {
+            example.push('\n');
+            example.push_str(code.trim_end_matches("\"\"\"").trim_end());
+        }
+    }
+    examples.extend(current);
+    examples
 }
 
 #[cfg(test)]

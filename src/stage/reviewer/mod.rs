@@ -9,13 +9,15 @@
 //!    `symlink_out`, then — unless `--allow-test-edits` — `startup_file`
 //!    (`sitecustomize.py`, `usercustomize.py`, `*.pth`), `test_config`
 //!    (`conftest.py`, `pytest.ini`, `.pytest.ini`, `pytest.toml`) and
-//!    `test_file`;
+//!    `test_file` (a test by name, or by what the project's pytest
+//!    collects: [`ReviewContext::tests`]);
 //! 3. `does_not_apply` — every hunk applies exactly once (in memory); a
 //!    diff that fits only a version of the file the model was shown earlier
 //!    in the run is rebased onto the current text by a three-way merge
 //!    ([`rebase`]), and `merge_conflict` refuses it when the merge conflicts;
 //! 4. on every file the change alters: `test_config` (the pytest sections of
 //!    `setup.cfg`, `tox.ini`, `pyproject.toml`, `pytest11` entry points),
+//!    `doctest` (a docstring example pytest runs, with `--doctest-modules`),
 //!    `too_many_lines` and `too_many_bytes` (the severity's limits),
 //!    `syntax_error`, `pytest_plugin` (plugin or hook code, or a pytest
 //!    import, in a module that is not a test) and `dangerous_call` (new
@@ -128,6 +130,9 @@ pub struct ReviewContext<'a> {
     /// for the change as a whole instead of per file, and a new module may
     /// not shadow a standard-library module or an installed package.
     pub task: Option<TaskReview<'a>>,
+    /// Which files are tests (the project's pytest configuration and
+    /// collection, not name patterns alone): none of them may change.
+    pub tests: &'a crate::tools::TestFiles,
 }
 
 /// What the Reviewer holds a task's change to (see [`task_size`]).

@@ -147,6 +147,14 @@ pub enum Rejection {
          approach"
     )]
     Repeat,
+    /// The change alters a docstring example the project's pytest runs as
+    /// a test (`--doctest-modules`).
+    #[error(
+        "the change alters the doctest example at line {line} of {path}, which the project's \
+         pytest runs as a test (--doctest-modules); tests must not be changed — fix the code \
+         under test instead"
+    )]
+    Doctest { path: String, line: usize },
 }
 
 impl Rejection {
@@ -176,6 +184,7 @@ impl Rejection {
             Rejection::NoChange => "no_change",
             Rejection::WhitespaceOnly => "whitespace_only",
             Rejection::Repeat => "repeat",
+            Rejection::Doctest { .. } => "doctest",
         }
     }
 
@@ -240,6 +249,7 @@ pub(super) type FileRule = fn(&ChangedFile<'_>, &ReviewContext<'_>) -> Result<()
 /// The file rules, in the order they run.
 pub(super) const FILE_RULES: &[FileRule] = &[
     test_config_content,
+    doctest_examples,
     too_many_lines,
     too_many_bytes,
     syntax_error,
@@ -340,7 +350,7 @@ fn test_config_file(path: &str, ctx: &ReviewContext<'_>) -> Result<(), Rejection
 }
 
 fn test_file(path: &str, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
-    if !ctx.allow_test_edits && is_test_path(path) {
+    if !ctx.allow_test_edits && (is_test_path(path) || ctx.tests.contains(path)) {
         return Err(Rejection::TestFile { path: path.into() });
     }
     Ok(())
@@ -365,6 +375,28 @@ fn test_config_content(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Resul
         Some(part) => Err(Rejection::TestConfig {
             path: file.path.into(),
             part,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// With `--doctest-modules`, every docstring example of a module is a test:
+/// one the change removes or alters is refused (new examples may be added).
+fn doctest_examples(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
+    if ctx.allow_test_edits || !ctx.tests.doctest_modules || !file.is_python() {
+        return Ok(());
+    }
+    let after: Vec<String> = harness::doctest_examples(file.after_text())
+        .into_iter()
+        .map(|(_, example)| example)
+        .collect();
+    match harness::doctest_examples(file.before_text())
+        .into_iter()
+        .find(|(_, example)| !after.contains(example))
+    {
+        Some((line, _)) => Err(Rejection::Doctest {
+            path: file.path.into(),
+            line,
         }),
         None => Ok(()),
     }
@@ -475,7 +507,7 @@ fn syntax_error(file: &ChangedFile<'_>, _: &ReviewContext<'_>) -> Result<(), Rej
 
 /// Plugin and hook code, or pytest imports, in a module that is not a test.
 fn pytest_plugin(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
-    if ctx.allow_test_edits || !file.is_python() || is_test_path(file.path) {
+    if ctx.allow_test_edits || !file.is_python() || ctx.tests.contains(file.path) {
         return Ok(());
     }
     match harness::new_plugin_form(file.before_text(), file.after_text()) {

@@ -15,6 +15,7 @@ struct Fixture {
     submodules: Vec<String>,
     limits: SizeLimits,
     shown: ShownVersions,
+    tests: crate::tools::TestFiles,
 }
 
 impl Fixture {
@@ -39,6 +40,7 @@ impl Fixture {
             submodules: vec!["vendor/lib".into()],
             limits: SizeLimits::default(),
             shown: ShownVersions::default(),
+            tests: crate::tools::TestFiles::default(),
         }
     }
 
@@ -56,6 +58,7 @@ impl Fixture {
                 submodules: &self.submodules,
                 shown: &self.shown,
                 task: None,
+                tests: &self.tests,
             },
         )
     }
@@ -67,6 +70,21 @@ impl Fixture {
         };
         let proposal = Proposal {
             file: "stats.py".into(),
+            reply: reply.into(),
+            edits: patch::parse_reply(reply, &ctx).map_err(|e| ReplyProblem::Patch(e).into()),
+            debugging: true,
+            excerpts: None,
+        };
+        self.review_proposal(&proposal, allow_tests)
+    }
+
+    fn review_file(&self, file: &str, reply: &str, allow_tests: bool) -> Review {
+        let ctx = ReplyContext {
+            target_prefix: "svc".into(),
+            requested: vec![file.into()],
+        };
+        let proposal = Proposal {
+            file: file.into(),
             reply: reply.into(),
             edits: patch::parse_reply(reply, &ctx).map_err(|e| ReplyProblem::Patch(e).into()),
             debugging: true,
@@ -218,6 +236,67 @@ fn tests_are_left_alone_unless_allowed() {
         }
     );
     accepted(fx.review(&reply, true));
+}
+
+#[test]
+fn a_file_the_project_s_pytest_collects_is_a_test_whatever_its_name() {
+    // `testpaths = ["test.py"]`: the root `test.py` holds the tests.
+    let mut fx = Fixture::new();
+    std::fs::write(
+        fx.dir.path().join("test.py"),
+        "def test_x():\n    assert True\n",
+    )
+    .unwrap();
+    fx.tests.testpaths = vec!["test.py".into()];
+    let reply = diff(
+        "test.py",
+        "def test_x():\n    assert True\n",
+        "def test_x():\n    assert 1\n",
+    );
+    assert_eq!(
+        rejected(fx.review(&reply, false)),
+        Rejection::TestFile {
+            path: "test.py".into()
+        }
+    );
+    accepted(fx.review(&reply, true));
+}
+
+#[test]
+fn doctest_examples_are_tests_when_pytest_runs_them() {
+    let mut fx = Fixture::new();
+    let before = "def half(x):\n    \"\"\"Half of x.\n\n    >>> half(4)\n    2\n    \"\"\"\n    return x // 2\n";
+    std::fs::write(fx.dir.path().join("calc.py"), before).unwrap();
+    fx.severities.insert("calc.py".into(), Severity::Low);
+    let altered = diff(
+        "calc.py",
+        before,
+        &before
+            .replace("    2\n", "    2.0\n")
+            .replace("x // 2", "x / 2"),
+    );
+    let fixed = diff("calc.py", before, &before.replace("x // 2", "int(x / 2)"));
+    let added = diff(
+        "calc.py",
+        before,
+        &before.replace(
+            "    2\n    \"\"\"",
+            "    2\n    >>> half(5)\n    2\n    \"\"\"",
+        ),
+    );
+    // Without --doctest-modules a docstring is the code's to change.
+    accepted(fx.review_file("calc.py", &altered, false));
+    fx.tests.doctest_modules = true;
+    assert_eq!(
+        rejected(fx.review_file("calc.py", &altered, false)),
+        Rejection::Doctest {
+            path: "calc.py".into(),
+            line: 4
+        }
+    );
+    accepted(fx.review_file("calc.py", &fixed, false));
+    accepted(fx.review_file("calc.py", &added, false));
+    accepted(fx.review_file("calc.py", &altered, true));
 }
 
 #[test]
@@ -489,6 +568,10 @@ fn every_rule_has_a_distinct_snake_case_name_and_says_what_to_do() {
         Rejection::NoChange,
         Rejection::WhitespaceOnly,
         Rejection::Repeat,
+        Rejection::Doctest {
+            path: path(),
+            line: 3,
+        },
     ];
     let names: HashSet<&str> = all.iter().map(Rejection::rule).collect();
     assert_eq!(names.len(), all.len());
@@ -541,6 +624,7 @@ impl Fixture {
                 base: "abc",
                 submodules: &self.submodules,
                 shown: &self.shown,
+                tests: &self.tests,
                 task: Some(TaskReview {
                     max_changed_lines: 20,
                     max_changed_bytes: 20 * 120,

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use super::env::last_line;
 use super::imports::module_name;
 use super::process::Ending;
+use super::worktree::ImportGuard;
 use super::{PythonEnv, Sandbox, ToolError};
 use crate::cancel::Cancel;
 use swarm_analysis::{CallSite, FunctionPair};
@@ -57,7 +58,8 @@ pub struct ProbedCall {
     pub call: String,
     /// `call site` or `sample`.
     pub source: String,
-    /// `value`, `raised`, `timeout` or `side_effect`.
+    /// `value`, `raised`, `exit` (SystemExit, KeyboardInterrupt: the call
+    /// would end the interpreter), `timeout` or `side_effect`.
     pub before_kind: String,
     pub after_kind: String,
     /// The value's repr, `raises ZeroDivisionError`, ….
@@ -110,6 +112,12 @@ struct WireRequest<'a> {
 /// worktree, holding the changed text). `Ok(None)` when the file is not an
 /// importable module. The process is killed when it runs past its imports,
 /// the deadline and one more pair of calls.
+///
+/// Whatever the module's code does to the probe — exits, is interrupted,
+/// ends the interpreter with `os._exit`, crashes it, hangs, leaves no
+/// result or an unreadable one — and whatever keeps the probe from
+/// starting, the module is "not checked" with the reason: the check never
+/// ends a run. Only a cancel is an `Err`.
 pub fn probe(
     env: &PythonEnv,
     sandbox: &Sandbox,
@@ -139,31 +147,31 @@ pub fn probe(
     // Two imports of each version, the calls until the deadline, and the
     // last call pair that started before it.
     let budget = request.import_timeout * 4 + request.deadline + request.call_timeout * 2;
-    match run_probe(env, sandbox, root, &json, budget, cancel)? {
-        Ran::Result { text, command } => serde_json::from_str(&text)
-            .map(Some)
-            .map_err(|source| garbled(command, source)),
-        Ran::Stopped(reason) => Ok(Some(not_checked(&wire.module, reason))),
-    }
+    let ran = match run_probe(env, sandbox, root, &json, budget, cancel) {
+        Ok(ran) => ran,
+        Err(ToolError::Cancelled) => return Err(ToolError::Cancelled),
+        Err(e) => Ran::Stopped(format!("the probe could not run: {e}")),
+    };
+    Ok(Some(match ran {
+        Ran::Result(text) => match serde_json::from_str(&text) {
+            Ok(found) => found,
+            Err(e) => not_checked(
+                &wire.module,
+                format!("the probe's result could not be read ({e})"),
+            ),
+        },
+        Ran::Stopped(reason) => not_checked(&wire.module, reason),
+    }))
 }
 
 /// What one probe process gave: its result file's text, or why it wrote none.
 enum Ran {
-    Result { text: String, command: String },
+    Result(String),
     Stopped(String),
 }
 
-fn garbled(command: String, source: serde_json::Error) -> ToolError {
-    ToolError::Garbled {
-        command,
-        what: "unreadable result from the probe",
-        last_line: None,
-        source,
-    }
-}
-
-/// Runs the probe with the request `json` in a sandbox cell, killed after
-/// `budget`.
+/// Runs the probe with the request `json` in a sandbox cell, under the
+/// worktree's import guard, killed after `budget`.
 fn run_probe(
     env: &PythonEnv,
     sandbox: &Sandbox,
@@ -178,8 +186,9 @@ fn run_probe(
     let result_file = cell.dir().join("result.json");
     write_file(&script, PROBE_SOURCE)?;
     write_file(&request_file, json)?;
-    let command = cell
-        .command(&env.python)
+    let guard = ImportGuard::write(&cell, sandbox, root)?;
+    let command = guard
+        .apply(cell.command(&env.python))
         .arg("-B")
         .arg(&script)
         .arg(&request_file)
@@ -191,6 +200,9 @@ fn run_probe(
         command: command.command_line(),
         source,
     })?;
+    if let Err(foreign) = guard.check("the behaviour probe") {
+        return Ok(Ran::Stopped(foreign.to_string()));
+    }
     match out.ending {
         Ending::Exited(0) => {}
         Ending::Cancelled => return Err(ToolError::Cancelled),
@@ -209,16 +221,14 @@ fn run_probe(
             )));
         }
     }
-    match std::fs::read_to_string(&result_file) {
-        Ok(text) => Ok(Ran::Result {
-            text,
-            command: out.command,
-        }),
-        Err(source) => Err(ToolError::NoResult {
-            command: out.command,
-            source,
-        }),
-    }
+    Ok(match std::fs::read_to_string(&result_file) {
+        Ok(text) => Ran::Result(text),
+        // Exit 0 and no result: `os._exit(0)` in the module's code.
+        Err(_) => Ran::Stopped(
+            "the probe ended without its result (the module's code ended the interpreter)"
+                .to_string(),
+        ),
+    })
 }
 
 /// What the public-name check compares for one module (see `probe.py`,
@@ -310,16 +320,21 @@ pub fn probe_api(
     };
     let json = serde_json::to_string(&wire).expect("the probe request serialises");
     let budget = request.import_timeout * 3 + request.deadline + request.call_timeout * 2;
-    match run_probe(env, sandbox, root, &json, budget, cancel)? {
-        Ran::Result { text, command } => serde_json::from_str(&text)
-            .map(Some)
-            .map_err(|source| garbled(command, source)),
-        Ran::Stopped(reason) => Ok(Some(ApiResult {
-            module: wire.module,
-            names: Vec::new(),
-            not_checked: Some(reason),
-        })),
-    }
+    let ran = match run_probe(env, sandbox, root, &json, budget, cancel) {
+        Ok(ran) => ran,
+        Err(ToolError::Cancelled) => return Err(ToolError::Cancelled),
+        Err(e) => Ran::Stopped(format!("the probe could not run: {e}")),
+    };
+    let not_checked = |reason| ApiResult {
+        module: wire.module.clone(),
+        names: Vec::new(),
+        not_checked: Some(reason),
+    };
+    Ok(Some(match ran {
+        Ran::Result(text) => serde_json::from_str(&text)
+            .unwrap_or_else(|e| not_checked(format!("the probe's result could not be read ({e})"))),
+        Ran::Stopped(reason) => not_checked(reason),
+    }))
 }
 
 fn not_checked(module: &str, reason: String) -> ProbeResult {

@@ -16,6 +16,14 @@ Side effects are refused while the module is imported and while a function
 runs (an audit hook stops file writes, processes, sockets; stdin reads
 fail; anything printed at import counts): a module with such effects at
 import is "not checked", a call with them is skipped.
+
+Nothing the module's code raises ends the probe: ``SystemExit`` and
+``KeyboardInterrupt`` (a CLI's ``main()``, ``sys.exit``), and ``os._exit``
+(replaced while the code runs) are an outcome of their own, "exit", and the
+function is reported not checked; anything that escapes the probe itself
+still leaves a result saying why nothing was compared. Only a crash (or an
+``os._exit`` reached some other way) can end the process without a result,
+and swarm reports that as "not checked" too.
 """
 
 import ast
@@ -43,6 +51,15 @@ class SideEffect(BaseException):
 
 class Timeout(BaseException):
     """Raised by the alarm: a call or an import took too long."""
+
+
+class HardExit(BaseException):
+    """Raised in place of os._exit while the guard is on: the code would end
+    the interpreter without unwinding."""
+
+
+def refuse_hard_exit(*_):
+    raise HardExit()
 
 
 GUARD = {"on": False}
@@ -95,7 +112,9 @@ def guarded(fn, seconds):
     """fn() with the guard on, stdout captured and an alarm: (result, printed)."""
     out = io.StringIO()
     saved = sys.stdout, sys.stderr, sys.stdin
+    hard_exit = os._exit
     sys.stdout, sys.stderr, sys.stdin = out, out, NoStdin()
+    os._exit = refuse_hard_exit
     signal.setitimer(signal.ITIMER_REAL, seconds)
     GUARD["on"] = True
     try:
@@ -103,6 +122,7 @@ def guarded(fn, seconds):
     finally:
         GUARD["on"] = False
         signal.setitimer(signal.ITIMER_REAL, 0)
+        os._exit = hard_exit
         sys.stdout, sys.stderr, sys.stdin = saved
 
 
@@ -116,7 +136,7 @@ def import_problem(load, seconds):
         return "its import takes longer than %ss" % seconds
     except SystemExit:
         return "its import exits"
-    except Exception as err:  # pylint: disable=broad-except
+    except BaseException as err:  # pylint: disable=broad-except
         return "its import raises %s: %s" % (type(err).__name__, err)
     if printed:
         return "its import prints"
@@ -154,6 +174,13 @@ def outcome_of(fn, args, kwargs, seconds):
     except Exception as err:  # pylint: disable=broad-except
         name = type(err).__name__
         return {"kind": "raised", "type": name, "shown": "raises %s" % name}
+    except HardExit:
+        return {"kind": "exit", "type": "os._exit", "shown": "calls os._exit"}
+    except BaseException as err:  # pylint: disable=broad-except
+        # SystemExit, KeyboardInterrupt, GeneratorExit: the call would end
+        # the interpreter, not return.
+        name = type(err).__name__
+        return {"kind": "exit", "type": name, "shown": "raises %s" % name}
     text = shown(value)
     if printed:
         text += " and prints %s" % shown(printed)
@@ -371,6 +398,10 @@ def probe(request):
             seen.add(text)
             before = outcome_of(before_fn, copy.deepcopy(args), copy.deepcopy(kwargs), request["call_timeout"])
             after = outcome_of(after_fn, copy.deepcopy(args), copy.deepcopy(kwargs), request["call_timeout"])
+            if before["kind"] == "exit" and entry["not_checked"] is None:
+                how = "calls" if before["type"] == "os._exit" else "raises"
+                entry["not_checked"] = "calling it %s %s, which ends the interpreter" % (
+                    how, before["type"])
             entry["calls"].append({
                 "call": text,
                 "source": source,
@@ -555,8 +586,21 @@ def main():
     sys.dont_write_bytecode = True
     sys.addaudithook(audit)
     signal.signal(signal.SIGALRM, on_alarm)
-    result = probe_api(request) if request.get("mode") == "api" else probe(request)
-    text = json.dumps(result)
+    try:
+        result = probe_api(request) if request.get("mode") == "api" else probe(request)
+        text = json.dumps(result)
+    except BaseException as err:  # pylint: disable=broad-except
+        # Whatever escaped (the module's code at its second import, an
+        # exit from a place the calls do not guard): nothing was compared.
+        GUARD["on"] = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        text = json.dumps({
+            "module": request["module"],
+            "functions": [],
+            "names": [],
+            "not_checked": "the probe stopped: %s: %s" % (type(err).__name__, shown(err)),
+            "spliced": False,
+        })
     GUARD["on"] = False
     with open(sys.argv[2], "w", encoding="utf-8") as handle:
         handle.write(text)

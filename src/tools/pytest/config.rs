@@ -27,7 +27,7 @@ const CONFIG_NAMES: [&str; 7] = [
 /// The file pytest would take as its configuration when testing `root`,
 /// looking no higher than `ceiling` (inclusive): the first file that holds
 /// pytest configuration, else the first `pyproject.toml` seen, else none.
-pub(super) fn locate(root: &Path, ceiling: &Path) -> Option<PathBuf> {
+pub(crate) fn locate(root: &Path, ceiling: &Path) -> Option<PathBuf> {
     let mut first_pyproject = None;
     for base in root.ancestors() {
         for name in CONFIG_NAMES {
@@ -71,6 +71,116 @@ fn holds_pytest_config(name: &str, path: &Path) -> bool {
     }
 }
 
+/// The pytest options a configuration file named `name` sets, with their
+/// values split as pytest splits its `args` options (shell words for an
+/// INI text or a TOML string, the items of a TOML array). Empty when the
+/// file holds no pytest configuration or does not parse.
+pub(crate) fn pytest_options(name: &str, text: &str) -> Vec<(String, Vec<String>)> {
+    match name {
+        "pyproject.toml" | "pytest.toml" | ".pytest.toml" => {
+            let Ok(document) = text.parse::<toml::Table>() else {
+                return Vec::new();
+            };
+            let table = if name == "pyproject.toml" {
+                let pytest = document.get("tool").and_then(|t| t.get("pytest"));
+                pytest
+                    .and_then(|p| p.get("ini_options"))
+                    .or(pytest)
+                    .and_then(|t| t.as_table())
+            } else {
+                document.get("pytest").and_then(|t| t.as_table())
+            };
+            table
+                .map(|table| {
+                    table
+                        .iter()
+                        .filter_map(|(key, value)| {
+                            let values = match value {
+                                toml::Value::String(s) => shell_words(s),
+                                toml::Value::Array(items) => items
+                                    .iter()
+                                    .filter_map(|i| i.as_str().map(str::to_string))
+                                    .collect(),
+                                _ => return None,
+                            };
+                            Some((key.clone(), values))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        }
+        _ => {
+            let wanted: &[&str] = if name == "setup.cfg" {
+                &["tool:pytest"]
+            } else {
+                &["pytest"]
+            };
+            ini_values(text, wanted)
+                .into_iter()
+                .map(|(key, value)| (key, shell_words(&value)))
+                .collect()
+        }
+    }
+}
+
+/// `key = value` pairs of the INI sections named `wanted`; continuation
+/// lines join the value.
+fn ini_values(text: &str, wanted: &[&str]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut inside = false;
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if let Some(section) = trimmed.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+            inside = wanted.contains(&section.trim());
+            continue;
+        }
+        if !inside || trimmed.is_empty() || trimmed.starts_with(['#', ';']) {
+            continue;
+        }
+        if line.starts_with([' ', '\t']) {
+            if let Some(last) = out.last_mut() {
+                last.1.push(' ');
+                last.1.push_str(trimmed);
+            }
+            continue;
+        }
+        if let Some((key, value)) = trimmed.split_once(['=', ':']) {
+            out.push((key.trim().to_string(), value.trim().to_string()));
+        }
+    }
+    out
+}
+
+/// Shell words, as Python's `shlex.split` makes them: whitespace apart,
+/// quotes kept together and removed.
+fn shell_words(text: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut quote: Option<char> = None;
+    let mut started = false;
+    for c in text.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                started = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if started || !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+                started = false;
+            }
+            (None, c) => word.push(c),
+        }
+    }
+    if started || !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
 /// The section names of an INI text.
 fn ini_sections(text: &str) -> impl Iterator<Item = &str> {
     text.lines().filter_map(|line| {
@@ -108,6 +218,33 @@ mod tests {
         assert_eq!(found, repo.join("svc/tox.ini"));
         // The repository root's pyproject has no pytest table; setup.cfg does.
         assert_eq!(locate(&repo, &repo), Some(repo.join("setup.cfg")));
+    }
+
+    #[test]
+    fn options_read_as_pytest_splits_them() {
+        let ini = "[pytest]\naddopts = -q --doctest-glob='*.rst'\ntestpaths =\n    tests\n    docs\n[other]\nx = 1\n";
+        assert_eq!(
+            pytest_options("tox.ini", ini),
+            vec![
+                (
+                    "addopts".to_string(),
+                    vec!["-q".to_string(), "--doctest-glob=*.rst".to_string()]
+                ),
+                (
+                    "testpaths".to_string(),
+                    vec!["tests".to_string(), "docs".to_string()]
+                ),
+            ]
+        );
+        let toml = "[tool.pytest.ini_options]\ntestpaths = [\"test.py\"]\naddopts = \"--cov=x\"\n";
+        assert_eq!(
+            pytest_options("pyproject.toml", toml),
+            vec![
+                ("addopts".to_string(), vec!["--cov=x".to_string()]),
+                ("testpaths".to_string(), vec!["test.py".to_string()]),
+            ]
+        );
+        assert!(pytest_options("setup.cfg", "[pytest]\naddopts = -q\n").is_empty());
     }
 
     #[test]

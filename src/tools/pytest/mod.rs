@@ -11,7 +11,8 @@
 //! then.
 //!
 //! swarm's own plugin (`swarm_plugin.py`, embedded in the binary, written
-//! into the cell and put on `PYTHONPATH`, so nothing needs installing) stops
+//! into the cell beside the import guard of [`super::worktree`] and put on
+//! `PYTHONPATH` with it, so nothing needs installing) stops
 //! a test past the per-test limit, and writes each result as it finishes;
 //! when the whole run is killed before junit XML exists, [`results`] reads
 //! those. Failing tests, collection errors, no tests (exit code 5) and
@@ -25,13 +26,15 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-mod config;
+pub(crate) mod config;
 mod links;
 mod results;
+pub mod symptoms;
 
 use super::junit::parse_junit;
 use super::process::{cap_text, Ending, ProcessBuilder, ProcessOutput};
 use super::sandbox::Cell;
+use super::worktree::ImportGuard;
 use super::{PythonEnv, Sandbox, TestCase, TestLimits, TestOutcome, TestRun, ToolError};
 use crate::cancel::Cancel;
 
@@ -68,9 +71,10 @@ pub(super) fn run_only(
     let root = &std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
     let cell = sandbox.cell("pytest")?;
     let boundary = sandbox.boundary_of(root);
-    let files = RunFiles::prepare(&cell, &boundary, root, only)?;
+    let guard = ImportGuard::write(&cell, sandbox, root)?;
+    let files = RunFiles::prepare(&cell, &guard, &boundary, root, only)?;
     let escaping = links::leading_out(root, &boundary);
-    let builder = command(&cell, env, root, limits, &files, &escaping);
+    let builder = guard.apply(command(&cell, env, root, limits, &files, &escaping));
     let out = builder.run(cancel).map_err(|source| ToolError::Run {
         command: builder.command_line(),
         source,
@@ -78,6 +82,7 @@ pub(super) fn run_only(
     if out.ending == Ending::Cancelled {
         return Err(ToolError::Cancelled);
     }
+    guard.check(&out.command)?;
     let mut output = cap_text(&out.combined(), TEST_OUTPUT_CAP);
     if !escaping.is_empty() {
         let names: Vec<String> = escaping
@@ -111,8 +116,6 @@ pub(super) fn run_only(
 struct RunFiles {
     /// Where pytest writes its junit XML.
     junit: PathBuf,
-    /// The folder holding swarm's plugin (put on `PYTHONPATH`).
-    plugin_dir: PathBuf,
     /// Where the plugin writes each result as it finishes.
     results: PathBuf,
     /// Where faulthandler dumps the stacks before the run's deadline.
@@ -126,19 +129,19 @@ struct RunFiles {
 }
 
 impl RunFiles {
-    /// Writes the plugin into `cell`, finds pytest's configuration under
-    /// `boundary` (or writes an empty one into the cell) and, with `only`,
-    /// the list of tests to run.
+    /// Writes the plugin beside the import guard (on `PYTHONPATH`), finds
+    /// pytest's configuration under `boundary` (or writes an empty one into
+    /// the cell) and, with `only`, the list of tests to run.
     fn prepare(
         cell: &Cell,
+        guard: &ImportGuard,
         boundary: &Path,
         root: &Path,
         only: Option<&[String]>,
     ) -> Result<Self, ToolError> {
         let dir = cell.dir();
-        let plugin_dir = dir.join("plugin");
         write_file(
-            &plugin_dir.join(format!("{PLUGIN_MODULE}.py")),
+            &guard.dir().join(format!("{PLUGIN_MODULE}.py")),
             PLUGIN_SOURCE,
         )?;
         let (config, confcutdir) = match config::locate(root, boundary) {
@@ -164,7 +167,6 @@ impl RunFiles {
         };
         Ok(Self {
             junit: dir.join("junit.xml"),
-            plugin_dir,
             results: dir.join("results.jsonl"),
             stacks: dir.join("stacks.txt"),
             config,
@@ -217,7 +219,6 @@ fn command(
         .arg("--junitxml")
         .arg(&files.junit)
         .args(["-o", "junit_family=xunit1", "--color=no"])
-        .env("PYTHONPATH", &files.plugin_dir)
         .cwd(root)
         .timeout(limits.run);
     for link in escaping {

@@ -22,6 +22,8 @@ but the standard library and pytest.
 * ``--swarm-stack-file=FILE`` with ``--swarm-run-deadline=EPOCH_SECONDS``:
   faulthandler dumps every thread's stack into FILE shortly before swarm's
   whole-run limit, so the test that was running then still gets a stack.
+* Benchmarks (pytest-benchmark, pytest-codspeed) run as plain tests, once
+  and untimed: a Judge pass checks that they pass, not how fast.
 """
 
 import faulthandler
@@ -269,6 +271,25 @@ def _texts(report):
     details = report.longreprtext
     message = crash.message if crash is not None else details.strip().split("\n")[0]
     return {"message": message, "details": details}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """Benchmarks run as plain tests, once and untimed: pytest-benchmark's
+    ``--benchmark-disable`` (unless the project asks for benchmarks only,
+    which that option refuses), and pytest-codspeed's measurement off. Set
+    once the options are read and before any plugin configures itself."""
+    _calm_benchmarks(config)
+
+
+def _calm_benchmarks(config):
+    option = config.option
+    if hasattr(option, "benchmark_disable") and not getattr(option, "benchmark_only", False):
+        option.benchmark_disable = True
+        if hasattr(option, "benchmark_enable"):
+            option.benchmark_enable = False
+    if hasattr(option, "codspeed"):
+        option.codspeed = False
 
 
 def pytest_configure(config):

@@ -202,6 +202,10 @@ pub struct Sandbox {
     /// The memo entry the layers' outcome came from or went to: a spawn
     /// that fails in a layer drops it.
     remembered: Option<PathBuf>,
+    /// The user's working tree the writable worktree stands for: paths into
+    /// it are moved to the worktree by the import guard (see
+    /// [`super::worktree`]).
+    checkout: Option<PathBuf>,
 }
 
 impl Sandbox {
@@ -265,6 +269,7 @@ impl Sandbox {
             limited: false,
             cells: AtomicU64::new(0),
             remembered: None,
+            checkout: None,
         };
         let memo = memo.map(|memo| (memo, sandbox.memo_key(&policy)));
         let recalled = memo
@@ -305,6 +310,18 @@ impl Sandbox {
             limits: format!("{:?}", self.limits),
             landlock_abi: landlock::abi_version().ok(),
         })
+    }
+
+    /// Names the user's working tree (the repository's root) that the
+    /// run's worktree is a copy of: tools then import the worktree's code
+    /// where the environment points into it (an editable install).
+    pub fn set_checkout(&mut self, checkout: impl Into<PathBuf>) {
+        self.checkout = Some(checkout.into());
+    }
+
+    /// The user's working tree the worktree stands for, when named.
+    pub fn checkout(&self) -> Option<&Path> {
+        self.checkout.as_deref()
     }
 
     /// What holds, layer by layer.

@@ -303,3 +303,78 @@ fn a_relative_root_works_like_an_absolute_one() {
     assert_eq!(run.cases.len(), 6, "{}", run.output);
     assert_eq!(run.cases[0].id, "tests/test_calc.py::test_add");
 }
+
+/// A folder standing for the user's checkout (`checkout/`) and one for the
+/// run's worktree (`worktree/`), each holding the src-layout package `calc`:
+/// the checkout's `add` is wrong, the worktree's right.
+fn checkout_and_worktree(tests: &str) -> tempfile::TempDir {
+    let wrong = "def add(a, b):\n    return a - b\n";
+    project(&[
+        ("checkout/src/calc/__init__.py", "from .ops import add\n"),
+        ("checkout/src/calc/ops.py", wrong),
+        ("worktree/src/calc/__init__.py", "from .ops import add\n"),
+        ("worktree/src/calc/ops.py", CALC),
+        ("worktree/tests/test_calc.py", tests),
+    ])
+}
+
+#[test]
+fn the_worktree_s_code_is_imported_where_the_environment_points_at_the_checkout() {
+    // The checkout's `src` first on the path, as an editable install's
+    // `.pth` file or a conftest would put it.
+    let dir = checkout_and_worktree(
+        "import sys\nsys.path.insert(0, __file__.replace('worktree/tests/test_calc.py', 'checkout/src'))\n\
+         from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+    );
+    let worktree = dir.path().join("worktree");
+    let mut sandbox = sandbox_for(&worktree);
+    sandbox.set_checkout(dir.path().join("checkout"));
+    let run = run_pytest(
+        &system_env(),
+        &sandbox,
+        &worktree,
+        Duration::from_secs(120),
+        &Cancel::new(),
+    )
+    .expect("pytest runs");
+    assert_eq!(run.exit_code, Some(0), "{}", run.output);
+}
+
+#[test]
+fn code_loaded_from_the_checkout_is_refused_loudly_never_judged() {
+    // A test that loads the checkout's file by its path: nothing redirects
+    // that, so the run's result is not the worktree's.
+    let dir = checkout_and_worktree(
+        "import importlib.util\nimport pathlib\n\n\
+         ROOT = pathlib.Path(__file__).resolve().parents[2] / 'checkout' / 'src' / 'calc' / 'ops.py'\n\
+         SPEC = importlib.util.spec_from_file_location('calc.ops', ROOT)\n\
+         OPS = importlib.util.module_from_spec(SPEC)\nimport sys\nsys.modules['calc.ops'] = OPS\n\
+         SPEC.loader.exec_module(OPS)\n\n\ndef test_add():\n    assert OPS.add(2, 3) == 5\n",
+    );
+    let worktree = dir.path().join("worktree");
+    let mut sandbox = swarm::tools::Sandbox::new(
+        {
+            let mut policy = SandboxPolicy::for_worktree(&worktree);
+            policy.readable = vec![dir.path().join("checkout")];
+            policy
+        },
+        &system_env(),
+    )
+    .expect("the sandbox can be set up");
+    sandbox.set_checkout(dir.path().join("checkout"));
+    let err = run_pytest(
+        &system_env(),
+        &sandbox,
+        &worktree,
+        Duration::from_secs(120),
+        &Cancel::new(),
+    )
+    .expect_err("the run is refused");
+    let text = err.to_string();
+    assert!(matches!(err, ToolError::OutsideWorktree { .. }), "{text}");
+    assert!(
+        text.contains("imported from outside the run's worktree: calc.ops from")
+            && text.contains("checkout/src/calc/ops.py"),
+        "{text}"
+    );
+}

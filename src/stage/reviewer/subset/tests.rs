@@ -34,6 +34,7 @@ struct Fixture {
     seen: HashSet<String>,
     shown: ShownVersions,
     target: TargetDir,
+    tests: crate::tools::TestFiles,
 }
 
 impl Fixture {
@@ -48,6 +49,7 @@ impl Fixture {
             seen: HashSet::new(),
             shown: ShownVersions::default(),
             target: TargetDir::default(),
+            tests: crate::tools::TestFiles::default(),
         }
     }
 
@@ -62,6 +64,8 @@ impl Fixture {
             base: "abc",
             submodules: &[],
             shown: &self.shown,
+            task: None,
+            tests: &self.tests,
         }
     }
 }

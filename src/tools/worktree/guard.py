@@ -1,0 +1,307 @@
+"""swarm's import guard: in every Python process swarm runs on a run's
+worktree (pytest, the import checks, the behaviour probe, and any Python
+the tests start), the project's code is imported from the worktree, never
+from the user's checkout or an installed copy of the project.
+
+Embedded in the swarm binary and written into the process's sandbox cell
+with ``sitecustomize.py`` (which installs the guard, then runs the
+interpreter's own ``sitecustomize`` when there is one) and
+``_swarm_worktree.json`` beside it. That folder is on ``PYTHONPATH``, so the
+guard is in place before ``-m pytest`` runs and before any test, plugin or
+``conftest.py`` is imported, after the interpreter's ``.pth`` files ran.
+
+What it does, in order:
+
+* a ``sys.path`` entry inside the user's checkout (an editable install's
+  ``.pth`` path, such as ``<checkout>/src``) is replaced by the same folder
+  in the worktree, when the worktree has it;
+* the worktree's copy of every folder an import finder maps a module to
+  (setuptools' and other editable finders' tables) becomes a source root;
+* the source roots swarm found (``src/``, the project's declared package
+  folders) go first on ``sys.path``;
+* a finder first in ``sys.meta_path`` answers for every module the
+  worktree's folders on ``sys.path`` hold (standard-library names aside):
+  the worktree's copy wins over an installed or editable one, and a
+  submodule of such a package that the worktree lacks is not found;
+* a module of the project already imported from elsewhere (by a ``.pth``
+  file) is forgotten, to be imported again from the worktree.
+
+At exit, every module that still came from the user's checkout (a file the
+worktree also has) or is the project's but was loaded from outside the
+worktree is written to the report file, one JSON line per process; swarm
+reads it and refuses to judge such a run.
+"""
+
+import atexit
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+
+_CONFIG_NAME = "_swarm_worktree.json"
+_STATE = {"guard": None}
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | frozenset(sys.builtin_module_names)
+# The interpreter's start-up hooks (this one among them): never the project's.
+_STARTUP = frozenset(["sitecustomize", "usercustomize"])
+
+
+def _real(path):
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return path
+
+
+def _inside(path, folder):
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _is_namespace(spec):
+    return spec.origin in (None, "namespace") and spec.submodule_search_locations is not None
+
+
+def _root_of(path):
+    """The folder to put on sys.path for a module file or package folder."""
+    if os.path.basename(path) == "__init__.py":
+        path = os.path.dirname(path)
+    return os.path.dirname(path.rstrip(os.sep))
+
+
+class _Guard:
+    def __init__(self, config):
+        self.worktree = _real(config["worktree"])
+        checkout = config.get("checkout")
+        self.checkout = _real(checkout) if checkout else None
+        self.roots = [_real(r) for r in config.get("roots", [])]
+        self.report = config.get("report")
+        self.first_party = set()
+        self._entries = (None, [])
+
+    def counterpart(self, path):
+        """The worktree's copy of a path in the user's checkout, when the
+        worktree has one."""
+        if self.checkout is None or not _inside(path, self.checkout):
+            return None
+        if _inside(path, self.worktree):
+            return None
+        rel = os.path.relpath(path, self.checkout)
+        candidate = self.worktree if rel == "." else os.path.join(self.worktree, rel)
+        return candidate if os.path.exists(candidate) else None
+
+    def in_worktree(self, path):
+        return _inside(_real(path), self.worktree)
+
+    def worktree_entries(self):
+        """The worktree's folders on sys.path, in order (the working
+        directory first when it is in the worktree: -m and -c put it there)."""
+        key = tuple(p for p in sys.path if isinstance(p, str))
+        if self._entries[0] == key:
+            return self._entries[1]
+        found = []
+        for entry in (os.getcwd(),) + key:
+            path = _real(entry or os.getcwd())
+            if _inside(path, self.worktree) and path not in found and os.path.isdir(path):
+                found.append(path)
+        self._entries = (key, found)
+        return found
+
+    def install(self):
+        for i, entry in enumerate(list(sys.path)):
+            if not isinstance(entry, str) or not entry:
+                continue
+            moved = self.counterpart(_real(entry))
+            if moved is not None and os.path.isdir(moved):
+                sys.path[i] = moved
+        for root in self._mapped_roots():
+            if root not in self.roots:
+                self.roots.append(root)
+        for root in reversed(self.roots):
+            if not os.path.isdir(root):
+                continue
+            while root in sys.path:
+                sys.path.remove(root)
+            sys.path.insert(0, root)
+        self._forget_foreign()
+        sys.meta_path.insert(0, _WorktreeFinder(self))
+        atexit.register(self.write_report)
+
+    def _mapped_roots(self):
+        """The worktree's copies of the folders editable finders map modules
+        to (tables of name -> path on the finder or its module)."""
+        roots = []
+        for finder in list(sys.meta_path):
+            owner = sys.modules.get(getattr(finder, "__module__", None) or "")
+            holders = [finder, owner]
+            if not isinstance(finder, type):
+                holders.append(type(finder))
+            for holder in holders:
+                for value in list(getattr(holder, "__dict__", {}).values()):
+                    if not isinstance(value, dict):
+                        continue
+                    for path in list(value.values()):
+                        if not isinstance(path, str) or not os.path.isabs(path):
+                            continue
+                        moved = self.counterpart(_real(path))
+                        if moved is None:
+                            continue
+                        root = _root_of(moved)
+                        if root not in roots:
+                            roots.append(root)
+        return roots
+
+    def _forget_foreign(self):
+        entries = self.worktree_entries()
+        for name, module in list(sys.modules.items()):
+            top = name.partition(".")[0]
+            file = getattr(module, "__file__", None)
+            if top in _STDLIB or top in _STARTUP or top.startswith("_swarm"):
+                continue
+            if not isinstance(file, str):
+                continue
+            real = _real(file)
+            if self.in_worktree(real):
+                continue
+            ours = self.counterpart(real) is not None
+            if not ours:
+                try:
+                    spec = importlib.machinery.PathFinder.find_spec(top, entries)
+                except (ImportError, ValueError):
+                    spec = None
+                ours = spec is not None and not _is_namespace(spec)
+            if ours:
+                del sys.modules[name]
+
+    def outside(self):
+        """Modules of the project loaded from outside the worktree."""
+        found = []
+        for name, module in list(sys.modules.items()):
+            if name.startswith("_swarm") or name in _STARTUP:
+                continue
+            file = getattr(module, "__file__", None)
+            if not isinstance(file, str):
+                continue
+            real = _real(file)
+            if self.in_worktree(real):
+                continue
+            top = name.partition(".")[0]
+            if self.counterpart(real) is not None or top in self.first_party:
+                loader = getattr(module, "__loader__", None)
+                found.append({
+                    "module": name,
+                    "path": real,
+                    "loader": type(loader).__name__ if loader is not None else "",
+                })
+        return found
+
+    def write_report(self):
+        if not self.report:
+            return
+        found = self.outside()
+        if not found:
+            return
+        try:
+            with open(self.report, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps({"pid": os.getpid(), "outside": found}) + "\n")
+        except OSError:
+            pass
+
+
+class _WorktreeFinder:
+    """First in sys.meta_path: the worktree's copy of a module wins."""
+
+    def __init__(self, guard):
+        self.guard = guard
+
+    def find_spec(self, fullname, path=None, target=None):
+        guard = self.guard
+        top = fullname.partition(".")[0]
+        if path is None:
+            if top in _STDLIB or top in _STARTUP or top.startswith("_swarm"):
+                return None
+            entries = guard.worktree_entries()
+            spec = importlib.machinery.PathFinder.find_spec(fullname, entries)
+            if spec is None:
+                return self._moved_to_worktree(fullname)
+            if _is_namespace(spec):
+                # A namespace portion: the other portions on sys.path join it
+                # (and a regular package elsewhere wins, as Python has it).
+                rest = [e for e in sys.path if isinstance(e, str) and _real(e or ".") not in entries]
+                return importlib.machinery.PathFinder.find_spec(fullname, entries + rest)
+            guard.first_party.add(top)
+            return spec
+        if top not in guard.first_party:
+            return None
+        locations = [p for p in path if isinstance(p, str)]
+        if not locations or not all(guard.in_worktree(p) for p in locations):
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, locations)
+        if spec is None:
+            raise ModuleNotFoundError("No module named %r" % fullname, name=fullname)
+        return spec
+
+    def _moved_to_worktree(self, fullname):
+        """The worktree's copy of a top-level module that sys.path finds
+        in the user's checkout (through a link tree, say): None when it is
+        found elsewhere or not at all."""
+        guard = self.guard
+        if guard.checkout is None:
+            return None
+        elsewhere = [e for e in sys.path if isinstance(e, str)]
+        try:
+            found = importlib.machinery.PathFinder.find_spec(fullname, elsewhere)
+        except (ImportError, ValueError):
+            return None
+        if found is None or not isinstance(found.origin, str) or _is_namespace(found):
+            return None
+        moved = guard.counterpart(_real(found.origin))
+        if moved is None:
+            return None
+        root = _root_of(moved)
+        spec = importlib.machinery.PathFinder.find_spec(fullname, [root])
+        if spec is None:
+            return None
+        if root not in sys.path:
+            sys.path.insert(0, root)
+        guard.first_party.add(fullname)
+        return spec
+
+    def invalidate_caches(self):
+        self.guard._entries = (None, [])
+
+
+def install():
+    """Installs the guard once, from the configuration beside this file;
+    the guard (None without a configuration)."""
+    if _STATE["guard"] is not None:
+        return _STATE["guard"]
+    config_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), _CONFIG_NAME)
+    try:
+        with open(config_path, encoding="utf-8") as handle:
+            config = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    guard = _Guard(config)
+    _STATE["guard"] = guard
+    guard.install()
+    return guard
+
+
+def chain_sitecustomize(own_file):
+    """Runs the interpreter's own sitecustomize, which ours shadows."""
+    own_dir = _real(os.path.dirname(os.path.abspath(own_file)))
+    entries = [e for e in sys.path if isinstance(e, str) and _real(e or os.getcwd()) != own_dir]
+    try:
+        spec = importlib.machinery.PathFinder.find_spec("sitecustomize", entries)
+    except (ImportError, ValueError):
+        return
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as err:  # pylint: disable=broad-except
+        # What site.py itself does with a failing sitecustomize.
+        sys.stderr.write("Error in sitecustomize; set PYTHONVERBOSE for traceback:\n")
+        sys.stderr.write("%s: %s\n" % (type(err).__name__, err))
