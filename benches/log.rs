@@ -20,7 +20,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use swarm::log::{Action, Agent, Entry, ExperimentLog, Kind, PytestRun, RunEnd, RunStart, ToolRun};
+use swarm::log::{Action, Agent, Entry, ExperimentLog, Kind, RunEnd, RunStart, TestsRun, ToolRun};
 
 const SIZES: &[usize] = &[10, 10_000, 100_000];
 /// Timed appends per size.
@@ -34,11 +34,11 @@ fn entry(n: usize) -> Entry {
         Action::CodeAnalysis,
         format!("python3 -m pytest -q --junitxml=report.xml tests/ # run {n}"),
         "tests/test_stats.py::test_mean PASSED\n".repeat(12),
-        Kind::Tool(ToolRun::Pytest(PytestRun {
+        Kind::Tool(ToolRun::Tests(TestsRun {
             attempt: Some(u32::try_from(n % 10).expect("below 10")),
             passed: 12,
             total: 12,
-            ..PytestRun::default()
+            ..TestsRun::default()
         })),
     )
     .in_run("20261122-101500-7f3a")

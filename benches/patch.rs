@@ -109,6 +109,7 @@ fn large_reply() {
     let ctx = ReplyContext {
         target_prefix: String::new(),
         requested: vec!["pkg/big.py".into()],
+        language: swarm::lang::code_language(&[]),
     };
     for mangled in [false, true] {
         let (before, after, reply) = large_case(mangled);

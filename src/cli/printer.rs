@@ -69,8 +69,8 @@ impl Printer {
             format!("  tests:    {tests}"),
             format!(
                 "  pylint:   {} -> {}",
-                score(s.pylint_before),
-                score(s.pylint_after)
+                score(s.lint_before),
+                score(s.lint_after)
             ),
             format!(
                 "  attempts: {} committed, {} accepted, {} round(s); tokens {} in / {} out{}",
@@ -220,7 +220,7 @@ impl Printer {
                 tests_passed,
                 tests_total,
                 no_tests,
-                pylint,
+                lint_score: pylint,
             } => {
                 let tests = if no_tests {
                     "no tests found".to_string()
@@ -258,7 +258,7 @@ impl Printer {
                 file,
                 verdict,
                 tests,
-                pylint,
+                lint_score: pylint,
                 commit,
             } => format!(
                 "  {file}: attempt {attempt} {verdict} — {tests}, pylint {} ({commit})",

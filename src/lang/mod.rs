@@ -1,8 +1,244 @@
-//! What swarm knows of each language besides Python, one folder each.
+//! The language boundary: what swarm knows of each language it handles, one
+//! folder per language behind one interface ([`Language`]), and the
+//! registry ([`LANGUAGES`]) the stages and the loop ask through.
 //!
-//! For now this holds JavaScript/TypeScript's pieces, built and tested on
-//! their own; the language boundary the stages will call through (with
-//! Python as its first implementation) comes later, and then each language
-//! here registers behind it. Nothing here drives a stage or the loop.
+//! A language says which files are its sources, tests and test
+//! configuration, what its tools are called, and how its paths read as
+//! module names; the loop asks the registry ("is this a source file of a
+//! language swarm knows", "the sources of this target") and never names a
+//! language itself. Adding a language is one folder here and one line in
+//! [`LANGUAGES`].
+//!
+//! Python is registered. JavaScript/TypeScript's pieces live in
+//! [`javascript`], built and tested on their own; they are not registered
+//! yet, so a JS/TS target still stops with "no committed ... files".
+//! Nothing here drives a stage or the loop, and processes run only through
+//! `tools`.
+
+use crate::pipeline::TargetDir;
 
 pub mod javascript;
+pub mod python;
+
+/// The tools a run's languages work with, found once per run: today
+/// Python's interpreter with its pytest and pylint.
+pub type Toolchain = crate::tools::PythonEnv;
+
+/// One language swarm handles: its files, its tools' names, its prompt
+/// wording. Path questions take target-relative paths with `/`.
+pub trait Language: Sync {
+    /// The language's name in prose ("3 Python files").
+    fn name(&self) -> &'static str;
+    /// Its source files' extensions as a user would name them (".py").
+    fn extensions(&self) -> &'static str;
+    /// The test runner's name, as the log and messages give it.
+    fn test_runner(&self) -> &'static str;
+    /// The linter's name, as the log and messages give it.
+    fn linter(&self) -> &'static str;
+    /// The tag of a fenced code block of this language.
+    fn fence(&self) -> &'static str;
+    /// The fence tags a model's block of this language may carry (`""`:
+    /// no tag), so a block without a file name counts as the file asked
+    /// about.
+    fn fences(&self) -> &'static [&'static str];
+    /// Whether a path is a source file of this language by its name alone
+    /// (tests included).
+    fn is_source(&self, rel: &str) -> bool;
+    /// The target's source files (target-relative, sorted) among `tracked`
+    /// (repository-relative): committed, by name, outside environments,
+    /// build output and caches.
+    fn sources(&self, tracked: &[String], target: &TargetDir) -> Vec<String>;
+    /// Whether a path is a test file of this language.
+    fn is_test(&self, rel: &str) -> bool;
+    /// Whether a path belongs to the test harness: tests, the runner's
+    /// configuration, anything that decides which tests run and how.
+    fn is_test_harness(&self, rel: &str) -> bool;
+    /// Whether a harness file configures the runner rather than holds tests.
+    fn configures_runner(&self, rel: &str) -> bool;
+    /// Whether a path configures the linter (its score is measured with the
+    /// base commit's).
+    fn is_lint_configuration(&self, rel: &str) -> bool;
+    /// The module a source file is imported as (`pkg/mod.py` → `pkg.mod`).
+    fn module_name(&self, rel: &str) -> String;
+    /// Project files outside the sources that may name a module by its
+    /// path (packaging, runner configuration).
+    fn project_files(&self) -> &'static [&'static str];
+}
+
+/// The languages swarm knows, in the order they are tried. Adding one is a
+/// folder beside [`python`] and a line here.
+pub static LANGUAGES: &[&dyn Language] = &[&python::Python];
+
+/// The language a file belongs to by its name, if swarm knows one.
+pub fn of(rel: &str) -> Option<&'static dyn Language> {
+    LANGUAGES.iter().copied().find(|l| l.is_source(rel))
+}
+
+/// Whether a path is a source file of a language swarm knows.
+pub fn is_source(rel: &str) -> bool {
+    of(rel).is_some()
+}
+
+/// Whether any language counts the path as a test file.
+pub fn is_test(rel: &str) -> bool {
+    LANGUAGES.iter().any(|l| l.is_test(rel))
+}
+
+/// Whether any language counts the path as part of its test harness.
+pub fn is_test_harness(rel: &str) -> bool {
+    LANGUAGES.iter().any(|l| l.is_test_harness(rel))
+}
+
+/// Whether a harness file configures a runner rather than holding tests:
+/// its language says so, and a file of no language always does.
+pub fn configures_runner(rel: &str) -> bool {
+    of(rel).is_none_or(|l| l.configures_runner(rel))
+}
+
+/// Whether any language counts the path as its linter's configuration.
+pub fn is_lint_configuration(rel: &str) -> bool {
+    LANGUAGES.iter().any(|l| l.is_lint_configuration(rel))
+}
+
+/// The module a file is imported as, by its language (the path itself for
+/// a file of no language).
+pub fn module_name(rel: &str) -> String {
+    of(rel).map_or_else(|| rel.to_string(), |l| l.module_name(rel))
+}
+
+/// The project files of every language that may name a module by its path.
+pub fn project_files() -> Vec<&'static str> {
+    LANGUAGES
+        .iter()
+        .flat_map(|l| l.project_files().iter().copied())
+        .collect()
+}
+
+/// The language of `requested` as a model's reply names it: the fence
+/// tags of their languages (of every registered language when none is
+/// known), for reading the reply.
+pub fn code_language(requested: &[String]) -> swarm_patch::CodeLanguage {
+    let mut languages: Vec<&dyn Language> = LANGUAGES
+        .iter()
+        .copied()
+        .filter(|l| requested.iter().any(|f| l.is_source(f)))
+        .collect();
+    if languages.is_empty() {
+        languages = LANGUAGES.to_vec();
+    }
+    let mut fences: Vec<String> = Vec::new();
+    for fence in languages.iter().flat_map(|l| l.fences().iter()) {
+        if !fences.iter().any(|f| f == fence) {
+            fences.push(fence.to_string());
+        }
+    }
+    swarm_patch::CodeLanguage {
+        name: languages
+            .iter()
+            .map(|l| l.name())
+            .collect::<Vec<_>>()
+            .join(" or "),
+        fences,
+    }
+}
+
+/// The target's source files of every language swarm knows, sorted.
+pub fn sources(tracked: &[String], target: &TargetDir) -> Vec<String> {
+    let mut files: Vec<String> = LANGUAGES
+        .iter()
+        .flat_map(|l| l.sources(tracked, target))
+        .collect();
+    files.sort();
+    files.dedup();
+    files
+}
+
+/// What the environment lacks when the baseline's suites could not run at
+/// all (see [`python::suite_cannot_run`]); `None` when they ran.
+pub fn suite_cannot_run(
+    toolchain: &Toolchain,
+    root: &std::path::Path,
+    worktree: &std::path::Path,
+    baseline: &crate::pipeline::Measurement,
+    files: &[String],
+    tests: &crate::tools::TestFiles,
+) -> Option<crate::tools::suite::CannotRun> {
+    python::suite_cannot_run(toolchain, root, worktree, baseline, files, tests)
+}
+
+/// Why a target has nothing to work on: no committed source file of any
+/// language swarm knows, naming them and their extensions.
+pub fn no_sources(target: &std::path::Path) -> String {
+    let names: Vec<&str> = LANGUAGES.iter().map(|l| l.name()).collect();
+    let extensions: Vec<&str> = LANGUAGES.iter().map(|l| l.extensions()).collect();
+    format!(
+        "no committed {} files under {}: point --target_dir at a folder with {} files tracked by git",
+        names.join(" or "),
+        target.display(),
+        extensions.join(" or ")
+    )
+}
+
+/// The names of the languages of `files`, in registry order ("Python",
+/// "Python and TypeScript"); the registered languages' when none matches.
+pub fn names_of(files: &[String]) -> String {
+    let present: Vec<&str> = LANGUAGES
+        .iter()
+        .filter(|l| files.iter().any(|f| l.is_source(f)))
+        .map(|l| l.name())
+        .collect();
+    if present.is_empty() {
+        LANGUAGES
+            .iter()
+            .map(|l| l.name())
+            .collect::<Vec<_>>()
+            .join(" or ")
+    } else {
+        present.join(" and ")
+    }
+}
+
+/// Every language's test runner and linter, joined by `sep` ("pytest,
+/// pylint").
+pub fn tools(sep: &str) -> String {
+    LANGUAGES
+        .iter()
+        .flat_map(|l| [l.test_runner(), l.linter()])
+        .collect::<Vec<_>>()
+        .join(sep)
+}
+
+/// Every language's linter, joined by `sep` ("pylint").
+pub fn linters(sep: &str) -> String {
+    LANGUAGES
+        .iter()
+        .map(|l| l.linter())
+        .collect::<Vec<_>>()
+        .join(sep)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_go_to_their_language_and_others_to_none() {
+        assert_eq!(of("pkg/mod.py").map(|l| l.name()), Some("Python"));
+        assert!(of("README.md").is_none());
+        assert!(configures_runner("pytest.ini"));
+        assert!(configures_runner("tests/conftest.py"));
+        assert!(!configures_runner("tests/test_a.py"));
+        assert_eq!(module_name("pkg/mod.py"), "pkg.mod");
+    }
+
+    #[test]
+    fn messages_name_every_registered_language() {
+        assert_eq!(
+            no_sources(std::path::Path::new("/p")),
+            "no committed Python files under /p: point --target_dir at a folder with .py files tracked by git"
+        );
+        assert_eq!(names_of(&["a.py".to_string()]), "Python");
+        assert_eq!(tools(", "), "pytest, pylint");
+        assert_eq!(linters(" and "), "pylint");
+    }
+}

@@ -29,7 +29,8 @@ pub enum Event {
         tests_passed: usize,
         tests_total: usize,
         no_tests: bool,
-        pylint: Option<f64>,
+        #[serde(rename = "pylint")]
+        lint_score: Option<f64>,
     },
     /// The plan is written.
     Planned { files: Vec<String> },
@@ -58,7 +59,8 @@ pub enum Event {
         file: String,
         verdict: Verdict,
         tests: String,
-        pylint: Option<f64>,
+        #[serde(rename = "pylint")]
+        lint_score: Option<f64>,
         commit: String,
     },
     /// The model could not give a usable answer for a file.

@@ -121,8 +121,10 @@ pub struct RunSummary {
     pub delivery: DeliveryState,
     pub tests_before: Option<TestTally>,
     pub tests_after: Option<TestTally>,
-    pub pylint_before: Option<f64>,
-    pub pylint_after: Option<f64>,
+    #[serde(rename = "pylint_before")]
+    pub lint_before: Option<f64>,
+    #[serde(rename = "pylint_after")]
+    pub lint_after: Option<f64>,
     pub tokens: TokenSpend,
 }
 

@@ -30,4 +30,4 @@ pub use kinds::{
     TestTally, TokenSpend,
 };
 pub use repair::Repair;
-pub use tool_runs::{BehaviourCheckRun, ImportCheckRun, PylintRun, PytestRun, TesterRun, ToolRun};
+pub use tool_runs::{BehaviourCheckRun, ImportCheckRun, LintRun, TesterRun, TestsRun, ToolRun};

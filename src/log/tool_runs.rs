@@ -19,12 +19,14 @@ pub enum ToolRun {
     /// The tree-sitter metrics of the target (the table is the entry's
     /// `output_response`).
     Metrics,
-    /// pytest over one state.
-    Pytest(PytestRun),
+    /// The test runner over one state; `pytest` in the log.
+    #[serde(rename = "pytest")]
+    Tests(TestsRun),
     /// The compile and import checks of a state without tests.
     ImportCheck(ImportCheckRun),
-    /// pylint over one state.
-    Pylint(PylintRun),
+    /// The linter over one state; `pylint` in the log.
+    #[serde(rename = "pylint")]
+    Lint(LintRun),
     /// The behaviour check of an attempt.
     BehaviourCheck(BehaviourCheckRun),
     /// The Tester's validation of the tests generated for one module.
@@ -34,9 +36,25 @@ pub enum ToolRun {
     Unknown,
 }
 
+impl ToolRun {
+    /// The tool's name as the log writes it (`details.tool`): the report
+    /// labels its figures with it.
+    pub fn name(&self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.get("tool")?.as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+
+    /// The linter's name as the log writes it.
+    pub fn linter() -> String {
+        ToolRun::Lint(LintRun::default()).name()
+    }
+}
+
 /// pytest over the baseline (`attempt` null), an attempt or the final check.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct PytestRun {
+pub struct TestsRun {
     /// The attempt measured; `None` for the baseline and the final check.
     #[serde(default)]
     pub attempt: Option<u32>,
@@ -92,7 +110,7 @@ pub struct ImportCheckRun {
 /// pylint over one state.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct PylintRun {
+pub struct LintRun {
     pub attempt: Option<u32>,
     pub cached: bool,
     /// The global score out of 10; `None` when no file could be linted.

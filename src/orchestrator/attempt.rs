@@ -459,7 +459,7 @@ fn tell_and_remember(
         file: tried.file.to_string(),
         verdict,
         tests: format!("{}{note}", result.describe()),
-        pylint: result.pylint,
+        lint_score: result.lint_score,
         commit: commit.short().to_string(),
     });
     let broke = if verdict == Verdict::Regressed {
@@ -499,7 +499,7 @@ fn apply_and_measure(
     let apply_time = started.elapsed();
     let mut files = state.facts.files.clone();
     for f in &change.files {
-        if f.ends_with(".py") && !files.iter().any(|g| f == g) {
+        if crate::lang::is_source(f) && !files.iter().any(|g| f == g) {
             files.push(f.to_string());
         }
     }

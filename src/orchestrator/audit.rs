@@ -18,11 +18,9 @@ use crate::log::Event;
 use crate::pipeline::{Bar, Measurement, TargetDir};
 use crate::stage::baseline_cache::{BaselineCache, BaselineKey, KeyInputs};
 use crate::stage::{auditor, executor};
-use crate::tools::project::Project;
-use crate::tools::suite::{cannot_import, cannot_run, SuiteContext};
 use crate::tools::TestFiles;
 
-/// `Err` naming what the environment lacks when the baseline's pytest run
+/// `Err` naming what the environment lacks when the baseline's test run
 /// could not run the suite; `worktree` is the run's worktree (the project's
 /// declarations are looked for from the target up to it).
 fn ensure_suite_runs(
@@ -32,20 +30,7 @@ fn ensure_suite_runs(
     files: &[String],
     tests: &TestFiles,
 ) -> Result<(), SwarmError> {
-    let project = Project::find(cx.root, worktree);
-    let stdlib = || crate::tools::stdlib_modules(cx.env);
-    let weighing = SuiteContext {
-        project: &project,
-        files,
-        tests,
-        python: cx.env.python.clone(),
-        stdlib: &stdlib,
-    };
-    let found = match (&baseline.import_check, &baseline.test_run) {
-        (Some(check), _) => cannot_import(check, &weighing),
-        (None, Some(run)) => cannot_run(run, &weighing),
-        (None, None) => None,
-    };
+    let found = crate::lang::suite_cannot_run(cx.env, cx.root, worktree, baseline, files, tests);
     match found {
         Some(missing) => Err(missing.into()),
         None => Ok(()),
@@ -148,14 +133,15 @@ fn tell_audit(cx: &RunContext<'_>, audit: &auditor::Audit) {
     if let Some((earlier, when)) = &audit.reused_from {
         cx.events.emit(Event::Notice {
             message: format!(
-                "baseline: reused from an earlier run on the same tree (run {earlier}, measured {when}): pytest and pylint not run again"
+                "baseline: reused from an earlier run on the same tree (run {earlier}, measured {when}): {} not run again",
+                crate::lang::tools(" and ")
             ),
         });
     }
     let snapshot = &audit.baseline.snapshot;
     for note in &snapshot.lint.notes {
         cx.events.emit(Event::Notice {
-            message: format!("pylint: {note}"),
+            message: format!("{}: {note}", crate::lang::linters(" and ")),
         });
     }
     cx.events.emit(Event::Audited {
@@ -163,6 +149,6 @@ fn tell_audit(cx: &RunContext<'_>, audit: &auditor::Audit) {
         tests_passed: snapshot.counts().0,
         tests_total: snapshot.counts().1,
         no_tests: !snapshot.has_tests(),
-        pylint: snapshot.pylint,
+        lint_score: snapshot.lint_score,
     });
 }

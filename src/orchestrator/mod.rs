@@ -36,6 +36,7 @@ use std::sync::Arc;
 use crate::cancel::Cancel;
 use crate::error::SwarmError;
 use crate::git::RunWorkspace;
+use crate::lang::Toolchain;
 use crate::llm::{ChatModel, PriceTable, ProviderConfig, Secret, Usage, Windowed};
 use crate::log::{Event, EventSink, Step};
 use crate::pipeline::{Bar, RepoPath, Snapshot, TargetDir};
@@ -45,7 +46,7 @@ use crate::stage::planner::Plan;
 use crate::stage::prompt::PastAttempt;
 use crate::stage::reviewer::{ShownVersions, SizeLimits};
 pub use crate::stage::ruff_fixer::ProposalSource;
-use crate::tools::{LintCache, PythonEnv, Sandbox, SandboxPolicy, TestFiles};
+use crate::tools::{LintCache, Sandbox, SandboxPolicy, TestFiles};
 use record::Recorder;
 pub use summary::{Delivery, FinalCheck, Safety, Spend, StopReason, Summary, TestCount};
 use swarm_analysis::{FileMetrics, Severity};
@@ -107,7 +108,7 @@ pub(crate) struct RunContext<'a> {
     pub model: &'a Arc<dyn ChatModel>,
     pub events: &'a dyn EventSink,
     pub cancel: &'a Cancel,
-    pub env: &'a PythonEnv,
+    pub env: &'a Toolchain,
     /// What every tool process of the run is confined by.
     pub sandbox: &'a Sandbox,
     pub root: &'a std::path::Path,

@@ -83,7 +83,7 @@ pub(crate) async fn plan_batch(
         lint: &state.progress.best.lint.messages,
         read: &read,
         unchanged: &unchanged,
-        pylint_score: state.progress.best.pylint,
+        lint_score: state.progress.best.lint_score,
         tests_summary: state.progress.best.describe(),
         failing,
         planned: &state.work.coverage.planned,

@@ -152,23 +152,23 @@ impl<'a> Recorder<'a> {
         m: &Measurement,
         attempt: Option<u32>,
     ) -> Result<(), SwarmError> {
-        if let Some(e) = self.pytest(agent, m, attempt) {
+        if let Some(e) = self.test_run(agent, m, attempt) {
             self.write(e)?;
         }
         if let Some(e) = self.import_check(agent, m, attempt) {
             self.write(e)?;
         }
-        let e = self.pylint(agent, m, attempt);
+        let e = self.lint(agent, m, attempt);
         self.write(e)
     }
 
-    /// The pytest run of a measurement, if pytest ran for it.
-    fn pytest(&self, agent: Agent, m: &Measurement, attempt: Option<u32>) -> Option<Entry> {
+    /// The test run of a measurement, if the tests ran for it.
+    fn test_run(&self, agent: Agent, m: &Measurement, attempt: Option<u32>) -> Option<Entry> {
         let run = m.test_run.as_ref()?;
         let snap = &m.snapshot;
         let (passed, total) = snap.counts();
         let vanished = snap.tests.as_ref().map(|t| t.vanished.iter().cloned());
-        let kind = ToolRun::Pytest(crate::log::PytestRun {
+        let kind = ToolRun::Tests(crate::log::TestsRun {
             attempt,
             cached: m.cached,
             stopped_early: m.early_stop.is_some(),
@@ -211,14 +211,14 @@ impl<'a> Recorder<'a> {
         ))
     }
 
-    /// The pylint run of a measurement.
-    fn pylint(&self, agent: Agent, m: &Measurement, attempt: Option<u32>) -> Entry {
+    /// The lint of a measurement.
+    fn lint(&self, agent: Agent, m: &Measurement, attempt: Option<u32>) -> Entry {
         let snap = &m.snapshot;
         let lint = &snap.lint;
-        let kind = ToolRun::Pylint(crate::log::PylintRun {
+        let kind = ToolRun::Lint(crate::log::LintRun {
             attempt,
             cached: m.cached,
-            score: snap.pylint,
+            score: snap.lint_score,
             messages: lint.messages.len(),
             linted: lint.linted,
             from_cache: lint.from_cache,
@@ -510,7 +510,10 @@ impl<'a> Recorder<'a> {
         let e = self.entry(
             Agent::System,
             Action::CodeAnalysis,
-            "sandbox for pytest, pylint and import checks; swarm's own hardening",
+            format!(
+                "sandbox for {} and import checks; swarm's own hardening",
+                crate::lang::tools(", ")
+            ),
             output,
             Kind::Safety(crate::log::SafetyCheck {
                 safety: as_json(safety),
@@ -583,7 +586,8 @@ fn seconds(d: std::time::Duration) -> f64 {
     (d.as_secs_f64() * 1000.0).round() / 1000.0
 }
 
-/// `3 Python files: a.py, b.py, c.py`, naming at most [`NAMED_FILES`].
+/// `3 Python files: a.py, b.py, c.py` (the files' languages), naming at
+/// most [`NAMED_FILES`].
 fn files_line(files: &[String]) -> String {
     let named = files
         .iter()
@@ -591,8 +595,9 @@ fn files_line(files: &[String]) -> String {
         .map(String::as_str)
         .collect::<Vec<_>>()
         .join(", ");
+    let language = crate::lang::names_of(files);
     match files.len().saturating_sub(NAMED_FILES) {
-        0 => format!("{} Python files: {named}", files.len()),
-        more => format!("{} Python files: {named} and {more} more", files.len()),
+        0 => format!("{} {language} files: {named}", files.len()),
+        more => format!("{} {language} files: {named} and {more} more", files.len()),
     }
 }

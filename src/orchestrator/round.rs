@@ -293,6 +293,7 @@ async fn ask_all(
         let ctx = ReplyContext {
             target_prefix: state.facts.target.as_str().to_string(),
             requested: vec![file.clone()],
+            language: crate::lang::code_language(std::slice::from_ref(file)),
         };
         // Taking the permit before spawning starts the calls in file order,
         // so a recorded run replays in the same order.
@@ -344,6 +345,7 @@ fn ask_ruff(
         let ctx = ReplyContext {
             target_prefix: state.facts.target.as_str().to_string(),
             requested: vec![file.clone()],
+            language: crate::lang::code_language(std::slice::from_ref(file)),
         };
         let _asking = Step::start(
             cx.events,

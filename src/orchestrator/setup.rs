@@ -14,12 +14,12 @@ use super::RunConfig;
 use crate::cancel::Cancel;
 use crate::error::{ExitKind, SwarmError};
 use crate::git::{Repo, RepoInfo, RepoLock, RunWorkspace};
+use crate::lang::{self, Toolchain};
 use crate::llm::Preflight;
 use crate::log::{Event, EventSink, ExperimentLog};
 use crate::pipeline::TargetDir;
-use crate::stage::auditor;
 use crate::tools::memo::ProbeMemo;
-use crate::tools::{self, PythonEnv, Sandbox};
+use crate::tools::{self, Sandbox};
 
 /// What the run works on.
 #[derive(Default)]
@@ -77,7 +77,7 @@ pub(crate) async fn open(
         ))
     })?;
     let info = repo.info().clone();
-    let (files, submodules) = python_files_and_submodules(&repo, &info, &target)?;
+    let (files, submodules) = sources_and_submodules(&repo, &info, &target)?;
     if let Some(provider) = &config.preflight {
         if let Preflight::Doubtful(note) = crate::llm::preflight(provider).await? {
             notice(note);
@@ -132,20 +132,17 @@ fn lock_repo(
     })?)
 }
 
-/// The target's committed Python files (at least one) and its submodules,
-/// target-relative.
-fn python_files_and_submodules(
+/// The target's committed source files of the languages swarm knows (at
+/// least one) and its submodules, target-relative.
+fn sources_and_submodules(
     repo: &Repo,
     info: &RepoInfo,
     target: &Path,
 ) -> Result<(Vec<String>, Vec<String>), SwarmError> {
     let target_dir = TargetDir::new(info.target_rel.as_str());
-    let files = auditor::python_files(&repo.tracked_files()?, &target_dir);
+    let files = lang::sources(&repo.tracked_files()?, &target_dir);
     if files.is_empty() {
-        return Err(SwarmError::invalid(format!(
-            "no committed Python files under {}: point --target_dir at a folder with .py files tracked by git",
-            target.display()
-        )));
+        return Err(SwarmError::invalid(lang::no_sources(target)));
     }
     let submodules = repo
         .submodule_paths()?
@@ -172,7 +169,7 @@ fn open_log(config: &RunConfig, notice: &dyn Fn(String)) -> Result<ExperimentLog
     Ok(log)
 }
 
-/// The Python tools, the run's worktree at HEAD and the sandbox confining
+/// The toolchain of the target's languages, the run's worktree at HEAD and the sandbox confining
 /// the tools to it. The worktree is checked out while the interpreter is
 /// probed; when the tools cannot be had, the worktree and its run branch
 /// are taken away again and the tools' error is the run's.
@@ -180,7 +177,7 @@ pub(crate) fn start_workspace(
     config: &RunConfig,
     opened: &Opened,
     events: &dyn EventSink,
-) -> Result<(PythonEnv, RunWorkspace, Sandbox), SwarmError> {
+) -> Result<(Toolchain, RunWorkspace, Sandbox), SwarmError> {
     let notice = |message: String| events.emit(Event::Notice { message });
     let planned =
         RunWorkspace::planned_path(&opened.repo, &opened.worktrees_root, &opened.scope.run_id)?;

@@ -8,11 +8,12 @@ use super::record::Recorder;
 use super::summary::LeftOutHunk;
 use super::{RunContext, RunState};
 use crate::error::SwarmError;
+use crate::lang;
 use crate::log::Event;
 use crate::pipeline::{Proposal, TestCase};
 use crate::stage::excerpt::{self, Evidence};
 use crate::stage::reviewer::{Focus, Pointer, Subset, SubsetFailure};
-use crate::stage::{auditor, is_test_path, reach};
+use crate::stage::{auditor, reach};
 
 /// What the evidence points at in the files `proposal` changes: in each,
 /// the places of the failing tests' tracebacks and import problems, the
@@ -24,7 +25,7 @@ pub(super) fn focus(cx: &RunContext<'_>, state: &RunState, proposal: &Proposal) 
         .facts
         .files
         .iter()
-        .filter(|f| !is_test_path(f))
+        .filter(|f| !lang::is_test(f))
         .collect();
     let mut files = vec![proposal.file.to_string()];
     for edit in proposal.edits.iter().flatten() {

@@ -158,8 +158,10 @@ pub struct Summary {
     pub generated_tests: std::collections::BTreeMap<String, crate::stage::tester::TestsReport>,
     pub tests_before: TestCount,
     pub tests_after: TestCount,
-    pub pylint_before: Option<f64>,
-    pub pylint_after: Option<f64>,
+    #[serde(rename = "pylint_before")]
+    pub lint_before: Option<f64>,
+    #[serde(rename = "pylint_after")]
+    pub lint_after: Option<f64>,
     pub iterations: u32,
     pub attempts: u32,
     pub accepted: u32,

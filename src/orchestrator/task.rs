@@ -186,7 +186,7 @@ fn repository_map<'a>(
 ) -> Vec<MapEntry<'a>> {
     let text = instruction.text();
     let named = |f: &str| {
-        let module = f.trim_end_matches(".py").replace('/', ".");
+        let module = crate::lang::module_name(f);
         let stem = f.rsplit('/').next().unwrap_or(f);
         text.contains(f) || text.contains(module.as_str()) || text.contains(stem)
     };
@@ -211,7 +211,7 @@ fn repository_map<'a>(
             }
         })
         .collect();
-    map.sort_by_key(|e| (e.text.is_none(), crate::stage::is_test_path(e.path)));
+    map.sort_by_key(|e| (e.text.is_none(), crate::lang::is_test(e.path)));
     map
 }
 
@@ -391,4 +391,31 @@ pub(crate) fn settle(
 pub(crate) fn task_of(state: &RunState, number: usize) -> Option<(Task, usize)> {
     let book = state.work.tasks.as_ref()?;
     Some((book.plan.task(number)?.clone(), book.plan.tasks.len()))
+}
+
+/// What one attempt at a task came to.
+enum Tried {
+    /// The run branch moved to it.
+    Accepted,
+    /// Refused, unusable or judged worse: why, for the next prompt.
+    Failed(String),
+    /// The model answered that the task needs no further change.
+    Done,
+    /// The run stops.
+    Stop(StopReason),
+}
+
+/// Notes files an attempt at `task` reached beyond the task's own, so its
+/// next request shows them.
+fn note_reached(state: &mut RunState, task: &Task, paths: impl IntoIterator<Item = String>) {
+    let own = task.files();
+    let Some(book) = state.work.tasks.as_mut() else {
+        return;
+    };
+    let reached = book.reached.entry(task.number).or_default();
+    for path in paths {
+        if !own.contains(&path.as_str()) && !reached.contains(&path) {
+            reached.push(path);
+        }
+    }
 }

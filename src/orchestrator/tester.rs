@@ -81,10 +81,7 @@ pub(super) async fn generate(
             continue;
         }
         if place_for(state, &file).is_none() {
-            let skipped = skipped(
-                &file,
-                "the project's pytest configuration collects no new test file (its testpaths name files only)",
-            );
+            let skipped = skipped(&file, crate::stage::tester::NO_PLACE_FOR_TESTS);
             rec.tester(&skipped)?;
             done.push(skipped);
             continue;

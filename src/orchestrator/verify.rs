@@ -4,9 +4,9 @@
 //! Whatever the Reviewer's rules let through (with `--allow-test-edits`, or
 //! by a path no rule foresaw), the state the user receives must pass the
 //! tests the user had: every harness file the run changed (see
-//! [`crate::stage::is_test_harness_path`]), and pylint's `pylintrc` /
-//! `.pylintrc`, is put back to its base version in the worktree, and pytest
-//! and pylint run. With `--allow-test-edits`, test files keep their changes
+//! [`crate::lang::Language::is_test_harness`]), and the linter's
+//! configuration, is put back to its base version in the worktree, and the
+//! tests and the linter run. With `--allow-test-edits`, test files keep their changes
 //! (that is what the flag is for) but test configuration is still restored.
 //!
 //! The check is the worktree's last use: it is then retired, not put back
@@ -17,8 +17,9 @@ use super::record::Recorder;
 use super::{FinalCheck, RunContext, RunState};
 use crate::error::SwarmError;
 use crate::git::{FileWrite, Repo, RunWorkspace};
+use crate::lang;
 use crate::log::Agent;
-use crate::stage::{is_test_harness_path, is_test_path, judge};
+use crate::stage::judge;
 
 /// Re-measures the best state with the base commit's harness files. Leaves
 /// the worktree as the measurement left it: only retiring it may follow.
@@ -82,25 +83,12 @@ fn base_harness(
         if state.progress.generated_files.contains(path.as_str()) {
             continue;
         }
-        let test = is_test_path(rel) || state.facts.tests.contains(rel);
-        let keep_edit = allow_test_edits && test && !is_configuration(rel);
-        if (test || is_test_harness_path(rel) || is_lint_configuration(rel)) && !keep_edit {
+        let test = lang::is_test(rel) || state.facts.tests.contains(rel);
+        let keep_edit = allow_test_edits && test && !lang::configures_runner(rel);
+        if (test || lang::is_test_harness(rel) || lang::is_lint_configuration(rel)) && !keep_edit {
             let content = repo.file_at(ws.base(), &path)?;
             overlay.push(FileWrite { path, content });
         }
     }
     Ok(overlay)
-}
-
-/// pylint's own configuration files: the score the Judge compares (and,
-/// without tests, its verdict) is measured with the base commit's.
-fn is_lint_configuration(rel: &str) -> bool {
-    let name = rel.rsplit('/').next().unwrap_or(rel);
-    matches!(name, "pylintrc" | ".pylintrc")
-}
-
-/// Harness files that configure pytest rather than hold tests.
-fn is_configuration(rel: &str) -> bool {
-    let name = rel.rsplit('/').next().unwrap_or(rel);
-    name == "conftest.py" || !name.ends_with(".py")
 }

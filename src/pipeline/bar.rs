@@ -58,7 +58,7 @@ fn lint_penalty(report: &LintReport) -> usize {
 /// one that rose by at least [`MEANINGFUL_PYLINT_GAIN`] with less for
 /// pylint to say (not a score raised by added statements alone).
 fn pylint_improved(best: &Snapshot, new: &Snapshot) -> bool {
-    match (new.pylint, best.pylint) {
+    match (new.lint_score, best.lint_score) {
         (Some(_), None) => true,
         (Some(n), Some(o)) => {
             n >= o + MEANINGFUL_PYLINT_GAIN - 1e-9
@@ -83,7 +83,7 @@ impl Bar {
     /// The bar of a run whose baseline is `baseline`.
     pub fn of(baseline: &Snapshot) -> Self {
         Self {
-            baseline_pylint: baseline.pylint,
+            baseline_pylint: baseline.lint_score,
         }
     }
 
@@ -94,7 +94,7 @@ impl Bar {
         match (&state.tests, &state.checks) {
             (Some(t), _) => t.all_pass(),
             (None, Some(c)) => {
-                c.problems.is_empty() && !pylint_lower(state.pylint, self.baseline_pylint)
+                c.problems.is_empty() && !pylint_lower(state.lint_score, self.baseline_pylint)
             }
             (None, None) => false,
         }
@@ -107,7 +107,7 @@ impl Bar {
     /// [`Verdict::NotImproved`].
     pub fn verdict(&self, best: &Snapshot, new: &Snapshot) -> Verdict {
         if new.tests.as_ref().is_some_and(|t| t.stopped_early) {
-            return if pylint_lower(new.pylint, best.pylint) {
+            return if pylint_lower(new.lint_score, best.lint_score) {
                 Verdict::Regressed
             } else {
                 Verdict::NotImproved
@@ -119,7 +119,7 @@ impl Bar {
         }
         let improved = if gained {
             true
-        } else if pylint_lower(new.pylint, best.pylint) {
+        } else if pylint_lower(new.lint_score, best.lint_score) {
             return Verdict::Regressed;
         } else {
             pylint_improved(best, new)
@@ -277,7 +277,7 @@ mod tests {
                 ..TestState::default()
             }),
             checks: None,
-            pylint: Some(pylint),
+            lint_score: Some(pylint),
             // The messages pylint's score says there are (one per point
             // below 10, over 10 statements).
             lint: lint_with((10.0 - pylint).round().max(0.0) as usize),
@@ -333,7 +333,7 @@ mod tests {
         Snapshot {
             tests: Some(TestState::from_run(run, baseline)),
             checks: None,
-            pylint: Some(5.0),
+            lint_score: Some(5.0),
             lint: LintReport::default(),
         }
     }
@@ -380,7 +380,7 @@ mod tests {
     fn a_pylint_gain_is_an_improvement_only_when_meaningful_and_not_junk() {
         let with = |lint: LintReport, pylint: f64| Snapshot {
             lint,
-            pylint: Some(pylint),
+            lint_score: Some(pylint),
             ..snap(&["a"], &["b"], pylint)
         };
         let best = with(lint_with(3), 6.90);
@@ -476,7 +476,7 @@ mod tests {
                     .collect(),
                 files: 3,
             }),
-            pylint: Some(pylint),
+            lint_score: Some(pylint),
             lint: LintReport::default(),
         };
         let best = mk(&["a.py", "b.py"], 3.0);

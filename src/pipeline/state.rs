@@ -169,7 +169,8 @@ pub struct Snapshot {
     pub tests: Option<TestState>,
     /// Set when there are no tests.
     pub checks: Option<CheckState>,
-    pub pylint: Option<f64>,
+    /// The linter's score out of 10 (`None` when nothing was linted).
+    pub lint_score: Option<f64>,
     pub lint: LintReport,
 }
 

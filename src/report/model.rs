@@ -61,7 +61,8 @@ pub struct Attempt {
     pub number: Option<u64>,
     pub commit: Option<String>,
     pub tests: Option<Count>,
-    pub pylint: Option<f64>,
+    #[serde(rename = "pylint")]
+    pub lint: Option<f64>,
     /// The committed change as a unified diff.
     pub diff: Option<String>,
     /// For a rejection: the model's reply that proposed it.
@@ -74,7 +75,8 @@ pub struct Point {
     /// `baseline` or `attempt 3 (round 2)`.
     pub label: String,
     pub tests: Option<Count>,
-    pub pylint: Option<f64>,
+    #[serde(rename = "pylint")]
+    pub lint: Option<f64>,
 }
 
 /// One model call.
@@ -101,8 +103,10 @@ pub struct RunReport {
     pub ending: Option<Ending>,
     pub tests_before: Option<Count>,
     pub tests_after: Option<Count>,
-    pub pylint_before: Option<f64>,
-    pub pylint_after: Option<f64>,
+    #[serde(rename = "pylint_before")]
+    pub lint_before: Option<f64>,
+    #[serde(rename = "pylint_after")]
+    pub lint_after: Option<f64>,
     pub seconds: Option<f64>,
     pub spend: Spend,
     /// Each plan the model wrote (Markdown), in order.
@@ -165,9 +169,9 @@ pub fn gather(run_id: &str, entries: &[Entry], prices: &PriceTable) -> RunReport
         fill_without_ending(&mut report, entries);
     }
     for attempt in &mut report.attempts {
-        if let Some((tests, pylint)) = attempt.number.and_then(|k| measured.get(&k)) {
+        if let Some((tests, lint)) = attempt.number.and_then(|k| measured.get(&k)) {
             attempt.tests = *tests;
-            attempt.pylint = *pylint;
+            attempt.lint = *lint;
         }
     }
     series(&mut report);
@@ -215,7 +219,7 @@ fn review_of(review: &Review, replies: &BTreeMap<String, String>) -> Attempt {
 /// pytest and pylint results: the baseline's (no attempt) or an attempt's.
 fn measurement(tool: &ToolRun, report: &mut RunReport, measured: &mut Measured) {
     match tool {
-        ToolRun::Pytest(run) => {
+        ToolRun::Tests(run) => {
             let count = Some(Count {
                 passed: run.passed as u64,
                 total: run.total as u64,
@@ -225,8 +229,8 @@ fn measurement(tool: &ToolRun, report: &mut RunReport, measured: &mut Measured) 
                 Some(k) => measured.entry(u64::from(k)).or_default().0 = count,
             }
         }
-        ToolRun::Pylint(run) => match run.attempt {
-            None => report.pylint_before = report.pylint_before.or(run.score),
+        ToolRun::Lint(run) => match run.attempt {
+            None => report.lint_before = report.lint_before.or(run.score),
             Some(k) => measured.entry(u64::from(k)).or_default().1 = run.score,
         },
         _ => {}
@@ -261,8 +265,8 @@ fn ending(entry: &Entry, end: &RunEnd, report: &mut RunReport) {
         .map(Count::from)
         .or(report.tests_before);
     report.tests_after = summary.tests_after.map(Count::from);
-    report.pylint_before = summary.pylint_before.or(report.pylint_before);
-    report.pylint_after = summary.pylint_after;
+    report.lint_before = summary.lint_before.or(report.lint_before);
+    report.lint_after = summary.lint_after;
     report.seconds = end.seconds;
     report.spend = Spend {
         input_tokens: summary.tokens.input,
@@ -295,7 +299,7 @@ fn series(report: &mut RunReport) {
     let mut points = vec![Point {
         label: "baseline".to_string(),
         tests: report.tests_before,
-        pylint: report.pylint_before,
+        lint: report.lint_before,
     }];
     let mut judged: Vec<&Attempt> = report
         .attempts
@@ -311,7 +315,7 @@ fn series(report: &mut RunReport) {
                 a.iteration
             ),
             tests: a.tests,
-            pylint: a.pylint,
+            lint: a.lint,
         });
     }
     report.series = points;
@@ -426,7 +430,7 @@ mod tests {
         assert_eq!(rejected.proposal.as_deref(), Some("edit the tests"));
         assert_eq!(accepted.verdict, "improved");
         assert_eq!(accepted.number, Some(1));
-        assert_eq!(accepted.pylint, Some(9.1));
+        assert_eq!(accepted.lint, Some(9.1));
         assert!(accepted.diff.as_deref().unwrap().starts_with("--- a/a.py"));
         assert_eq!(report.series.len(), 2);
         assert_eq!(report.series[1].label, "attempt 1 (round 2)");

@@ -9,6 +9,7 @@
 use std::fmt::Write as _;
 
 use super::model::{Attempt, Call, Count, Point, RunReport};
+use crate::log::ToolRun;
 
 const TEMPLATE: &str = include_str!("template.html");
 
@@ -97,7 +98,7 @@ fn tests_text(count: Option<Count>) -> String {
     count.map_or("–".to_string(), |c| format!("{}/{}", c.passed, c.total))
 }
 
-fn pylint_text(score: Option<f64>) -> String {
+fn lint_text(score: Option<f64>) -> String {
     score.map_or("–".to_string(), |s| format!("{s:.2}"))
 }
 
@@ -177,12 +178,8 @@ fn header(out: &mut String, r: &RunReport) {
     );
     card(
         out,
-        "pylint score",
-        &format!(
-            "{} → {}",
-            pylint_text(r.pylint_before),
-            pylint_text(r.pylint_after)
-        ),
+        &format!("{} score", ToolRun::linter()),
+        &format!("{} → {}", lint_text(r.lint_before), lint_text(r.lint_after)),
     );
     card(
         out,
@@ -240,7 +237,11 @@ fn tasks(out: &mut String, tasks: &[crate::log::TaskRecord]) {
 }
 
 fn charts(out: &mut String, series: &[Point]) {
-    out.push_str("<h2>Tests and pylint per attempt</h2><div class=\"charts\">");
+    let linter = ToolRun::linter();
+    let _ = write!(
+        out,
+        "<h2>Tests and {linter} per attempt</h2><div class=\"charts\">"
+    );
     let total = series
         .iter()
         .filter_map(|p| p.tests.map(|t| t.total))
@@ -250,10 +251,10 @@ fn charts(out: &mut String, series: &[Point]) {
         .iter()
         .map(|p| (p.label.clone(), p.tests.map(|t| t.passed as f64)))
         .collect();
-    let pylint: Vec<(String, Option<f64>)> =
-        series.iter().map(|p| (p.label.clone(), p.pylint)).collect();
+    let lint: Vec<(String, Option<f64>)> =
+        series.iter().map(|p| (p.label.clone(), p.lint)).collect();
     out.push_str(&chart("tests passing", &tests, total.max(1) as f64, 0));
-    out.push_str(&chart("pylint score", &pylint, 10.0, 2));
+    out.push_str(&chart(&format!("{linter} score"), &lint, 10.0, 2));
     out.push_str("</div>");
 }
 
@@ -379,10 +380,11 @@ fn attempt(out: &mut String, n: usize, a: &Attempt) {
         let short: String = commit.chars().take(10).collect();
         let _ = write!(
             out,
-            "<span class=\"muted\">attempt {k} · commit <span class=\"mono\">{}</span> · tests {} · pylint {}</span>",
+            "<span class=\"muted\">attempt {k} · commit <span class=\"mono\">{}</span> · tests {} · {} {}</span>",
             escape(&short),
             tests_text(a.tests),
-            pylint_text(a.pylint)
+            ToolRun::linter(),
+            lint_text(a.lint)
         );
     }
     out.push_str("</header>");

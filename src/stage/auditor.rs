@@ -3,7 +3,6 @@
 //! measurement, and grades each file's severity. What the plan shows of all
 //! this is the Planner's business.
 
-use crate::pipeline::TargetDir;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -107,42 +106,6 @@ fn baseline(
     Ok((measured, None))
 }
 
-/// Folders never treated as the project's own code.
-const SKIPPED_DIRS: &[&str] = &[
-    ".venv",
-    "venv",
-    "env",
-    ".env",
-    ".tox",
-    ".nox",
-    "build",
-    "dist",
-    "site-packages",
-    "node_modules",
-    "__pycache__",
-    ".eggs",
-    ".mypy_cache",
-    ".pytest_cache",
-];
-
-/// Target-relative Python files among `tracked` (repo-relative) paths.
-pub fn python_files(tracked: &[String], target: &TargetDir) -> Vec<String> {
-    let mut files: Vec<String> = tracked
-        .iter()
-        .filter_map(|p| target.relative(p))
-        .filter(|p| p.ends_with(".py"))
-        .filter(|p| {
-            let dirs: Vec<&str> = p.split('/').collect();
-            !dirs[..dirs.len() - 1]
-                .iter()
-                .any(|d| SKIPPED_DIRS.contains(d) || d.ends_with(".egg-info"))
-        })
-        .map(str::to_string)
-        .collect();
-    files.sort();
-    files
-}
-
 /// The file's severity: its metrics', raised to at least medium when pylint
 /// reports errors in it.
 pub fn severity(metrics: Option<&FileMetrics>, lint: &[&LintMessage]) -> Severity {
@@ -160,31 +123,4 @@ pub fn lint_for<'a>(messages: &'a [LintMessage], file: &str) -> Vec<&'a LintMess
         .iter()
         .filter(|m| m.path.trim_start_matches("./") == file)
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keeps_python_files_under_the_target_only() {
-        let tracked: Vec<String> = [
-            "README.md",
-            "tools/x.py",
-            "svc/a.py",
-            "svc/.venv/lib/site.py",
-            "svc/pkg/b.py",
-            "svc/build/lib/c.py",
-            "svc/tests/test_a.py",
-            "svc/notes.txt",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        assert_eq!(
-            python_files(&tracked, &TargetDir::new("svc")),
-            vec!["a.py", "pkg/b.py", "tests/test_a.py"]
-        );
-        assert_eq!(python_files(&tracked, &TargetDir::default()).len(), 4);
-    }
 }

@@ -63,8 +63,8 @@ pub fn commit_message(r: &AttemptRecord<'_>) -> String {
         iteration = r.iteration,
         verdict = r.verdict.as_str(),
         model = r.model,
-        before = score(r.baseline.pylint),
-        after = score(r.result.pylint),
+        before = score(r.baseline.lint_score),
+        after = score(r.result.lint_score),
         lines = r.changed_lines,
     )
 }
@@ -139,7 +139,7 @@ mod tests {
                 ..TestState::default()
             }),
             checks: None,
-            pylint: Some(pylint),
+            lint_score: Some(pylint),
             lint: LintReport::default(),
         }
     }

@@ -190,7 +190,7 @@ pub fn assemble(
                     problems,
                     files: sources_of(files).len(),
                 }),
-                pylint,
+                lint_score: pylint,
                 lint,
             },
             test_run: Some(run),
@@ -204,7 +204,7 @@ pub fn assemble(
         snapshot: Snapshot {
             tests: Some(TestState::from_run(&run, baseline)),
             checks: None,
-            pylint,
+            lint_score: pylint,
             lint,
         },
         test_run: Some(run),

@@ -37,6 +37,11 @@ pub mod run;
 pub mod shape;
 mod tidy;
 
+/// Why a module gets no generated tests when the project's test
+/// configuration collects no new file.
+pub const NO_PLACE_FOR_TESTS: &str =
+    "the project's pytest configuration collects no new test file (its testpaths name files only)";
+
 /// At most this many files get generated tests per run.
 pub const MAX_FILES: usize = 5;
 /// Call sites a prompt shows at most.

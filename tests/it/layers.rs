@@ -40,8 +40,8 @@ const MAY_USE: &[(&str, &[&str])] = &[
     (
         "orchestrator",
         &[
-            "stage", "report", "tools", "git", "llm", "log", "pipeline", "analysis", "patch",
-            "config", "error", "harden", "cancel", "atomic",
+            "stage", "lang", "report", "tools", "git", "llm", "log", "pipeline", "analysis",
+            "patch", "config", "error", "harden", "cancel", "atomic",
         ],
     ),
     // The top-level error wraps the facts the layers below state.
@@ -52,15 +52,16 @@ const MAY_USE: &[(&str, &[&str])] = &[
     (
         "stage",
         &[
-            "tools", "llm", "patch", "analysis", "git", "log", "pipeline", "cancel", "atomic",
+            "lang", "tools", "llm", "patch", "analysis", "git", "log", "pipeline", "cancel",
+            "atomic",
         ],
     ),
-    // One folder per language besides Python: what it knows of its files,
-    // tools and rules; processes only through `tools`.
+    // The language boundary, one folder per language: what it knows of its
+    // files, tools and rules; processes only through `tools`.
     (
         "lang",
         &[
-            "pipeline", "tools", "analysis", "config", "cancel", "atomic",
+            "pipeline", "tools", "analysis", "patch", "config", "cancel", "atomic",
         ],
     ),
     // The only place that spawns processes.
@@ -291,6 +292,131 @@ fn no_module_reaches_above_its_floor() {
         "imports that climb above their floor:\n{}",
         broken.join("\n")
     );
+}
+
+/// The modules that name no language: what a language is lives behind
+/// `lang`, and these only ask it.
+const LANGUAGE_BLIND: &[&str] = &["orchestrator", "git", "llm", "log", "report"];
+
+/// Words that name a language, its files or its tools, as they appear in
+/// identifiers and strings (split at anything but letters and digits).
+const LANGUAGE_WORDS: &[&str] = &[
+    "python",
+    "py",
+    "pytest",
+    "pylint",
+    "conftest",
+    "javascript",
+    "typescript",
+    "js",
+    "mjs",
+    "cjs",
+    "jsx",
+    "tsx",
+    "vitest",
+    "jest",
+    "eslint",
+    "npm",
+    "tsc",
+];
+
+/// `line` without its comment; string literals are kept.
+fn without_comment(line: &str) -> String {
+    let mut out = String::new();
+    let mut in_string = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            if c == '\\' {
+                if let Some(next) = chars.next() {
+                    out.push(next);
+                }
+            } else if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        if c == '/' && chars.peek() == Some(&'/') {
+            break;
+        }
+        in_string = c == '"';
+        out.push(c);
+    }
+    out
+}
+
+/// Every word of [`LANGUAGE_WORDS`] in the code (not comments, not tests)
+/// of `files`, as `file:line: word`. The log's format names the tools it
+/// records (`#[serde(rename = "pytest")]`): those attributes are the
+/// format's data, not knowledge of a language.
+fn language_words_in(root: &Path, files: &[PathBuf]) -> Vec<String> {
+    let mut found = Vec::new();
+    for file in files {
+        let name = file.file_name().map(|n| n.to_string_lossy().into_owned());
+        let name = name.unwrap_or_default();
+        if name == "tests.rs"
+            || name.ends_with("_tests.rs")
+            || file.components().any(|c| c.as_os_str() == "tests")
+        {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).expect("read");
+        for (i, line) in text.lines().enumerate() {
+            let trimmed = line.trim_start();
+            if trimmed.starts_with("#[cfg(test)]") {
+                break;
+            }
+            if trimmed.starts_with("#[serde(rename") {
+                continue;
+            }
+            let code = without_comment(line).to_lowercase();
+            for word in code.split(|c: char| !c.is_ascii_alphanumeric()) {
+                if LANGUAGE_WORDS.contains(&word) {
+                    found.push(format!(
+                        "{}:{}: {word}",
+                        file.strip_prefix(root).unwrap_or(file).display(),
+                        i + 1
+                    ));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_loop_git_patch_llm_log_and_report_name_no_language() {
+    let root = source_root();
+    let mut files = Vec::new();
+    for module in LANGUAGE_BLIND {
+        rust_files(&root.join(module), &mut files);
+    }
+    let mut found = language_words_in(&root, &files);
+    let patch = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/patch/src");
+    let mut patch_files = Vec::new();
+    rust_files(&patch, &mut patch_files);
+    found.extend(language_words_in(&patch, &patch_files));
+    assert!(
+        found.is_empty(),
+        "language knowledge outside the language boundary (src/lang):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The check above finds what it looks for: a line naming a language's
+/// tool, file or runner is found; its comment is not.
+#[test]
+fn the_language_check_sees_code_and_strings_not_comments() {
+    let dir = tempfile::tempdir().expect("temp");
+    let file = dir.path().join("a.rs");
+    std::fs::write(
+        &file,
+        "// pytest in a comment\nlet a = f(\"x.py\"); // node\nlet b = run_pylint();\n#[cfg(test)]\nmod tests { const T: &str = \"python\"; }\n",
+    )
+    .expect("write");
+    let found = language_words_in(dir.path(), &[file]);
+    assert_eq!(found, ["a.rs:2: py", "a.rs:3: pylint"]);
 }
 
 /// The file a module path lives in: the longest prefix of `segments` that

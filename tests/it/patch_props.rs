@@ -207,6 +207,7 @@ fn ctx() -> ReplyContext {
     ReplyContext {
         target_prefix: "proj".into(),
         requested: vec!["pkg/app.py".into()],
+        language: swarm::lang::code_language(&[]),
     }
 }
 

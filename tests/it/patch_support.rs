@@ -100,6 +100,7 @@ fn load_case(dir: &Path) -> Case {
         requested: config
             .requested
             .unwrap_or_else(|| files.keys().cloned().collect()),
+        language: swarm::lang::code_language(&[]),
     };
     let expect = if let Ok(text) = fs::read_to_string(dir.join("expected_error.txt")) {
         Expect::Error(

@@ -118,6 +118,33 @@ pub struct ReplyContext {
     pub target_prefix: String,
     /// Target-relative paths of the files the prompt showed.
     pub requested: Vec<String>,
+    /// The language of the files the prompt showed.
+    pub language: CodeLanguage,
+}
+
+/// The language of the files a prompt asks about, as a reply's code blocks
+/// name it: a block without a file name counts as the requested file only
+/// when its fence tag is one of this language's.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CodeLanguage {
+    /// Its name in prose, for what is said back to the model.
+    pub name: String,
+    /// The fence tags its blocks may carry (`""`: a block with no tag).
+    pub fences: Vec<String>,
+}
+
+#[cfg(test)]
+impl CodeLanguage {
+    /// The language the crate's own tests ask about.
+    pub(crate) fn python() -> Self {
+        CodeLanguage {
+            name: "Python".into(),
+            fences: ["", "python", "py", "python3", "py3"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        }
+    }
 }
 
 /// Why a reply could not be used; `Display` is the reason sent back to the model.

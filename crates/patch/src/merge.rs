@@ -219,6 +219,7 @@ mod tests {
         let ctx = ReplyContext {
             target_prefix: String::new(),
             requested: vec!["m.py".into()],
+            language: crate::CodeLanguage::python(),
         };
         match parse_reply(&diff, &ctx).unwrap().remove(0).op {
             EditOp::Patch(hunks) => hunks,

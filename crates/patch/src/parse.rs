@@ -224,6 +224,7 @@ mod tests {
         ReplyContext {
             target_prefix: String::new(),
             requested: vec!["stats.py".into()],
+            language: crate::CodeLanguage::python(),
         }
     }
 

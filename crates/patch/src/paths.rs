@@ -107,6 +107,7 @@ mod tests {
         ReplyContext {
             target_prefix: prefix.into(),
             requested: requested.iter().map(|s| s.to_string()).collect(),
+            language: crate::CodeLanguage::python(),
         }
     }
 

@@ -22,9 +22,6 @@ pub(crate) struct WholeFile {
     pub(crate) text: String,
 }
 
-/// Languages a nameless block may have to count as the requested file.
-const PYTHON: &[&str] = &["", "python", "py", "python3", "py3"];
-
 /// Every whole-file answer in the segments (none of which is a diff).
 pub(crate) fn extract(
     segments: &[Segment<'_>],
@@ -52,7 +49,7 @@ pub(crate) fn extract(
                      whole-file block with the path of the file it replaces, or send a unified diff"
                 )))
             }
-            None if PYTHON.contains(&seg.language().as_str()) => nameless.push(seg),
+            None if ctx.language.fences.contains(&seg.language()) => nameless.push(seg),
             None => {}
         }
     }
@@ -63,9 +60,10 @@ pub(crate) fn extract(
             ([only], [seg]) => vec![(only.clone(), *seg)],
             ([_], [_, _, ..]) => {
                 return Err(PatchError::Parse(format!(
-                    "the reply has {} Python code blocks and none says which file it is; send \
+                    "the reply has {} {} code blocks and none says which file it is; send \
                      one unified diff, or the complete file in a single block",
-                    nameless.len()
+                    nameless.len(),
+                    ctx.language.name
                 )))
             }
             _ => Vec::new(),
@@ -175,6 +173,7 @@ mod tests {
         ReplyContext {
             target_prefix: String::new(),
             requested: requested.iter().map(|s| s.to_string()).collect(),
+            language: crate::CodeLanguage::python(),
         }
     }
 

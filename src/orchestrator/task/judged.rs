@@ -9,18 +9,19 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use super::attempt::{note_reached, Tried};
+use super::{note_reached, Tried};
 use crate::error::SwarmError;
 use crate::git::RunWorkspace;
+use crate::lang;
 use crate::log::{Agent, Event};
 use crate::orchestrator::record::Recorder;
 use crate::orchestrator::timing::AttemptTimes;
 use crate::orchestrator::{RunContext, RunState, StopReason};
 use crate::pipeline::{Change, Proposal, RepoPath, Snapshot, Task, TaskKind, TaskStatus, Verdict};
 use crate::stage::executor::{self, AttemptRecord};
+use crate::stage::judge;
 use crate::stage::judge::api::{self, ApiCheck};
 use crate::stage::judge::behaviour::ChangedModule;
-use crate::stage::{is_test_path, judge};
 use crate::tools::imports::is_importable_module;
 
 /// What the Judge made of a task's change.
@@ -77,7 +78,7 @@ pub(super) fn judge_and_commit(
         file: file.to_string(),
         verdict,
         tests: format!("{}{note}", judged.result.describe()),
-        pylint: judged.result.pylint,
+        lint_score: judged.result.lint_score,
         commit: settled.commit.short().to_string(),
     });
     state.progress.commits.push(commit.clone());
@@ -189,7 +190,7 @@ fn files_after(state: &RunState, change: &Change) -> Vec<String> {
         .cloned()
         .collect();
     for f in &change.files {
-        if f.ends_with(".py") && !deleted.contains(&f.as_str()) && !files.iter().any(|g| f == g) {
+        if lang::is_source(f) && !deleted.contains(&f.as_str()) && !files.iter().any(|g| f == g) {
             files.push(f.to_string());
         }
     }
@@ -212,7 +213,11 @@ fn why_regressed(best: &Snapshot, new: &Snapshot) -> String {
         parts.push(format!("tests that passed now fail: {}", broke.join(", ")));
     }
     if !errors.is_empty() {
-        parts.push(format!("new pylint errors: {}", errors.join("; ")));
+        parts.push(format!(
+            "new {} errors: {}",
+            crate::lang::linters(" and "),
+            errors.join("; ")
+        ));
     }
     if parts.is_empty() {
         parts.push(new.describe());
@@ -335,7 +340,7 @@ fn adopt(
     let tests: Vec<String> = change
         .files
         .iter()
-        .filter(|f| is_test_path(f))
+        .filter(|f| lang::is_test(f))
         .map(|f| f.to_string())
         .collect();
     if let Some(book) = state.work.tasks.as_mut() {

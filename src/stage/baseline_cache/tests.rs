@@ -239,7 +239,7 @@ fn a_stored_baseline_comes_back_the_same_with_paths_moved_to_the_new_worktree() 
         tests.failing[0].details.as_deref(),
         Some("ZeroDivisionError\n  at /wt/run-2/svc/calc.py:3")
     );
-    assert_eq!(m.snapshot.pylint, Some(7.5));
+    assert_eq!(m.snapshot.lint_score, Some(7.5));
     assert_eq!(m.snapshot.lint.messages, first.snapshot.lint.messages);
     assert_eq!((m.snapshot.lint.linted, m.snapshot.lint.from_cache), (0, 2));
     let run = m.test_run.as_ref().expect("run");

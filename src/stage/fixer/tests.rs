@@ -80,6 +80,7 @@ fn ctx() -> ReplyContext {
     ReplyContext {
         target_prefix: String::new(),
         requested: vec!["a.py".into()],
+        language: crate::lang::code_language(&[]),
     }
 }
 

@@ -128,7 +128,7 @@ fn stop_reason(
     pylint: Option<f64>,
 ) -> Option<EarlyStop> {
     let tests = best.tests.as_ref()?;
-    if selected.run.timed_out || pylint_higher(pylint, best.pylint) {
+    if selected.run.timed_out || pylint_higher(pylint, best.lint_score) {
         return None;
     }
     let still_failing =
@@ -143,7 +143,7 @@ fn stop_reason(
     if !(still_failing && nothing_new) {
         return None;
     }
-    let verdict = if pylint_lower(pylint, best.pylint) {
+    let verdict = if pylint_lower(pylint, best.lint_score) {
         Verdict::Regressed
     } else {
         Verdict::NotImproved
@@ -167,7 +167,7 @@ fn stopped(selected: SelectedRun, lint: LintReport, stop: EarlyStop) -> Measurem
         snapshot: Snapshot {
             tests: Some(tests),
             checks: None,
-            pylint: lint.score,
+            lint_score: lint.score,
             lint,
         },
         test_run: Some(selected.run),
@@ -204,7 +204,7 @@ mod tests {
                 ..TestState::default()
             }),
             checks: None,
-            pylint: Some(pylint),
+            lint_score: Some(pylint),
             lint: LintReport::default(),
         }
     }

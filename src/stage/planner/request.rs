@@ -62,7 +62,7 @@ pub struct PlanInput<'a> {
     /// Whether a file still holds the text its `metrics` were made from
     /// (the run has not changed it).
     pub unchanged: &'a dyn Fn(&str) -> bool,
-    pub pylint_score: Option<f64>,
+    pub lint_score: Option<f64>,
     /// `3/6 passed` or a no-tests description.
     pub tests_summary: String,
     pub failing: &'a [TestCase],
@@ -286,7 +286,7 @@ fn head(input: &PlanInput<'_>) -> String {
         );
     }
     let score = input
-        .pylint_score
+        .lint_score
         .map(|s| format!("{s:.2}/10"))
         .unwrap_or_else(|| "none".into());
     let _ = writeln!(
@@ -523,7 +523,7 @@ mod tests {
             lint: &[],
             read: &read,
             unchanged: &|_| unchanged,
-            pylint_score: Some(9.5),
+            lint_score: Some(9.5),
             tests_summary: "0/1 passed".into(),
             failing: &failing,
             planned: &planned,
@@ -625,7 +625,7 @@ mod tests {
             lint: &[],
             read: &read,
             unchanged: &|_| true,
-            pylint_score: None,
+            lint_score: None,
             tests_summary: "no tests".into(),
             failing: &[],
             planned: &planned,

@@ -113,7 +113,7 @@ mod tests {
                 ..TestState::default()
             }),
             checks: None,
-            pylint: None,
+            lint_score: None,
             lint: Default::default(),
         }
     }

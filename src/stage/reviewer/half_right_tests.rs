@@ -54,6 +54,7 @@ impl Fixture {
         let ctx = ReplyContext {
             target_prefix: String::new(),
             requested: vec!["m.py".into()],
+            language: crate::lang::code_language(&[]),
         };
         Proposal {
             file: "m.py".into(),

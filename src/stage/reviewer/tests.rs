@@ -67,6 +67,7 @@ impl Fixture {
         let ctx = ReplyContext {
             target_prefix: "svc".into(),
             requested: vec!["stats.py".into()],
+            language: crate::lang::code_language(&[]),
         };
         let proposal = Proposal {
             file: "stats.py".into(),
@@ -82,6 +83,7 @@ impl Fixture {
         let ctx = ReplyContext {
             target_prefix: "svc".into(),
             requested: vec![file.into()],
+            language: crate::lang::code_language(&[]),
         };
         let proposal = Proposal {
             file: file.into(),
@@ -604,6 +606,7 @@ impl Fixture {
         let ctx = ReplyContext {
             target_prefix: "svc".into(),
             requested: vec!["stats.py".into()],
+            language: crate::lang::code_language(&[]),
         };
         let proposal = Proposal {
             file: "stats.py".into(),

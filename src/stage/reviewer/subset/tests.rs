@@ -81,6 +81,7 @@ fn proposal(before: &str, after: &str) -> Proposal {
     let ctx = ReplyContext {
         target_prefix: String::new(),
         requested: vec!["bitcount.py".into()],
+        language: crate::lang::code_language(&[]),
     };
     Proposal {
         file: "bitcount.py".into(),

@@ -1,0 +1,116 @@
+//! Python behind the language boundary: its files ([`files`]), the names of
+//! its tools (pytest, pylint) and its prompt wording. The tools themselves
+//! run in `tools` (`tools::pytest`, `tools::pylint`, the interpreter's
+//! environment); nothing here spawns a process.
+
+use std::path::Path;
+
+use crate::pipeline::{Measurement, TargetDir};
+use crate::tools::project::Project;
+use crate::tools::suite::{cannot_import, cannot_run, CannotRun, SuiteContext};
+use crate::tools::{PythonEnv, TestFiles};
+
+use super::Language;
+
+pub mod files;
+
+/// Python: `.py` sources, pytest and pylint.
+pub struct Python;
+
+impl Language for Python {
+    fn name(&self) -> &'static str {
+        "Python"
+    }
+
+    fn extensions(&self) -> &'static str {
+        ".py"
+    }
+
+    fn test_runner(&self) -> &'static str {
+        "pytest"
+    }
+
+    fn linter(&self) -> &'static str {
+        "pylint"
+    }
+
+    fn fence(&self) -> &'static str {
+        "python"
+    }
+
+    fn fences(&self) -> &'static [&'static str] {
+        &["", "python", "py", "python3", "py3"]
+    }
+
+    fn is_source(&self, rel: &str) -> bool {
+        rel.ends_with(".py")
+    }
+
+    fn sources(&self, tracked: &[String], target: &TargetDir) -> Vec<String> {
+        files::sources(tracked, target)
+    }
+
+    fn is_test(&self, rel: &str) -> bool {
+        crate::tools::is_test_path(rel)
+    }
+
+    fn is_test_harness(&self, rel: &str) -> bool {
+        files::is_test_harness_path(rel)
+    }
+
+    /// `conftest.py` configures pytest; any other `.py` harness file holds
+    /// tests.
+    fn configures_runner(&self, rel: &str) -> bool {
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        name == "conftest.py" || !name.ends_with(".py")
+    }
+
+    /// pylint's own configuration files.
+    fn is_lint_configuration(&self, rel: &str) -> bool {
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        matches!(name, "pylintrc" | ".pylintrc")
+    }
+
+    fn module_name(&self, rel: &str) -> String {
+        rel.trim_end_matches(".py").replace('/', ".")
+    }
+
+    fn project_files(&self) -> &'static [&'static str] {
+        &[
+            "pyproject.toml",
+            "setup.cfg",
+            "setup.py",
+            "tox.ini",
+            "pytest.ini",
+        ]
+    }
+}
+
+/// What the environment lacks when the baseline's pytest run (or, without
+/// tests, its import checks) could not run the suite: a plugin, a module,
+/// the project itself not installed. `None` when it ran, or when what went
+/// wrong is the project's code's to fix. `worktree` bounds the search for
+/// the project's declarations, from `root` up.
+pub fn suite_cannot_run(
+    env: &PythonEnv,
+    root: &Path,
+    worktree: &Path,
+    baseline: &Measurement,
+    files: &[String],
+    tests: &TestFiles,
+) -> Option<CannotRun> {
+    let project = Project::find(root, worktree);
+    let stdlib = || crate::tools::stdlib_modules(env);
+    let weighing = SuiteContext {
+        project: &project,
+        files,
+        tests,
+        python: env.python.clone(),
+        stdlib: &stdlib,
+    };
+    match (&baseline.import_check, &baseline.test_run) {
+        (Some(check), _) => cannot_import(check, &weighing),
+        (None, Some(run)) => cannot_run(run, &weighing),
+        (None, None) => None,
+    }
+}
