@@ -63,6 +63,13 @@ pub trait Language: Sync {
     /// Project files outside the sources that may name a module by its
     /// path (packaging, runner configuration).
     fn project_files(&self) -> &'static [&'static str];
+    /// Whether a source file's text parses; the Reviewer refuses a
+    /// proposal that leaves one that does not.
+    fn check_syntax(&self, rel: &str, text: &str) -> Result<(), swarm_analysis::SyntaxIssue>;
+    /// The dangerous calls and dynamic accesses in a source file's text
+    /// (running programs, evaluating code, the network...); the Reviewer
+    /// refuses a proposal that adds one.
+    fn dangerous_calls(&self, rel: &str, text: &str) -> Vec<swarm_analysis::DangerousCall>;
 }
 
 /// The languages swarm knows, in the order they are tried. Adding one is a
@@ -196,6 +203,19 @@ pub fn names_of(files: &[String]) -> String {
     } else {
         present.join(" and ")
     }
+}
+
+/// The fence tag of a file's code blocks in a prompt: its language's (the
+/// first registered language's for a file of none).
+pub fn fence_of(rel: &str) -> &'static str {
+    of(rel).unwrap_or(LANGUAGES[0]).fence()
+}
+
+/// `text` with `{language}` replaced by the names of the languages of
+/// `files` (see [`names_of`]): how a prompt names what it is about.
+pub fn worded<S: AsRef<str>>(text: &str, files: &[S]) -> String {
+    let files: Vec<String> = files.iter().map(|f| f.as_ref().to_string()).collect();
+    text.replace("{language}", &names_of(&files))
 }
 
 /// Every language's test runner and linter, joined by `sep` ("pytest,

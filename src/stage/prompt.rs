@@ -14,7 +14,9 @@ use evidence::evidence_text;
 pub use regression::broken_tests;
 use trim::TRIMS;
 
-const FIX_SYSTEM: &str = "You are the Fixer of swarm, an automated refactoring tool for Python \
+/// `{language}` is the file's language (see [`crate::lang::worded`]).
+const FIX_SYSTEM: &str =
+    "You are the Fixer of swarm, an automated refactoring tool for {language} \
 projects. You fix bugs so that the project's tests pass, and you clean up code (names, docstrings, \
 simpler logic) without changing tested behaviour. You answer with a unified diff against the exact \
 current text of the file you are given, in a ```diff fenced block, with `--- a/<path>` and \
@@ -83,8 +85,9 @@ pub struct FixPrompt {
 pub fn fix_prompt(input: &FixInput<'_>) -> FixPrompt {
     let allowance = input.allowance.prompt_tokens;
     let whole = format!(
-        "\n## Current text of `{}`\n```python\n{}\n```\n",
+        "\n## Current text of `{}`\n```{}\n{}\n```\n",
         input.path,
+        crate::lang::fence_of(input.path),
         input.text.trim_end_matches('\n')
     );
     for trim in &TRIMS {
@@ -139,7 +142,7 @@ fn fix_chat(input: &FixInput<'_>, evidence: &str, file: &str) -> ChatRequest {
         bytes = input.max_changed_bytes
     );
     ChatRequest {
-        system: FIX_SYSTEM.into(),
+        system: crate::lang::worded(FIX_SYSTEM, &[input.path]),
         messages: vec![user(p)],
         max_output_tokens: input.allowance.reply_tokens,
         temperature: 0.2,

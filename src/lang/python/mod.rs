@@ -75,6 +75,14 @@ impl Language for Python {
         rel.trim_end_matches(".py").replace('/', ".")
     }
 
+    fn check_syntax(&self, _: &str, text: &str) -> Result<(), swarm_analysis::SyntaxIssue> {
+        swarm_analysis::check_syntax(text)
+    }
+
+    fn dangerous_calls(&self, _: &str, text: &str) -> Vec<swarm_analysis::DangerousCall> {
+        swarm_analysis::dangerous_calls(text)
+    }
+
     fn project_files(&self) -> &'static [&'static str] {
         &[
             "pyproject.toml",

@@ -20,7 +20,8 @@ use crate::stage::budget::{Allowance, PLAN_REPLY};
 use crate::stage::prompt::{one_line, stable};
 use swarm_analysis::{FileMetrics, Severity};
 
-const PLAN_SYSTEM: &str = "You are the Auditor of swarm, an automated refactoring tool for Python \
+/// `{language}`: the languages of the files (see [`crate::lang::worded`]).
+const PLAN_SYSTEM: &str = "You are the Auditor of swarm, an automated refactoring tool for {language} \
 projects. You read static analysis results, test results and source code, and write a precise, \
 actionable refactoring plan in Markdown. You never write code in the plan; the Fixer does that later.";
 
@@ -127,6 +128,7 @@ pub fn plan_request(input: &PlanInput<'_>) -> Result<(ChatRequest, Selection), P
     let counts_all = counted_section(&folders);
     let reply = input.allowance.reply_tokens;
     let skeleton = request(
+        input,
         format!("{head}\n## Files\n{counts_all}{}", instructions(reply)),
         reply,
     );
@@ -164,6 +166,7 @@ pub fn plan_request(input: &PlanInput<'_>) -> Result<(ChatRequest, Selection), P
         files.push_str(&counted_section(&count_by_folder(&counted, input.metrics)));
     }
     let built = request(
+        input,
         format!("{head}\n## Files\n{files}{}", instructions(reply)),
         reply,
     );
@@ -191,8 +194,8 @@ fn sections<'a>(
             rest.push(ranked);
             continue;
         }
-        let section =
-            (input.read)(&ranked.path).map(|text| section(head, &text, per_file.min(*left)));
+        let section = (input.read)(&ranked.path)
+            .map(|text| section(head, &ranked.path, &text, per_file.min(*left)));
         match section {
             // Only a file the evidence points at is worth showing in part.
             Some((text, partial))
@@ -260,9 +263,9 @@ fn one_liners<'a>(
     (lines, counted)
 }
 
-fn request(prompt: String, reply_tokens: u32) -> ChatRequest {
+fn request(input: &PlanInput<'_>, prompt: String, reply_tokens: u32) -> ChatRequest {
     ChatRequest {
-        system: PLAN_SYSTEM.into(),
+        system: crate::lang::worded(PLAN_SYSTEM, &ranked_paths(input)),
         messages: vec![ChatMessage {
             role: Role::User,
             content: prompt,
@@ -273,10 +276,17 @@ fn request(prompt: String, reply_tokens: u32) -> ChatRequest {
     }
 }
 
+/// The paths the plan ranks, for naming their languages.
+fn ranked_paths<'a>(input: &PlanInput<'a>) -> Vec<&'a str> {
+    input.ranked.iter().map(|r| r.path.as_str()).collect()
+}
+
 /// The opening: what is asked, the facts, the failing tests.
 fn head(input: &PlanInput<'_>) -> String {
-    let mut p = String::new();
-    p.push_str("Write a refactoring plan for this Python project.\n\n");
+    let mut p = crate::lang::worded(
+        "Write a refactoring plan for this {language} project.\n\n",
+        &ranked_paths(input),
+    );
     if input.batch > 1 {
         let _ = writeln!(
             p,
@@ -354,7 +364,7 @@ fn section_head(input: &PlanInput<'_>, ranked: &Ranked) -> String {
 
 /// A file in full: `head` (see [`section_head`]) and its source (cut to
 /// `max_tokens`, then marked partial). Empty when not even the facts fit.
-fn section(mut s: String, text: &str, max_tokens: u64) -> (String, bool) {
+fn section(mut s: String, path: &str, text: &str, max_tokens: u64) -> (String, bool) {
     let used = budget_tokens(&s) + 16;
     if used >= max_tokens {
         return (String::new(), false);
@@ -375,7 +385,7 @@ fn section(mut s: String, text: &str, max_tokens: u64) -> (String, bool) {
     } else {
         shown.to_string()
     };
-    let _ = writeln!(s, "```python\n{shown}\n```");
+    let _ = writeln!(s, "```{}\n{shown}\n```", crate::lang::fence_of(path));
     (s, partial)
 }
 

@@ -159,8 +159,14 @@ fn related_section(p: &mut String, related: &[Related], max: usize) {
     let mut shown = String::new();
     for r in related.iter().take(max) {
         let block = format!(
-            "### `{}` lines {}-{}: `{}` ({})\n```python\n{}\n```\n",
-            r.file, r.start, r.end, r.name, r.why, r.text
+            "### `{}` lines {}-{}: `{}` ({})\n```{}\n{}\n```\n",
+            r.file,
+            r.start,
+            r.end,
+            r.name,
+            r.why,
+            crate::lang::fence_of(&r.file),
+            r.text
         );
         if shown.len() + block.len() > RELATED_CHARS {
             continue;

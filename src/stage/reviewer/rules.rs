@@ -238,6 +238,11 @@ impl ChangedFile<'_> {
         self.path.ends_with(".py")
     }
 
+    /// The file's language and its text after the change, when it has both.
+    fn source_after(&self) -> Option<(&'static dyn crate::lang::Language, &str)> {
+        Some((crate::lang::of(self.path)?, self.after?))
+    }
+
     fn name(&self) -> &str {
         self.path.rsplit('/').next().unwrap_or(self.path)
     }
@@ -492,10 +497,10 @@ fn top_level_name(path: &str, is_package: &dyn Fn(&str) -> bool) -> Option<Strin
 }
 
 fn syntax_error(file: &ChangedFile<'_>, _: &ReviewContext<'_>) -> Result<(), Rejection> {
-    let Some(after) = file.after.filter(|_| file.is_python()) else {
+    let Some((language, after)) = file.source_after() else {
         return Ok(());
     };
-    match analysis::check_syntax(after) {
+    match language.check_syntax(file.path, after) {
         Ok(()) => Ok(()),
         Err(issue) => Err(Rejection::SyntaxError {
             path: file.path.into(),
@@ -522,11 +527,11 @@ fn pytest_plugin(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Result<(), 
 
 /// A dangerous call or dynamic access that the file has more often after.
 fn dangerous_call(file: &ChangedFile<'_>, _: &ReviewContext<'_>) -> Result<(), Rejection> {
-    let Some(after) = file.after.filter(|_| file.is_python()) else {
+    let Some((language, after)) = file.source_after() else {
         return Ok(());
     };
-    let old = analysis::dangerous_calls(file.before_text());
-    let new = analysis::dangerous_calls(after);
+    let old = language.dangerous_calls(file.path, file.before_text());
+    let new = language.dangerous_calls(file.path, after);
     let count = |calls: &[analysis::DangerousCall], name: &str| {
         calls.iter().filter(|c| c.name == name).count()
     };
