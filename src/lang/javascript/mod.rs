@@ -22,6 +22,7 @@ use crate::tools::{
 };
 
 pub mod deps;
+pub mod language;
 pub mod lint;
 pub mod manifest;
 pub mod project;
@@ -31,6 +32,7 @@ pub mod runner;
 pub mod typecheck;
 
 pub use deps::{lay, LaidDependencies};
+pub use language::JavaScript;
 pub use manifest::Manifest;
 pub use project::{DependenciesMissing, PackageManager, Project};
 pub use runner::Runner;

@@ -1,0 +1,219 @@
+//! JavaScript/TypeScript as a [`Language`]: its files, tools' names, fence
+//! tags, syntax check and dangerous calls, from the pieces of this folder
+//! and `swarm_analysis::javascript`.
+//!
+//! Not in [`crate::lang::LANGUAGES`] yet: the stages still run pytest and
+//! pylint to measure a state, so a JS/TS target keeps stopping with "no
+//! committed ... files" until the measurement goes through the boundary
+//! too (`docs/javascript.md`). What is here answers the same questions
+//! Python's implementation answers, and is tested on its own.
+
+use crate::lang::Language;
+use crate::pipeline::TargetDir;
+
+use super::project::{
+    has_source_extension, is_runner_config_name, is_source_path, is_test_path, lockfile_manager,
+};
+
+/// JavaScript and TypeScript: `.js .mjs .cjs .jsx .ts .mts .cts .tsx`
+/// sources in a package (`package.json`), the project's runner and eslint.
+pub struct JavaScript;
+
+/// Whether `rel` is in or under a folder of installed dependencies.
+fn in_dependencies(rel: &str) -> bool {
+    rel.split('/').any(|part| part == "node_modules")
+}
+
+impl Language for JavaScript {
+    fn name(&self) -> &'static str {
+        "JavaScript/TypeScript"
+    }
+
+    fn extensions(&self) -> &'static str {
+        ".js/.ts"
+    }
+
+    /// The runner is the project's (vitest, jest or node's); the log names
+    /// the family.
+    fn test_runner(&self) -> &'static str {
+        "node test runner"
+    }
+
+    fn linter(&self) -> &'static str {
+        "eslint"
+    }
+
+    fn fence(&self) -> &'static str {
+        "ts"
+    }
+
+    fn fences(&self) -> &'static [&'static str] {
+        &[
+            "",
+            "js",
+            "javascript",
+            "jsx",
+            "mjs",
+            "cjs",
+            "ts",
+            "typescript",
+            "tsx",
+            "mts",
+            "cts",
+        ]
+    }
+
+    fn is_source(&self, rel: &str) -> bool {
+        has_source_extension(rel)
+    }
+
+    /// Committed sources under the target when a `package.json` is
+    /// committed in the target or a folder above it; never dependencies,
+    /// build output, type declarations or minified bundles.
+    fn sources(&self, tracked: &[String], target: &TargetDir) -> Vec<String> {
+        let has_package = tracked.iter().any(|p| {
+            let folder = p
+                .strip_suffix("package.json")
+                .map(|f| f.trim_end_matches('/'));
+            folder.is_some_and(|f| {
+                (p == "package.json" || p.ends_with("/package.json"))
+                    && (f.is_empty()
+                        || target.as_str() == f
+                        || target.as_str().starts_with(&format!("{f}/")))
+            })
+        });
+        if !has_package {
+            return Vec::new();
+        }
+        let mut files: Vec<String> = tracked
+            .iter()
+            .filter_map(|p| target.relative(p))
+            .filter(|p| is_source_path(p))
+            .map(str::to_string)
+            .collect();
+        files.sort();
+        files
+    }
+
+    fn is_test(&self, rel: &str) -> bool {
+        has_source_extension(rel) && is_test_path(rel)
+    }
+
+    /// Tests, the runner's configuration, lockfiles and installed
+    /// dependencies.
+    fn is_test_harness(&self, rel: &str) -> bool {
+        self.is_test(rel)
+            || is_runner_config_name(rel)
+            || lockfile_manager(rel).is_some()
+            || in_dependencies(rel)
+    }
+
+    fn configures_runner(&self, rel: &str) -> bool {
+        is_runner_config_name(rel)
+    }
+
+    /// eslint's configuration files.
+    fn is_lint_configuration(&self, rel: &str) -> bool {
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        name.starts_with("eslint.config.") || name.starts_with(".eslintrc")
+    }
+
+    /// The path without its extension, as an import names it
+    /// (`src/money.ts` → `src/money`).
+    fn module_name(&self, rel: &str) -> String {
+        match rel.rsplit_once('.') {
+            Some((stem, _)) if has_source_extension(rel) => stem.to_string(),
+            _ => rel.to_string(),
+        }
+    }
+
+    fn project_files(&self) -> &'static [&'static str] {
+        &["package.json", "tsconfig.json"]
+    }
+
+    fn check_syntax(&self, rel: &str, text: &str) -> Result<(), swarm_analysis::SyntaxIssue> {
+        swarm_analysis::javascript::check_syntax(rel, text)
+    }
+
+    fn dangerous_calls(&self, rel: &str, text: &str) -> Vec<swarm_analysis::DangerousCall> {
+        swarm_analysis::javascript::dangerous_calls(rel, text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tracked(paths: &[&str]) -> Vec<String> {
+        paths.iter().map(|p| p.to_string()).collect()
+    }
+
+    #[test]
+    fn sources_need_a_package_and_leave_out_dependencies_and_output() {
+        let files = tracked(&[
+            "package.json",
+            "src/money.ts",
+            "src/view.tsx",
+            "src/types.d.ts",
+            "dist/money.js",
+            "node_modules/x/index.js",
+            "tests/money.test.ts",
+            "README.md",
+        ]);
+        assert_eq!(
+            JavaScript.sources(&files, &TargetDir::default()),
+            ["src/money.ts", "src/view.tsx", "tests/money.test.ts"]
+        );
+        assert!(JavaScript
+            .sources(&tracked(&["src/a.js"]), &TargetDir::default())
+            .is_empty());
+        let monorepo = tracked(&[
+            "package.json",
+            "packages/core/package.json",
+            "packages/core/src/a.ts",
+            "packages/web/src/b.ts",
+        ]);
+        assert_eq!(
+            JavaScript.sources(&monorepo, &TargetDir::new("packages/core")),
+            ["src/a.ts"]
+        );
+    }
+
+    #[test]
+    fn tests_runner_configuration_lockfiles_and_dependencies_are_the_harness() {
+        for p in [
+            "src/money.test.ts",
+            "__tests__/a.js",
+            "vitest.config.ts",
+            "jest.config.cjs",
+            "package-lock.json",
+            "node_modules/left-pad/index.js",
+        ] {
+            assert!(JavaScript.is_test_harness(p), "{p}");
+        }
+        for p in ["src/money.ts", "package.json", "README.md"] {
+            assert!(!JavaScript.is_test_harness(p), "{p}");
+        }
+        assert!(JavaScript.configures_runner("vitest.config.ts"));
+        assert!(!JavaScript.configures_runner("src/a.test.ts"));
+    }
+
+    #[test]
+    fn a_change_that_adds_a_dangerous_call_or_does_not_parse_is_seen() {
+        let calls = JavaScript.dangerous_calls(
+            "src/a.js",
+            "const cp = require('child_process');\ncp.execSync('ls');\n",
+        );
+        assert!(!calls.is_empty());
+        assert!(JavaScript
+            .check_syntax("src/a.ts", "export function f(: number {")
+            .is_err());
+        assert!(JavaScript
+            .check_syntax(
+                "src/a.ts",
+                "export const f = (x: number): number => x + 1;\n"
+            )
+            .is_ok());
+        assert_eq!(JavaScript.module_name("src/money.ts"), "src/money");
+    }
+}
