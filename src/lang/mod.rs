@@ -63,6 +63,18 @@ pub trait Language: Sync {
     /// Project files outside the sources that may name a module by its
     /// path (packaging, runner configuration).
     fn project_files(&self) -> &'static [&'static str];
+    /// A whole file that configures the test runner wherever it is, named
+    /// for a sentence (`conftest.py`); `None` for any other file.
+    fn runner_config_file(&self, rel: &str) -> Option<String>;
+    /// The part of the test runner's configuration a change to a shared
+    /// file alters (`the [tool:pytest] section`), or `None`.
+    fn runner_config_change(&self, rel: &str, before: &str, after: &str) -> Option<String>;
+    /// Code new in an ordinary source file that changes how the runner runs
+    /// (a plugin or hook), and its line.
+    fn runner_code(&self, before: &str, after: &str) -> Option<(&'static str, usize)>;
+    /// The examples in a source file's documentation that the runner runs
+    /// as tests when asked to, with their lines.
+    fn doc_examples(&self, text: &str) -> Vec<(usize, String)>;
     /// Whether a source file's text parses; the Reviewer refuses a
     /// proposal that leaves one that does not.
     fn check_syntax(&self, rel: &str, text: &str) -> Result<(), swarm_analysis::SyntaxIssue>;
@@ -100,6 +112,19 @@ pub fn is_test_harness(rel: &str) -> bool {
 /// its language says so, and a file of no language always does.
 pub fn configures_runner(rel: &str) -> bool {
     of(rel).is_none_or(|l| l.configures_runner(rel))
+}
+
+/// The whole-file runner configuration `rel` is, by any language.
+pub fn runner_config_file(rel: &str) -> Option<String> {
+    LANGUAGES.iter().find_map(|l| l.runner_config_file(rel))
+}
+
+/// The part of a runner's configuration a change to `rel` alters, by any
+/// language.
+pub fn runner_config_change(rel: &str, before: &str, after: &str) -> Option<String> {
+    LANGUAGES
+        .iter()
+        .find_map(|l| l.runner_config_change(rel, before, after))
 }
 
 /// Whether any language counts the path as its linter's configuration.

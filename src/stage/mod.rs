@@ -35,7 +35,7 @@ pub mod tester;
 
 pub use crate::tools::is_test_path;
 
-pub use crate::lang::python::files::{is_startup_file, PYTEST_CONFIG_FILES, SHARED_CONFIG_FILES};
+pub use crate::lang::python::files::is_startup_file;
 
 #[cfg(test)]
 mod tests {

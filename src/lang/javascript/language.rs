@@ -127,6 +127,33 @@ impl Language for JavaScript {
         }
     }
 
+    /// `vitest.config.*`, `jest.config.*` and the other runner
+    /// configuration files.
+    fn runner_config_file(&self, rel: &str) -> Option<String> {
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        is_runner_config_name(rel).then(|| name.to_string())
+    }
+
+    /// The `scripts`, `jest`, dependency or `workspaces` keys of
+    /// `package.json`.
+    fn runner_config_change(&self, rel: &str, before: &str, after: &str) -> Option<String> {
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        if name != "package.json" {
+            return None;
+        }
+        super::rules::package_json_change(before, after)
+    }
+
+    /// The runners load no plugin from an ordinary module.
+    fn runner_code(&self, _: &str, _: &str) -> Option<(&'static str, usize)> {
+        None
+    }
+
+    /// No runner swarm knows runs documentation examples.
+    fn doc_examples(&self, _: &str) -> Vec<(usize, String)> {
+        Vec::new()
+    }
+
     fn project_files(&self) -> &'static [&'static str] {
         &["package.json", "tsconfig.json"]
     }
@@ -196,6 +223,20 @@ mod tests {
         }
         assert!(JavaScript.configures_runner("vitest.config.ts"));
         assert!(!JavaScript.configures_runner("src/a.test.ts"));
+        assert_eq!(
+            JavaScript
+                .runner_config_file("pkg/jest.config.js")
+                .as_deref(),
+            Some("jest.config.js")
+        );
+        let before = r#"{"name": "m", "scripts": {"test": "vitest run"}}"#;
+        let after = r#"{"name": "m", "scripts": {"test": "exit 0"}}"#;
+        assert!(JavaScript
+            .runner_config_change("package.json", before, after)
+            .is_some());
+        assert!(JavaScript
+            .runner_config_change("src/config.json", before, after)
+            .is_none());
     }
 
     #[test]

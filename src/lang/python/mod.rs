@@ -13,6 +13,7 @@ use crate::tools::{PythonEnv, TestFiles};
 use super::Language;
 
 pub mod files;
+pub mod harness;
 
 /// Python: `.py` sources, pytest and pylint.
 pub struct Python;
@@ -81,6 +82,38 @@ impl Language for Python {
 
     fn dangerous_calls(&self, _: &str, text: &str) -> Vec<swarm_analysis::DangerousCall> {
         swarm_analysis::dangerous_calls(text)
+    }
+
+    /// `conftest.py`, `pytest.ini` and the other whole-file pytest configs.
+    fn runner_config_file(&self, rel: &str) -> Option<String> {
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        files::PYTEST_CONFIG_FILES
+            .contains(&name)
+            .then(|| name.to_string())
+    }
+
+    /// The pytest sections of `setup.cfg`, `tox.ini` and `pyproject.toml`,
+    /// and `pytest11` entry points in any file.
+    fn runner_config_change(&self, rel: &str, before: &str, after: &str) -> Option<String> {
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        let part = if files::SHARED_CONFIG_FILES.contains(&name) {
+            harness::changed_pytest_sections(name, before, after)
+        } else {
+            None
+        };
+        part.or_else(|| {
+            harness::touches_pytest11(before, after).then(|| "a pytest11 entry point".to_string())
+        })
+    }
+
+    /// Plugin and hook code, or pytest imports.
+    fn runner_code(&self, before: &str, after: &str) -> Option<(&'static str, usize)> {
+        harness::new_plugin_form(before, after)
+    }
+
+    /// Docstring examples, which pytest runs with `--doctest-modules`.
+    fn doc_examples(&self, text: &str) -> Vec<(usize, String)> {
+        harness::doctest_examples(text)
     }
 
     fn project_files(&self) -> &'static [&'static str] {

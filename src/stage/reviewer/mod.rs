@@ -36,7 +36,6 @@
 //! Its static checks are an early warning; the sandbox the Judge runs in and
 //! the final re-check with the base commit's test harness are the guards.
 
-mod harness;
 mod rebase;
 mod rules;
 mod split;

@@ -7,10 +7,9 @@
 
 use std::path::{Component, Path};
 
-use super::harness;
 use super::ReviewContext;
 use crate::pipeline::Unusable;
-use crate::stage::{is_startup_file, is_test_path, PYTEST_CONFIG_FILES, SHARED_CONFIG_FILES};
+use crate::stage::{is_startup_file, is_test_path};
 use swarm_analysis::{self as analysis, Severity};
 use swarm_patch::{MergeConflict, PatchError};
 
@@ -234,17 +233,9 @@ impl ChangedFile<'_> {
         self.after.unwrap_or("")
     }
 
-    fn is_python(&self) -> bool {
-        self.path.ends_with(".py")
-    }
-
     /// The file's language and its text after the change, when it has both.
     fn source_after(&self) -> Option<(&'static dyn crate::lang::Language, &str)> {
         Some((crate::lang::of(self.path)?, self.after?))
-    }
-
-    fn name(&self) -> &str {
-        self.path.rsplit('/').next().unwrap_or(self.path)
     }
 }
 
@@ -344,11 +335,13 @@ fn startup_file(path: &str, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
 
 /// `conftest.py`, `pytest.ini` and the other whole-file pytest configs.
 fn test_config_file(path: &str, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    if !ctx.allow_test_edits && PYTEST_CONFIG_FILES.contains(&name) {
+    if ctx.allow_test_edits {
+        return Ok(());
+    }
+    if let Some(part) = crate::lang::runner_config_file(path) {
         return Err(Rejection::TestConfig {
             path: path.into(),
-            part: name.into(),
+            part,
         });
     }
     Ok(())
@@ -368,15 +361,7 @@ fn test_config_content(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Resul
         return Ok(());
     }
     let (before, after) = (file.before_text(), file.after_text());
-    let part = if SHARED_CONFIG_FILES.contains(&file.name()) {
-        harness::changed_pytest_sections(file.name(), before, after)
-    } else {
-        None
-    };
-    let part = part.or_else(|| {
-        harness::touches_pytest11(before, after).then(|| "a pytest11 entry point".to_string())
-    });
-    match part {
+    match crate::lang::runner_config_change(file.path, before, after) {
         Some(part) => Err(Rejection::TestConfig {
             path: file.path.into(),
             part,
@@ -388,14 +373,19 @@ fn test_config_content(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Resul
 /// With `--doctest-modules`, every docstring example of a module is a test:
 /// one the change removes or alters is refused (new examples may be added).
 fn doctest_examples(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
-    if ctx.allow_test_edits || !ctx.tests.doctest_modules || !file.is_python() {
+    let Some(language) = crate::lang::of(file.path) else {
+        return Ok(());
+    };
+    if ctx.allow_test_edits || !ctx.tests.doctest_modules {
         return Ok(());
     }
-    let after: Vec<String> = harness::doctest_examples(file.after_text())
+    let after: Vec<String> = language
+        .doc_examples(file.after_text())
         .into_iter()
         .map(|(_, example)| example)
         .collect();
-    match harness::doctest_examples(file.before_text())
+    match language
+        .doc_examples(file.before_text())
         .into_iter()
         .find(|(_, example)| !after.contains(example))
     {
@@ -512,10 +502,13 @@ fn syntax_error(file: &ChangedFile<'_>, _: &ReviewContext<'_>) -> Result<(), Rej
 
 /// Plugin and hook code, or pytest imports, in a module that is not a test.
 fn pytest_plugin(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
-    if ctx.allow_test_edits || !file.is_python() || ctx.tests.contains(file.path) {
+    let Some(language) = crate::lang::of(file.path) else {
+        return Ok(());
+    };
+    if ctx.allow_test_edits || ctx.tests.contains(file.path) {
         return Ok(());
     }
-    match harness::new_plugin_form(file.before_text(), file.after_text()) {
+    match language.runner_code(file.before_text(), file.after_text()) {
         Some((what, line)) => Err(Rejection::PytestPlugin {
             path: file.path.into(),
             line,

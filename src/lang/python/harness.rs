@@ -2,9 +2,10 @@
 //! test: the pytest sections of `setup.cfg`, `tox.ini` and `pyproject.toml`,
 //! `pytest11` entry points, plugin or hook code in an ordinary module, and
 //! the docstring examples pytest runs with `--doctest-modules`.
-//! Pure functions over the text before and after; the Reviewer's rules call
-//! them. Which whole files are test configuration is decided by path in
-//! `stage` ([`crate::stage::PYTEST_CONFIG_FILES`] and friends), not here.
+//! Pure functions over the text before and after; the Reviewer's rules ask
+//! them through [`crate::lang::Language`]. Which whole files are test
+//! configuration is decided by path ([`super::files::PYTEST_CONFIG_FILES`]
+//! and friends), not here.
 //!
 //! These checks are conservative and textual: they may refuse a harmless
 //! change that merely mentions pytest, never the other way round for the
@@ -20,7 +21,7 @@ use regex::Regex;
 /// `pyproject.toml`) that differ between `before` and `after`, described
 /// for a sentence (`the [tool:pytest] section`), or `None` when they are
 /// the same. A file that does not exist is empty.
-pub(crate) fn changed_pytest_sections(name: &str, before: &str, after: &str) -> Option<String> {
+pub fn changed_pytest_sections(name: &str, before: &str, after: &str) -> Option<String> {
     let (old, new) = (pytest_sections(before), pytest_sections(after));
     let mut names: Vec<&String> = old
         .keys()
@@ -114,7 +115,7 @@ fn changed_pyproject_tables(before: &str, after: &str) -> Option<String> {
 /// Whether a line added or removed by the change mentions `pytest11`, the
 /// entry-point group of pytest plugins (`setup.py`, `setup.cfg`,
 /// `pyproject.toml`, anywhere).
-pub(crate) fn touches_pytest11(before: &str, after: &str) -> bool {
+pub fn touches_pytest11(before: &str, after: &str) -> bool {
     similar::TextDiff::from_lines(before, after)
         .iter_all_changes()
         .any(|c| c.tag() != similar::ChangeTag::Equal && c.value().contains("pytest11"))
@@ -145,7 +146,7 @@ const PLUGIN_FORMS: &[(&str, &str)] = &[
 
 /// A plugin form of [`PLUGIN_FORMS`] that `after` has more often than
 /// `before`: its description and the 1-based line of the first new one.
-pub(crate) fn new_plugin_form(before: &str, after: &str) -> Option<(&'static str, usize)> {
+pub fn new_plugin_form(before: &str, after: &str) -> Option<(&'static str, usize)> {
     static PATTERNS: OnceLock<Vec<(Regex, &'static str)>> = OnceLock::new();
     let patterns = PATTERNS.get_or_init(|| {
         PLUGIN_FORMS
@@ -176,7 +177,7 @@ pub(crate) fn new_plugin_form(before: &str, after: &str) -> Option<(&'static str
 /// line, the next prompt or the end of the docstring; whitespace at the
 /// line ends and the indentation do not count. With the line of its prompt
 /// (1-based).
-pub(crate) fn doctest_examples(text: &str) -> Vec<(usize, String)> {
+pub fn doctest_examples(text: &str) -> Vec<(usize, String)> {
     let mut examples: Vec<(usize, String)> = Vec::new();
     let mut current: Option<(usize, String)> = None;
     for (i, line) in text.lines().enumerate() {
