@@ -392,3 +392,30 @@ pub(crate) fn task_of(state: &RunState, number: usize) -> Option<(Task, usize)> 
     let book = state.work.tasks.as_ref()?;
     Some((book.plan.task(number)?.clone(), book.plan.tasks.len()))
 }
+
+/// What one attempt at a task came to.
+enum Tried {
+    /// The run branch moved to it.
+    Accepted,
+    /// Refused, unusable or judged worse: why, for the next prompt.
+    Failed(String),
+    /// The model answered that the task needs no further change.
+    Done,
+    /// The run stops.
+    Stop(StopReason),
+}
+
+/// Notes files an attempt at `task` reached beyond the task's own, so its
+/// next request shows them.
+fn note_reached(state: &mut RunState, task: &Task, paths: impl IntoIterator<Item = String>) {
+    let own = task.files();
+    let Some(book) = state.work.tasks.as_mut() else {
+        return;
+    };
+    let reached = book.reached.entry(task.number).or_default();
+    for path in paths {
+        if !own.contains(&path.as_str()) && !reached.contains(&path) {
+            reached.push(path);
+        }
+    }
+}

@@ -6,7 +6,7 @@
 //! after [`TASK_TRIES`] failed attempts in a row, or when the run must
 //! stop.
 
-use super::{task_of, TaskEnd, TASK_TRIES};
+use super::{task_of, TaskEnd, Tried, TASK_TRIES};
 use crate::error::SwarmError;
 use crate::git::RunWorkspace;
 use crate::log::{Action, Event, Step};
@@ -18,18 +18,6 @@ use crate::stage::prompt::task::{task_request, TaskInput};
 use crate::stage::reviewer::{self, Review, ReviewContext, TaskReview};
 use crate::stage::{read_source_text, ModelCall};
 use swarm_patch::ReplyContext;
-
-/// What one attempt at a task came to.
-pub(super) enum Tried {
-    /// The run branch moved to it.
-    Accepted,
-    /// Refused, unusable or judged worse: why, for the next prompt.
-    Failed(String),
-    /// The model answered that the task needs no further change.
-    Done,
-    /// The run stops.
-    Stop(StopReason),
-}
 
 /// Runs task `number` until it is done, fails or the run must stop.
 pub(super) async fn run_task(
@@ -237,25 +225,6 @@ fn shown_files(state: &RunState, task: &Task) -> Vec<String> {
         }
     }
     files
-}
-
-/// Notes files an attempt at `task` reached beyond the task's own, so its
-/// next request shows them.
-pub(super) fn note_reached(
-    state: &mut RunState,
-    task: &Task,
-    paths: impl IntoIterator<Item = String>,
-) {
-    let own = task.files();
-    let Some(book) = state.work.tasks.as_mut() else {
-        return;
-    };
-    let reached = book.reached.entry(task.number).or_default();
-    for path in paths {
-        if !own.contains(&path.as_str()) && !reached.contains(&path) {
-            reached.push(path);
-        }
-    }
 }
 
 /// The request for `task`, showing `files` as they are now.

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use super::attempt::{note_reached, Tried};
+use super::{note_reached, Tried};
 use crate::error::SwarmError;
 use crate::git::RunWorkspace;
 use crate::log::{Agent, Event};
