@@ -58,6 +58,10 @@ pub(crate) struct RepetitionGuard {
     dropped: usize,
     /// Bytes fed since the text was last looked at.
     unchecked: usize,
+    /// Whether a line was completed since the last look: the lines at the
+    /// end cannot have stopped making progress without one (and a reply
+    /// of one long line is not searched for lines at every look).
+    new_line: bool,
     found: Option<Repetition>,
 }
 
@@ -68,6 +72,7 @@ impl RepetitionGuard {
         if self.found.is_none() && !delta.is_empty() {
             self.tail.push_str(delta);
             self.unchecked += delta.len();
+            self.new_line |= delta.contains('\n');
             if self.unchecked >= CHECK_EVERY {
                 self.unchecked = 0;
                 self.found = self.look();
@@ -105,8 +110,10 @@ impl RepetitionGuard {
         guard.settle().cloned()
     }
 
-    fn look(&self) -> Option<Repetition> {
-        let (start, unit) = periodic_end(&self.tail).or_else(|| stuck_lines(&self.tail))?;
+    fn look(&mut self) -> Option<Repetition> {
+        let new_line = std::mem::take(&mut self.new_line);
+        let (start, unit) = periodic_end(&self.tail)
+            .or_else(|| new_line.then(|| stuck_lines(&self.tail)).flatten())?;
         Some(Repetition {
             start: self.dropped + start,
             seen: self.dropped + self.tail.len(),

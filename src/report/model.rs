@@ -111,7 +111,9 @@ pub struct RunReport {
     pub spend: Spend,
     /// Each plan the model wrote (Markdown), in order.
     pub plans: Vec<String>,
-    /// Refactoring on request (`--task`): where each task got.
+    /// Refactoring on request (`--task`): where each task got (absent for
+    /// a run without tasks, as in logs written before tasks existed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tasks: Vec<crate::log::TaskRecord>,
     pub attempts: Vec<Attempt>,
     /// The baseline, then each judged attempt.

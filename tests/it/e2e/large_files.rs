@@ -206,7 +206,12 @@ fn a_5000_line_module_is_fixed_from_a_prompt_showing_the_function_not_the_file()
 /// as long as a reply limit's worth of real tokens (more by swarm's
 /// estimate), and answers like [`reading_model`] otherwise.
 fn rambling_model() -> LlmServer {
-    let rambling = "I looked at the readings module closely. ".repeat(290);
+    // Varied sentences, not one said again and again: a reply that loops
+    // is cut and not shown again, and this one must be shown again.
+    let rambling = crate::support::prose::sentences(
+        "I looked at the readings module closely.",
+        "I looked at the readings module closely. ".len() * 290,
+    );
     LlmServer::start(move |request| {
         let prompt = prompt_of(request);
         let asked_again = request.body_json()["messages"]

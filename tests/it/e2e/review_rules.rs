@@ -297,22 +297,51 @@ fn after_a_reply_that_is_not_utf8_the_model_is_asked_again_and_its_answer_is_use
 }
 
 #[test]
-fn a_ten_megabyte_line_is_refused_by_its_bytes() {
+fn a_ten_megabyte_line_is_refused_by_its_bytes_and_never_lands() {
     let fx = FixtureRepo::new("single_module");
-    let before = fx.repo.snapshot();
     let huge = format!(
         "{}\nBLOB = \"{}\"\n",
         stats("fixed"),
-        "x".repeat(10 * 1024 * 1024)
+        // Letters that never repeat a pattern: one letter again and again
+        // is a reply that loops, cut before the Reviewer sees it.
+        crate::support::prose::letters(10 * 1024 * 1024)
     );
     let server = plan_then(format!(
         "Fix the bugs.\n{}",
         diff("stats.py", &stats("project"), &huge)
     ));
     let out = run_openai(&fx, &server, &["--max-iterations", "1"]);
-    assert_nothing_delivered(&fx, &out, &before);
-    let reviews = assert_rejected_by(&fx, "too_many_bytes");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+
+    // The proposal as a whole is refused by its bytes ...
+    let reviews = reviews(&fx);
+    assert_eq!(
+        reviews[0]["details"]["verdict"], "rejected",
+        "{}",
+        reviews[0]
+    );
+    assert_eq!(reviews[0]["details"]["rule"], "too_many_bytes");
     let output = reviews[0]["details"]["output_response"].as_str().unwrap();
-    assert!(output.contains("bytes"), "{output}");
-    assert_eq!(fx.repo.read("stats.py"), stats("project"));
+    assert!(output.contains("10486"), "{output}");
+    // ... and only the hunks the failing tests point at may go on: the
+    // blob is left out, named in the log, and is nowhere in git or on disk.
+    let left_out: Vec<&Value> = reviews
+        .iter()
+        .filter_map(|r| r["details"]["left_out"].as_array())
+        .flatten()
+        .collect();
+    assert!(
+        left_out.iter().any(|h| h["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("touches nothing the failing tests"))),
+        "{reviews:?}"
+    );
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{stderr}");
+    let on_disk = fx.repo.read("stats.py");
+    assert!(
+        !on_disk.contains("BLOB") && on_disk.len() < 10_000,
+        "{on_disk}"
+    );
+    let everything = fx.repo.git(&["log", "--all", "-p", "--format=%H"]);
+    assert!(!everything.contains("BLOB ="), "the blob was committed");
 }

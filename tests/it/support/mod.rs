@@ -6,6 +6,7 @@ pub mod fixture;
 pub mod llm_server;
 pub mod llm_stream;
 pub mod procs;
+pub mod prose;
 pub mod python;
 pub mod repo;
 pub mod scale;
