@@ -175,14 +175,10 @@ pub(crate) fn find(root: Node<'_>, source: &str) -> Vec<TestProbe> {
                     add(ProbeKind::FrameworkPatch, what);
                 }
             }
-            "except_clause" => {
-                if catches_assertions(node, source) {
-                    add(
-                        ProbeKind::FrameworkPatch,
-                        "`except AssertionError` (a swallowed assertion)".to_string(),
-                    );
-                }
-            }
+            "except_clause" if catches_assertions(node, source) => add(
+                ProbeKind::FrameworkPatch,
+                "`except AssertionError` (a swallowed assertion)".to_string(),
+            ),
             "function_definition" => {
                 if let Some(what) = always_equal(node, source) {
                     add(ProbeKind::FrameworkPatch, what);

@@ -1,11 +1,16 @@
 //! The smallest repair that lets a module parse, when the parser points at
 //! one missing token: the token tree-sitter marks `MISSING` at its place
 //! (a `:` after `def f(x)`, a `)` left open), else one closing token (`:`,
-//! `)`, `]`, `}`) at the end of the line the first error is on or the line
-//! before. Deterministic: the same source always gets the same repair, and
+//! `)`, `]`, `}`) at the end of a line an error starts or ends on, or the
+//! line before, innermost errors first (an `ERROR` node may span the whole
+//! module around the one that matters). Deterministic: the same source always gets the same repair, and
 //! a repair is returned only when the whole module then parses. Pure, no I/O.
 
-use super::tree::{parse, syntax_error_nodes};
+use std::collections::HashMap;
+
+use tree_sitter::Node;
+
+use super::tree::{parse, syntax_error_nodes, walk};
 
 /// Tokens a repair may insert.
 const INSERTABLE: &[&str] = &[":", ")", "]", "}", ","];
@@ -24,19 +29,51 @@ pub struct SyntaxRepair {
     pub line: usize,
 }
 
+/// Lines (0-based) tried for a closing token, at most.
+const MAX_ROWS: usize = 24;
+
 /// The one-token repair of `source`, when there is one (see the module
 /// doc); `None` when `source` parses already or no single token makes it.
 pub fn repair_missing_token(source: &str) -> Option<SyntaxRepair> {
     let tree = parse(source);
-    let errors = syntax_error_nodes(tree.root_node(), source);
-    let first = *errors.first()?;
-    let mut candidates: Vec<(usize, &str)> = Vec::new();
-    if first.is_missing() && INSERTABLE.contains(&first.kind()) {
-        candidates.push((first.start_byte(), first.kind()));
+    if syntax_error_nodes(tree.root_node(), source).is_empty() {
+        return None;
     }
-    let row = first.start_position().row;
-    for line in [Some(row), row.checked_sub(1)].into_iter().flatten() {
-        if let Some(end) = line_end(source, line) {
+    // The innermost errors point closest to the missing token: an ERROR
+    // node can span the whole module around the one that matters.
+    let mut errors: Vec<(usize, Node<'_>)> = Vec::new();
+    let mut depth_of: HashMap<usize, usize> = HashMap::new();
+    walk(tree.root_node(), |node| {
+        let depth = node
+            .parent()
+            .and_then(|p| depth_of.get(&p.id()).map(|d| d + 1))
+            .unwrap_or(0);
+        depth_of.insert(node.id(), depth);
+        if node.is_error() || node.is_missing() {
+            errors.push((depth, node));
+        }
+        true
+    });
+    errors.sort_by_key(|(depth, node)| (std::cmp::Reverse(*depth), node.start_byte()));
+    let mut candidates: Vec<(usize, &str)> = errors
+        .iter()
+        .filter(|(_, n)| n.is_missing() && INSERTABLE.contains(&n.kind()))
+        .map(|(_, n)| (n.start_byte(), n.kind()))
+        .collect();
+    let mut rows: Vec<usize> = Vec::new();
+    for (_, node) in &errors {
+        let (start, end) = (node.start_position().row, node.end_position().row);
+        for row in [Some(start), Some(end), start.checked_sub(1)]
+            .into_iter()
+            .flatten()
+        {
+            if !rows.contains(&row) && rows.len() < MAX_ROWS {
+                rows.push(row);
+            }
+        }
+    }
+    for row in rows {
+        if let Some(end) = line_end(source, row) {
             candidates.extend(LINE_ENDINGS.iter().map(|token| (end, *token)));
         }
     }
@@ -102,6 +139,14 @@ mod tests {
             "{}",
             repair.text
         );
+    }
+
+    #[test]
+    fn an_error_spanning_the_module_still_finds_the_colon() {
+        let source = "\"\"\"Small statistics.\"\"\"\n\n\ndef mean(values)\n    \"\"\"The mean.\"\"\"\n    total = 0\n    for value in values:\n        total += value\n    return total / len(values)\n";
+        let repair = repair_missing_token(source).expect("a repair");
+        assert_eq!((repair.inserted.as_str(), repair.line), (":", 4));
+        assert_eq!(repair.text, source.replacen("(values)\n", "(values):\n", 1));
     }
 
     #[test]
