@@ -159,6 +159,11 @@ pub trait ChatModel: Send + Sync {
     /// The model id, as logged.
     fn model(&self) -> &str;
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError>;
+    /// The secrets this model is never shown, when it withholds them (see
+    /// [`super::withhold`]): a reply's placeholders map back through it.
+    fn withheld(&self) -> Option<&crate::secrets::Withheld> {
+        None
+    }
 }
 
 /// Shows the provider and the model, never a key.

@@ -118,6 +118,10 @@ impl ChatModel for Windowed {
         self.inner.model()
     }
 
+    fn withheld(&self) -> Option<&crate::secrets::Withheld> {
+        self.inner.withheld()
+    }
+
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let prompt = prompt_tokens(request);
         let needed = prompt + u64::from(request.max_output_tokens);
