@@ -18,8 +18,13 @@
 //!    `setup.cfg`, `tox.ini`, `pyproject.toml`, `pytest11` entry points),
 //!    `too_many_lines` and `too_many_bytes` (the severity's limits),
 //!    `syntax_error`, `pytest_plugin` (plugin or hook code, or a pytest
-//!    import, in a module that is not a test) and `dangerous_call` (new
-//!    dangerous calls and dynamic access, see `analysis`);
+//!    import, in a module that is not a test), `dangerous_call` (new
+//!    dangerous calls and dynamic access, see `analysis`),
+//!    `test_environment` and `framework_patch` (new reads of the test
+//!    runner or the caller, new patches of the test framework, assertions,
+//!    builtins or the exit, in a module that is not a test) and
+//!    `secret_changed` (a secret of the file altered or dropped, or a
+//!    placeholder that stands for none, see `crate::secrets`);
 //! 5. `no_change`, `whitespace_only`, `repeat` — on the change as a whole.
 //!
 //! A proposal refused for its size alone may be [`split`] into steps that
@@ -278,6 +283,8 @@ fn squeeze(text: &str) -> String {
     text.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
+#[cfg(test)]
+mod gaming_tests;
 #[cfg(test)]
 mod half_right_tests;
 #[cfg(test)]
