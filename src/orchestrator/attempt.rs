@@ -315,29 +315,23 @@ fn judge_and_commit(
         apply_and_measure(cx, ws, state, tried.change, &stage)?;
     let judging = Instant::now();
     rec.measurement(Agent::Judge, &measured, Some(k))?;
-    let mut verdict = state
+    let verdict = state
         .facts
         .bar
         .verdict(&state.progress.best, &measured.snapshot);
-    // Only a change the tests would accept is worth the behaviour check.
-    let behaviour = if verdict.is_accepted() {
-        Some(check_behaviour(
-            cx,
-            ws,
-            state,
-            tried.change,
-            (&measured.snapshot, &files),
-            &stage,
-        )?)
-    } else {
-        None
-    };
-    let check = behaviour.as_ref().and_then(|b| b.check.as_ref());
-    if let Some(check) = check {
-        rec.behaviour(check, k)?;
-        verdict = state.facts.bar.after_behaviour(verdict, check.outcome);
-    }
-    // The Judge's time: the measurement, and the behaviour check.
+    let Beyond {
+        verdict,
+        behaviour,
+        note,
+    } = beyond_tests(
+        cx,
+        ws,
+        rec,
+        state,
+        (tried.change, &measured.snapshot, &files),
+        (verdict, k, &stage),
+    )?;
+    // The Judge's time: the measurement, the behaviour check, the held-out tests.
     let judge_time = measure_time + judging.elapsed();
     let message = commit_message(state, &tried, k, verdict, &measured.snapshot);
     let settled = executor::settle(ws, tried.change, k, verdict, &message)?;
@@ -358,9 +352,6 @@ fn judge_and_commit(
         verdict,
         times,
     )?;
-    let note = check
-        .map(|check| format!("; {}", check.describe()))
-        .unwrap_or_default();
     let judged = Judged {
         k,
         verdict,
@@ -381,6 +372,60 @@ fn judge_and_commit(
         files,
     );
     Ok(true)
+}
+
+/// The Judge's verdict once it looked beyond the tests, what the
+/// behaviour check ran on, and what the Fixer is told of it (`; …`, or
+/// empty).
+struct Beyond {
+    verdict: Verdict,
+    behaviour: Option<BehaviourRun>,
+    note: String,
+}
+
+/// What the Judge checks of a change the tests would accept: the behaviour
+/// of modules no test reaches (see [`judge::behaviour`]), then the
+/// held-out tests that apply to it (see [`super::held_out`]). A regression
+/// found by either makes the verdict `regressed`; a held-out failure is
+/// kept for the summary.
+fn beyond_tests(
+    cx: &RunContext<'_>,
+    ws: &RunWorkspace,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+    (change, snapshot, files): (&Change, &Snapshot, &[String]),
+    (verdict, k, stage): (Verdict, u32, &str),
+) -> Result<Beyond, SwarmError> {
+    if !verdict.is_accepted() {
+        return Ok(Beyond {
+            verdict,
+            behaviour: None,
+            note: String::new(),
+        });
+    }
+    let behaviour = check_behaviour(cx, ws, state, change, (snapshot, files), stage)?;
+    let (mut verdict, mut note) = (verdict, String::new());
+    if let Some(check) = &behaviour.check {
+        rec.behaviour(check, k)?;
+        verdict = state.facts.bar.after_behaviour(verdict, check.outcome);
+        note = format!("; {}", check.describe());
+    }
+    if verdict.is_accepted() {
+        let checks = super::held_out::check(cx, ws, rec, state, (change, snapshot), (k, stage))?;
+        for check in checks.iter().filter(|c| c.is_failed()) {
+            verdict = Verdict::Regressed;
+            note.push_str(&format!("; {}", check.fixer_note()));
+            state
+                .progress
+                .overfitted
+                .extend(super::held_out::overfit_of(check, k));
+        }
+    }
+    Ok(Beyond {
+        verdict,
+        behaviour: Some(behaviour),
+        note,
+    })
 }
 
 /// What the Judge made of attempt `k`, and its commit.
@@ -544,7 +589,8 @@ fn check_behaviour(
     for file in &untested {
         let path = state.facts.target.repo_path(file);
         if let Some(bytes) = ws.file_at_best(&path)? {
-            let original = String::from_utf8_lossy(&bytes).into_owned();
+            let best = String::from_utf8_lossy(&bytes).into_owned();
+            let original = super::reference::original_for(state, file, best);
             let file = file.clone();
             modules.push(ChangedModule { file, original });
         }

@@ -3,7 +3,10 @@
 //! the best state, and delivers it. Stages are called here and nowhere else.
 //!
 //! `setup` opens the repository, takes the lock and the worktree; this file
-//! runs the audit and the rounds; `plan` asks for plan batches; `round` picks
+//! runs the audit and the rounds; `plan` asks for plan batches; `reference`
+//! repairs the syntax of modules that do not compile into the originals
+//! their changes are compared with; `held_out` asks for the tests no Fixer
+//! sees and runs them on attempts; `round` picks
 //! the files and asks the Fixer; `attempt` takes one proposal through the
 //! Reviewer, the Executor and the Judge; `verify` checks the best state
 //! once more; `deliver` fast-forwards the user's branch; `record` writes the
@@ -13,14 +16,17 @@
 
 mod attempt;
 mod deliver;
+mod held_out;
 mod plan;
 mod record;
+mod reference;
 mod round;
 mod setup;
 pub mod summary;
 mod tester;
 mod timing;
 mod verify;
+mod withhold;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::PathBuf;
@@ -59,6 +65,10 @@ pub struct RunConfig {
     /// Ask the Tester for tests of untested plan files before the Fixer
     /// (`--no-generate-tests` turns it off).
     pub generate_tests: bool,
+    /// Send the secrets of the code under work to the model as they are
+    /// (`--allow-secrets`); otherwise placeholders stand in for them in
+    /// every prompt and log entry (see [`crate::secrets`]).
+    pub allow_secrets: bool,
     pub size_limits: SizeLimits,
     pub bootstrap: bool,
     /// Concurrent model calls.
@@ -204,6 +214,15 @@ pub(crate) struct Progress {
     /// Test files the Tester committed: swarm's own, so the final check
     /// does not put them back to the base commit.
     pub generated_files: BTreeSet<RepoPath>,
+    /// Tests no Fixer is shown, that judge the attempts they apply to (see
+    /// [`crate::stage::tester::held_out`]).
+    pub held_out: Vec<crate::stage::tester::held_out::HeldOut>,
+    /// Attempts that passed the visible tests and failed held-out ones.
+    pub overfitted: Vec<crate::stage::tester::held_out::Overfit>,
+    /// The reference of each module that did not compile (target-relative).
+    pub references: BTreeMap<String, crate::stage::repair::Reference>,
+    /// Modules that did not compile and got no reference.
+    pub unreferenced: BTreeSet<String>,
 }
 
 impl Progress {
@@ -220,6 +239,10 @@ impl Progress {
             verified: BTreeMap::new(),
             generated: BTreeMap::new(),
             generated_files: BTreeSet::new(),
+            held_out: Vec::new(),
+            overfitted: Vec::new(),
+            references: BTreeMap::new(),
+            unreferenced: BTreeSet::new(),
         }
     }
 }
@@ -270,6 +293,7 @@ pub async fn run(
         "" => ws.path().to_path_buf(),
         rel => ws.path().join(rel),
     };
+    let (model, secrets) = withhold::start(config, model, &mut opened, &root, events);
     let lint_cache = LintCache::new(config.cache_dir.as_deref());
     let cx = RunContext {
         config,
@@ -313,6 +337,7 @@ pub async fn run(
         safety,
         branch,
         best,
+        secrets: withhold::report(secrets.as_deref()),
     };
     deliver::deliver(
         config,
@@ -386,7 +411,9 @@ async fn drive(
     } else if let Some(stop) = plan::plan_batch(cx, rec, &mut state).await? {
         return Ok((state, stop));
     }
+    reference::make(cx, rec, &mut state).await?;
     tester::generate(cx, ws, rec, &mut state).await?;
+    held_out::generate(cx, ws, rec, &mut state).await?;
     rec.enter(Stage::Rounds);
     let stop = rounds(cx, ws, rec, &mut state).await?;
     if stop != StopReason::Interrupted {

@@ -245,14 +245,16 @@ fn a_reply_that_is_not_utf8_is_refused_with_its_reason_never_committed() {
         "an unreadable reply is not a model failure: {stderr}"
     );
     assert_ne!(summary_of(&out.stdout)["stop_reason"], "model_failure");
-    // Each round asked once and, after the unreadable reply, once again.
-    assert_eq!(server.requests().len(), 1 + 2 * 2);
+    // The plan, the held-out tests (asked once, before the rounds, and as
+    // unreadable), then each round asked once and, after the unreadable
+    // reply, once again.
+    assert_eq!(server.requests().len(), 1 + 1 + 2 * 2);
     let log = fx.log();
     let unreadable: Vec<&Value> = log
         .iter()
         .filter(|e| e["details"]["kind"] == "llm_call" && e["status"] == "FAILURE")
         .collect();
-    assert_eq!(unreadable.len(), 4);
+    assert_eq!(unreadable.len(), 1 + 4);
     for entry in &unreadable {
         let error = entry["details"]["error"].as_str().unwrap();
         assert!(

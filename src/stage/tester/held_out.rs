@@ -1,0 +1,727 @@
+//! Held-out tests: what catches a fix that games the tests when no static
+//! rule does. Before the Fixer proposes anything, the Tester writes, for a
+//! module the failing tests point at, tests of the same behaviour on other
+//! inputs — from the failing tests (their code and failures), the module's
+//! docstrings and the plan ([`crate::stage::prompt::held_out`]). They go
+//! through the generated tests' chain ([`super::prepare`]: parses, imports
+//! the module, real assertions), then:
+//!
+//! - `new_inputs`: a test that calls the module only with inputs the
+//!   failing tests use adds nothing against hard-coded answers: dropped;
+//! - `runs`, and on the code as it is either `passes_on_original` (behaviour
+//!   the bug leaves alone) or `fails_as_the_bug` (it fails as the failing
+//!   tests do: an assertion, or the exception they raise — a test that
+//!   fails another way, a `TypeError` from a wrong call, is broken and
+//!   dropped);
+//! - `not_flaky`: the same outcome three runs in a row.
+//!
+//! The kept tests ([`HeldOut`]) are never shown to the Fixer and never
+//! committed: the orchestrator writes them into the worktree only while
+//! they run on an attempt, and [`judge`] reads the run — a test that passed
+//! on the original must still pass, and once the attempt makes every
+//! visible test pass, so must the tests of the bug. A module's generated
+//! tests validated against its syntax repair (a module that did not
+//! compile, see `orchestrator::reference`) are held out the same way, all
+//! of them required.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::run::{case_limits, RUNS};
+use super::{module_of, Generated, Step, StepResult};
+use crate::cancel::Cancel;
+use crate::llm::{ChatModel, ChatResponse, LlmError};
+use crate::pipeline::{TestCase, TestOutcome};
+use crate::stage::judge::{Limits, Tools};
+use crate::stage::prompt::held_out::{held_out_request, FailingTest, HeldOutInput};
+use crate::stage::prompt::one_line;
+use crate::stage::{call_model, ModelCall};
+use crate::tools::{self, ToolError};
+
+/// At most this many modules get held-out tests per run.
+pub const MAX_MODULES: usize = 3;
+/// At most this many failing tests are shown per module.
+pub const MAX_FAILING_SHOWN: usize = 6;
+
+/// Where the held-out tests of `file` are put while they run:
+/// `tests/test_<module>_heldout_swarm.py`.
+pub fn held_out_path(file: &str) -> String {
+    format!(
+        "tests/test_{}_heldout_swarm.py",
+        module_of(file).replace('.', "_")
+    )
+}
+
+/// The code of the test function a case names (`tests/t.py::test_x[1]`
+/// is `test_x` of `tests/t.py`), read through `read`.
+pub fn test_code(case: &TestCase, read: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    let file = case.id.split("::").next()?;
+    let name = case.id.rsplit("::").next()?.split('[').next()?;
+    let text = read(file)?;
+    let outline = swarm_analysis::outline(&text);
+    let found = outline
+        .definitions
+        .iter()
+        .find(|d| d.short_name() == name)?;
+    let lines: Vec<&str> = text.lines().collect();
+    let code = lines.get(found.start.saturating_sub(1)..found.end.min(lines.len()))?;
+    Some(code.join("\n"))
+}
+
+/// What the Tester is asked for one module.
+pub struct Ask<'a> {
+    pub file: &'a str,
+    /// The module's text as it is (with its bug).
+    pub text: &'a str,
+    pub plan_item: Option<&'a str>,
+    /// The failing tests that concern it, with their code.
+    pub failing: &'a [(TestCase, Option<String>)],
+    pub allowance: crate::stage::budget::Allowance,
+}
+
+/// Asks the model for held-out tests of one module.
+pub async fn ask(
+    model: &dyn ChatModel,
+    ask: &Ask<'_>,
+) -> (ModelCall, Result<ChatResponse, LlmError>) {
+    let module = module_of(ask.file);
+    let test_path = held_out_path(ask.file);
+    let failing: Vec<FailingTest<'_>> = ask
+        .failing
+        .iter()
+        .take(MAX_FAILING_SHOWN)
+        .map(|(case, code)| FailingTest {
+            id: &case.id,
+            code: code.as_deref(),
+            failure: case.message.as_deref(),
+        })
+        .collect();
+    let request = held_out_request(&HeldOutInput {
+        path: ask.file,
+        module: &module,
+        text: ask.text,
+        plan_item: ask.plan_item,
+        failing: &failing,
+        test_path: &test_path,
+        allowance: ask.allowance,
+    });
+    call_model(model, request).await
+}
+
+/// The static steps for the reply: the generated tests' chain, then
+/// `new_inputs` against the calls of `visible` (the failing tests' code).
+pub fn prepare(file: &str, reply: &str, visible: &[String]) -> Generated {
+    let mut generated = super::prepare(file, reply);
+    generated.test_file = held_out_path(file);
+    if generated.note.is_some() {
+        generated.note = generated
+            .note
+            .map(|n| n.replace("no tests generated", "no held-out tests"));
+    }
+    let bodies: Vec<(String, String)> = generated
+        .tests
+        .iter()
+        .filter(|t| t.kept)
+        .filter_map(|t| {
+            Some((
+                t.test.clone(),
+                generated.function_text(&t.test)?.to_string(),
+            ))
+        })
+        .collect();
+    let names: BTreeSet<String> = bodies
+        .iter()
+        .flat_map(|(_, body)| swarm_analysis::calls(body, None))
+        .map(|c| c.name)
+        .collect();
+    let visible_texts: Vec<&str> = visible.iter().map(String::as_str).collect();
+    let seen: BTreeSet<String> = swarm_analysis::literal_calls(&visible_texts, &names)
+        .into_iter()
+        .map(|c| squash(&c.call))
+        .collect();
+    for (test, body) in bodies {
+        let calls: Vec<String> = swarm_analysis::literal_calls(&[body.as_str()], &names)
+            .into_iter()
+            .map(|c| c.call)
+            .collect();
+        let repeated = !calls.is_empty() && calls.iter().all(|c| seen.contains(&squash(c)));
+        let step = if repeated {
+            StepResult::fail(
+                Step::NewInputs,
+                format!(
+                    "calls the module only with the failing tests' inputs ({})",
+                    calls.join(", ")
+                ),
+            )
+        } else {
+            StepResult::pass(Step::NewInputs, "inputs of its own")
+        };
+        if let Some(fate) = generated.tests.iter_mut().find(|t| t.test == test) {
+            if !step.passed {
+                fate.kept = false;
+                fate.reason = Some(format!("{}: {}", step.step.as_str(), step.detail));
+            }
+            fate.steps.push(step);
+        }
+    }
+    generated
+}
+
+/// The exception names of the failing tests' messages (`ZeroDivisionError`
+/// of `ZeroDivisionError: division by zero`).
+pub fn bug_exceptions(failing: &[(TestCase, Option<String>)]) -> Vec<String> {
+    failing
+        .iter()
+        .filter_map(|(case, _)| exception_of(case.message.as_deref()?))
+        .collect()
+}
+
+/// The exception a message names first, when it names one.
+fn exception_of(message: &str) -> Option<String> {
+    let head = message.trim().split([':', ' ', '(']).next()?;
+    let name = head.rsplit('.').next()?;
+    (name.ends_with("Error") || name.ends_with("Exception") || name.ends_with("Warning"))
+        .then(|| name.to_string())
+}
+
+/// Whether a failure on the original is the bug's: an assertion, or an
+/// exception the failing tests raise too.
+fn fails_as_the_bug(message: &str, exceptions: &[String]) -> bool {
+    let trimmed = message.trim();
+    trimmed.starts_with("assert")
+        || trimmed.starts_with("AssertionError")
+        || exception_of(trimmed).is_some_and(|e| e == "AssertionError" || exceptions.contains(&e))
+}
+
+/// Runs the still-kept tests of `generated` (its file in place under
+/// `root`, at the original code) [`RUNS`] times and records the running
+/// steps on each; `exceptions` are the failing tests' ([`bug_exceptions`]).
+pub fn validate(
+    tools: Tools<'_>,
+    root: &Path,
+    generated: &mut Generated,
+    exceptions: &[String],
+    limits: Limits,
+    cancel: &Cancel,
+) -> Result<(), ToolError> {
+    let started = Instant::now();
+    let mut first: BTreeMap<String, bool> = BTreeMap::new();
+    for round in 1..=RUNS {
+        let ids: Vec<String> = generated
+            .tests
+            .iter()
+            .filter(|t| t.kept)
+            .map(|t| format!("{}::{}", generated.test_file, t.test))
+            .collect();
+        if ids.is_empty() {
+            break;
+        }
+        let selected = tools::run_pytest_only(
+            tools.env,
+            tools.sandbox,
+            root,
+            case_limits(limits),
+            &ids,
+            cancel,
+        )?;
+        let cases: BTreeMap<&str, &TestCase> = selected
+            .run
+            .cases
+            .iter()
+            .map(|c| (c.id.as_str(), c))
+            .collect();
+        let test_file = generated.test_file.clone();
+        for fate in generated.tests.iter_mut().filter(|t| t.kept) {
+            let case = cases
+                .get(format!("{test_file}::{}", fate.test).as_str())
+                .copied();
+            let step = if round == 1 {
+                let (steps, passed) = first_run(case, exceptions);
+                if let Some(passed) = passed {
+                    first.insert(fate.test.clone(), passed);
+                    fate.fails_on_original = !passed;
+                }
+                fate.steps.extend(steps);
+                fate.steps.iter().find(|s| !s.passed).cloned()
+            } else {
+                let passed = case.is_some_and(|c| c.outcome == TestOutcome::Passed);
+                let expected = first.get(&fate.test).copied().unwrap_or(true);
+                (passed != expected).then(|| {
+                    let failure = StepResult::fail(
+                        Step::NotFlaky,
+                        format!(
+                            "{} on run 1, not on run {round}: {}",
+                            if expected { "passed" } else { "failed" },
+                            one_line(case.and_then(|c| c.message.as_deref()))
+                        ),
+                    );
+                    fate.steps.push(failure.clone());
+                    failure
+                })
+            };
+            if let Some(failed) = step {
+                fate.kept = false;
+                fate.reason = Some(format!("{}: {}", failed.step.as_str(), failed.detail));
+            }
+        }
+    }
+    for fate in generated.tests.iter_mut().filter(|t| t.kept) {
+        fate.steps.push(StepResult::pass(
+            Step::NotFlaky,
+            format!("the same outcome {RUNS} runs in a row"),
+        ));
+    }
+    generated.seconds = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+    Ok(())
+}
+
+/// The steps the first run shows for one test, and whether it passed
+/// (`None` when it did not run as a test should).
+fn first_run(case: Option<&TestCase>, exceptions: &[String]) -> (Vec<StepResult>, Option<bool>) {
+    let Some(case) = case else {
+        return (
+            vec![StepResult::fail(Step::Runs, "pytest did not run it")],
+            None,
+        );
+    };
+    let message = one_line(case.message.as_deref());
+    match case.outcome {
+        TestOutcome::Passed => (
+            vec![
+                StepResult::pass(Step::Runs, "ran"),
+                StepResult::pass(Step::PassesOnOriginal, "passed on the original code"),
+            ],
+            Some(true),
+        ),
+        TestOutcome::Failed if fails_as_the_bug(&message, exceptions) => (
+            vec![
+                StepResult::pass(Step::Runs, "ran"),
+                StepResult::pass(
+                    Step::FailsAsTheBug,
+                    format!("fails on the original code as the failing tests do: {message}"),
+                ),
+            ],
+            Some(false),
+        ),
+        TestOutcome::Failed => (
+            vec![
+                StepResult::pass(Step::Runs, "ran"),
+                StepResult::fail(
+                    Step::FailsAsTheBug,
+                    format!(
+                        "fails on the original code otherwise than the failing tests: {message}"
+                    ),
+                ),
+            ],
+            None,
+        ),
+        TestOutcome::Error => (vec![StepResult::fail(Step::Runs, message)], None),
+        TestOutcome::Skipped => (vec![StepResult::fail(Step::Runs, "skipped")], None),
+        TestOutcome::NotRun => (
+            vec![StepResult::fail(
+                Step::Runs,
+                "not run: the test run hit its time limit",
+            )],
+            None,
+        ),
+    }
+}
+
+/// Where a held-out suite comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// Written from the failing tests: catches a fix that games them.
+    FailingTests,
+    /// Generated tests validated against a syntax repair of a module that
+    /// did not compile: catches a change that alters what it did.
+    Reference,
+}
+
+/// One kept held-out test and what it expects of an attempt.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Expectation {
+    pub test: String,
+    /// It passed on the original code (or the reference): it must keep
+    /// passing. Otherwise it checks the bug, and must pass once every
+    /// visible test does.
+    pub passes_on_original: bool,
+}
+
+/// The held-out tests of one module.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HeldOut {
+    /// The module under test (target-relative).
+    pub file: String,
+    /// Where the tests are put while they run (target-relative).
+    pub test_file: String,
+    pub origin: Origin,
+    pub tests: Vec<Expectation>,
+    /// The failing tests they were written from.
+    pub visible: Vec<String>,
+    /// The kept tests' text.
+    #[serde(skip)]
+    pub source: String,
+}
+
+impl HeldOut {
+    /// The kept tests of `generated` as a held-out suite, when any.
+    pub fn from_generated(
+        generated: &Generated,
+        origin: Origin,
+        visible: Vec<String>,
+    ) -> Option<Self> {
+        let kept: BTreeSet<&str> = generated
+            .tests
+            .iter()
+            .filter(|t| t.kept)
+            .map(|t| t.test.as_str())
+            .collect();
+        if kept.is_empty() {
+            return None;
+        }
+        Some(Self {
+            file: generated.file.clone(),
+            test_file: generated.test_file.clone(),
+            origin,
+            tests: generated
+                .tests
+                .iter()
+                .filter(|t| t.kept)
+                .map(|t| Expectation {
+                    test: t.test.clone(),
+                    passes_on_original: !t.fails_on_original,
+                })
+                .collect(),
+            visible,
+            source: generated.text_with(&module_of(&generated.file), &kept),
+        })
+    }
+
+    /// The node ids of its tests.
+    pub fn ids(&self) -> Vec<String> {
+        self.tests
+            .iter()
+            .map(|t| format!("{}::{}", self.test_file, t.test))
+            .collect()
+    }
+
+    /// Whether it must run on an attempt that changes `changed` (target-
+    /// relative) and leaves every visible test passing (`green`) or not.
+    pub fn applies(&self, changed: &[impl AsRef<str>], green: bool) -> bool {
+        let touched = changed.iter().any(|f| f.as_ref() == self.file);
+        match self.origin {
+            Origin::Reference => touched,
+            Origin::FailingTests => touched || green,
+        }
+    }
+}
+
+/// Runs the tests of `held` (its file in place under `root`) once, and the
+/// ones that did not pass once more: a test fails only when it fails twice.
+pub fn run(
+    tools: Tools<'_>,
+    root: &Path,
+    held: &HeldOut,
+    limits: Limits,
+    cancel: &Cancel,
+) -> Result<Vec<TestCase>, ToolError> {
+    let ids = held.ids();
+    let first = tools::run_pytest_only(
+        tools.env,
+        tools.sandbox,
+        root,
+        case_limits(limits),
+        &ids,
+        cancel,
+    )?;
+    let again: Vec<String> = ids
+        .iter()
+        .filter(|id| {
+            !first
+                .run
+                .cases
+                .iter()
+                .any(|c| &c.id == *id && c.outcome == TestOutcome::Passed)
+        })
+        .cloned()
+        .collect();
+    if again.is_empty() {
+        return Ok(first.run.cases);
+    }
+    let second = tools::run_pytest_only(
+        tools.env,
+        tools.sandbox,
+        root,
+        case_limits(limits),
+        &again,
+        cancel,
+    )?;
+    let mut cases = first.run.cases;
+    for case in second.run.cases {
+        if case.outcome == TestOutcome::Passed {
+            cases.retain(|c| c.id != case.id);
+            cases.push(case);
+        }
+    }
+    Ok(cases)
+}
+
+/// One held-out test an attempt failed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HeldOutFailure {
+    pub test: String,
+    /// It passed on the original code: the attempt broke it.
+    pub passed_on_original: bool,
+    pub message: String,
+}
+
+/// What a held-out suite says of one attempt.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HeldOutCheck {
+    pub file: String,
+    pub origin: Origin,
+    /// Tests required of this attempt.
+    pub required: usize,
+    pub failed: Vec<HeldOutFailure>,
+    /// The visible tests the attempt turned green and the suite was
+    /// written from: what it was fitted to, when it fails the suite.
+    pub overfitted_to: Vec<String>,
+    pub seconds: f64,
+}
+
+/// Reads the run `cases` of `held` on an attempt: `green` when every
+/// visible test passes on it, `newly_passing` the visible tests it turned
+/// green.
+pub fn judge(
+    held: &HeldOut,
+    cases: &[TestCase],
+    green: bool,
+    newly_passing: &[String],
+    seconds: f64,
+) -> HeldOutCheck {
+    let mut required = 0;
+    let mut failed = Vec::new();
+    for expectation in &held.tests {
+        let must = match held.origin {
+            Origin::Reference => true,
+            Origin::FailingTests => expectation.passes_on_original || green,
+        };
+        if !must {
+            continue;
+        }
+        required += 1;
+        let id = format!("{}::{}", held.test_file, expectation.test);
+        let case = cases.iter().find(|c| c.id == id);
+        if case.is_some_and(|c| c.outcome == TestOutcome::Passed) {
+            continue;
+        }
+        failed.push(HeldOutFailure {
+            test: id,
+            passed_on_original: expectation.passes_on_original,
+            message: match case {
+                Some(c) => one_line(c.message.as_deref()),
+                None => "pytest did not run it".to_string(),
+            },
+        });
+    }
+    let overfitted_to = if failed.is_empty() || held.origin == Origin::Reference {
+        Vec::new()
+    } else {
+        let fitted: Vec<String> = held
+            .visible
+            .iter()
+            .filter(|v| newly_passing.contains(v))
+            .cloned()
+            .collect();
+        if fitted.is_empty() {
+            held.visible.clone()
+        } else {
+            fitted
+        }
+    };
+    HeldOutCheck {
+        file: held.file.clone(),
+        origin: held.origin,
+        required,
+        failed,
+        overfitted_to,
+        seconds,
+    }
+}
+
+impl HeldOutCheck {
+    /// Whether the attempt failed a required test.
+    pub fn is_failed(&self) -> bool {
+        !self.failed.is_empty()
+    }
+
+    /// One line for the log (it names the held-out tests).
+    pub fn describe(&self) -> String {
+        if !self.is_failed() {
+            return format!("{}: {} held-out test(s) pass", self.file, self.required);
+        }
+        let failed: Vec<String> = self
+            .failed
+            .iter()
+            .map(|f| format!("{} ({})", f.test, f.message))
+            .collect();
+        match self.origin {
+            Origin::FailingTests => format!(
+                "{}: overfitted to {}: it passes them but fails held-out tests of the same behaviour: {}",
+                self.file,
+                self.overfitted_to.join(", "),
+                failed.join("; ")
+            ),
+            Origin::Reference => format!(
+                "{}: fails the tests generated against its syntax repair: {}",
+                self.file,
+                failed.join("; ")
+            ),
+        }
+    }
+
+    /// What the Fixer is told: why the attempt was not taken, without the
+    /// held-out tests themselves.
+    pub fn fixer_note(&self) -> String {
+        match self.origin {
+            Origin::FailingTests if self.failed.iter().all(|f| !f.passed_on_original) => format!(
+                "held-out tests: the change makes {} pass but fails other tests of the same \
+                 behaviour — it is overfitted to them (it special-cases their inputs or how \
+                 they run); make the code right for every input",
+                self.overfitted_to.join(", ")
+            ),
+            Origin::FailingTests => "held-out tests: the change breaks behaviour of the module \
+                 that worked before (checked by tests you are not shown); keep it working"
+                .to_string(),
+            Origin::Reference => format!(
+                "tests of what {} did before (written against its syntax repair): {} of them \
+                 fail — the change alters results; fix only what is broken",
+                self.file,
+                self.failed.len()
+            ),
+        }
+    }
+}
+
+/// A fix that passed the visible tests and failed held-out ones, for the
+/// summary.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Overfit {
+    pub attempt: u32,
+    pub file: String,
+    /// The visible tests it was fitted to.
+    pub overfitted_to: Vec<String>,
+    /// The held-out tests it failed.
+    pub failed: Vec<String>,
+}
+
+/// `text` without whitespace.
+fn squash(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VISIBLE: &str = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n";
+
+    fn reply(tests: &str) -> String {
+        format!("Held-out tests.\n\n```python\nfrom calc import add\n\n\n{tests}```\n")
+    }
+
+    #[test]
+    fn tests_that_repeat_the_failing_inputs_are_dropped() {
+        let generated = prepare(
+            "calc.py",
+            &reply("def test_same():\n    assert add(2, 3) == 5\n\n\ndef test_other():\n    assert add(10, 5) == 15\n"),
+            &[VISIBLE.to_string()],
+        );
+        assert_eq!(generated.test_file, "tests/test_calc_heldout_swarm.py");
+        let fate = |name: &str| generated.tests.iter().find(|t| t.test == name).unwrap();
+        assert!(!fate("test_same").kept);
+        assert!(fate("test_same").reason.as_deref().unwrap().starts_with(
+            "new_inputs: calls the module only with the failing tests' inputs (add(2, 3))"
+        ));
+        assert!(fate("test_other").kept);
+    }
+
+    #[test]
+    fn a_failure_on_the_original_must_look_like_the_bug() {
+        assert!(fails_as_the_bug("assert 5 == 15", &[]));
+        assert!(fails_as_the_bug("AssertionError: wrong", &[]));
+        assert!(fails_as_the_bug(
+            "ZeroDivisionError: division by zero",
+            &["ZeroDivisionError".to_string()]
+        ));
+        assert!(!fails_as_the_bug(
+            "TypeError: add() takes 2 positional arguments",
+            &[]
+        ));
+    }
+
+    fn held() -> HeldOut {
+        HeldOut {
+            file: "calc.py".into(),
+            test_file: "tests/test_calc_heldout_swarm.py".into(),
+            origin: Origin::FailingTests,
+            tests: vec![
+                Expectation {
+                    test: "test_zero".into(),
+                    passes_on_original: true,
+                },
+                Expectation {
+                    test: "test_other".into(),
+                    passes_on_original: false,
+                },
+            ],
+            visible: vec!["test_calc.py::test_add".into()],
+            source: String::new(),
+        }
+    }
+
+    fn case(test: &str, outcome: TestOutcome) -> TestCase {
+        TestCase {
+            id: format!("tests/test_calc_heldout_swarm.py::{test}"),
+            outcome,
+            message: Some("assert 5 == 15".into()),
+            details: None,
+        }
+    }
+
+    #[test]
+    fn a_green_attempt_that_fails_the_bugs_tests_is_overfitted_to_the_visible_ones() {
+        let cases = [
+            case("test_zero", TestOutcome::Passed),
+            case("test_other", TestOutcome::Failed),
+        ];
+        let check = judge(
+            &held(),
+            &cases,
+            true,
+            &["test_calc.py::test_add".into()],
+            0.1,
+        );
+        assert!(check.is_failed());
+        assert_eq!(check.overfitted_to, vec!["test_calc.py::test_add"]);
+        assert!(check
+            .describe()
+            .contains("overfitted to test_calc.py::test_add"));
+        let note = check.fixer_note();
+        assert!(
+            note.contains("overfitted") && !note.contains("test_other"),
+            "{note}"
+        );
+        // Not green yet: the bug's tests are not required.
+        let partial = judge(&held(), &cases, false, &[], 0.1);
+        assert!(!partial.is_failed());
+        assert_eq!(partial.required, 1);
+        // What passed on the original must keep passing.
+        let broke = [case("test_zero", TestOutcome::Failed)];
+        assert!(judge(&held(), &broke, false, &[], 0.1).is_failed());
+    }
+}
