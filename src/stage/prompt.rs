@@ -342,6 +342,8 @@ mod tests {
 #[cfg(test)]
 mod budget_tests;
 mod evidence;
+pub mod held_out;
 mod regression;
+pub mod repair;
 pub mod tester;
 mod trim;
