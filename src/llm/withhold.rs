@@ -75,6 +75,11 @@ impl ChatModel for Withholding {
         Some(&self.secrets)
     }
 
+    fn holds_reply_for(&self, request: &ChatRequest) -> bool {
+        self.inner
+            .holds_reply_for(&outgoing(&self.secrets, request))
+    }
+
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         self.inner.complete(&outgoing(&self.secrets, request)).await
     }

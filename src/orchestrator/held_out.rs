@@ -9,8 +9,10 @@
 //! visible tests it was fitted to, the Fixer is told without being shown
 //! them. Nothing of them is committed or delivered.
 //!
-//! Off with `--no-generate-tests`; in a replayed run the model is not
-//! asked (recorded replies are handed out in order), which the log says.
+//! Off with `--no-generate-tests`; in a replayed run the model is asked
+//! only when the recording holds the request (recorded replies are handed
+//! out in order otherwise: a run recorded without them replays as it was);
+//! not asked once the run's token or cost budget is spent.
 
 use std::time::Instant;
 
@@ -19,7 +21,6 @@ use super::record::Recorder;
 use super::{RunContext, RunState};
 use crate::error::SwarmError;
 use crate::git::{FileWrite, RunWorkspace};
-use crate::llm::ProviderKind;
 use crate::log::{Action, Agent, Event};
 use crate::pipeline::{Change, Snapshot, TestCase};
 use crate::stage::tester::held_out::{self, HeldOut, HeldOutCheck, Origin, Overfit};
@@ -50,16 +51,16 @@ pub(super) async fn generate(
         .take(held_out::MAX_MODULES)
         .collect();
     for file in modules {
-        let generated = if cx.model.kind() == ProviderKind::Replay {
-            skipped(
-                &file,
-                "a replayed run answers from its recording in order, so the Tester is not asked",
-            )
-        } else {
-            generate_for(cx, ws, rec, state, &file, &failing).await?
+        if super::over_budget(cx.config, &state.spend) {
+            // The run stops at its budget: no request past it.
+            break;
+        }
+        let Some((generated, held)) = generate_for(cx, ws, rec, state, &file, &failing).await?
+        else {
+            continue;
         };
-        rec.held_out(&generated.0)?;
-        if let Some(held) = generated.1 {
+        rec.held_out(&generated)?;
+        if let Some(held) = held {
             cx.events.emit(Event::Notice {
                 message: format!(
                     "held-out: {} test(s) of {} kept to check every fix (never shown to the Fixer)",
@@ -81,7 +82,9 @@ fn skipped(file: &str, why: &str) -> (Generated, Option<HeldOut>) {
 }
 
 /// Asks for the held-out tests of `file` and validates them at the
-/// original code.
+/// original code; `None` when a replayed run's recording does not hold the
+/// request (a run recorded before held-out tests existed replays as it
+/// was, its log included).
 async fn generate_for(
     cx: &RunContext<'_>,
     ws: &RunWorkspace,
@@ -89,10 +92,10 @@ async fn generate_for(
     state: &mut RunState,
     file: &str,
     failing: &[TestCase],
-) -> Result<(Generated, Option<HeldOut>), SwarmError> {
+) -> Result<Option<(Generated, Option<HeldOut>)>, SwarmError> {
     let read = |p: &str| read_source_text(cx.root, p);
     let Some(text) = read(file) else {
-        return Ok(skipped(file, "the module could not be read"));
+        return Ok(Some(skipped(file, "the module could not be read")));
     };
     let concerning: Vec<(TestCase, Option<String>)> =
         reach::failures_for(failing, file, &state.facts.files, &read)
@@ -107,13 +110,16 @@ async fn generate_for(
         failing: &concerning,
         allowance: cx.budget.tests,
     };
+    if !cx.model.holds_reply_for(&held_out::request(&ask)) {
+        return Ok(None);
+    }
     let (call, reply) = cancellable(cx.cancel, held_out::ask(cx.model.as_ref(), &ask)).await?;
     rec.model_call(Agent::Judge, Action::CodeGen, &call, Some(file), None)?;
     let reply = match reply {
         Ok(reply) => reply,
         Err(e) => {
             let why = format!("the model call failed: {}", SwarmError::from(e));
-            return Ok(skipped(file, &why));
+            return Ok(Some(skipped(file, &why)));
         }
     };
     state.add_usage(&reply.usage, &cx.config.prices);
@@ -148,7 +154,7 @@ async fn generate_for(
     }
     let ids = concerning.iter().map(|(c, _)| c.id.clone()).collect();
     let held = HeldOut::from_generated(&generated, Origin::FailingTests, ids);
-    Ok((generated, held))
+    Ok(Some((generated, held)))
 }
 
 /// The generated tests of a module that did not compile, validated against

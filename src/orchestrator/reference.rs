@@ -43,6 +43,9 @@ pub(super) async fn make(
                 "no one-token repair makes it parse, and an offline run has no model to ask"
                     .to_string(),
             ),
+            None if super::over_budget(cx.config, &state.spend) => {
+                Err("no one-token repair makes it parse, and the run's budget is spent".to_string())
+            }
             None => ask_model(cx, rec, state, &file, &text, (issue.line, issue.column)).await?,
         };
         rec.syntax_repair(&file, &made, &text)?;

@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use super::{clip_tokens, user};
+use super::{clip_tokens, stable, user};
 use crate::llm::{self, ChatRequest};
 use crate::stage::budget::Allowance;
 
@@ -81,7 +81,9 @@ fn held_out_chat(input: &HeldOutInput<'_>, failing: &[FailingTest<'_>], text: &s
             let _ = writeln!(
                 p,
                 "It fails with: {}",
-                crate::stage::prompt::clip(failure.trim(), 400)
+                // Object addresses differ from run to run: the same
+                // failure must give the same request (a replay finds it).
+                crate::stage::prompt::clip(&stable(failure.trim()), 400)
             );
         }
     }
@@ -126,7 +128,9 @@ mod tests {
         let failing = [FailingTest {
             id: "test_calc.py::test_add",
             code: Some("def test_add():\n    assert add(2, 3) == 5\n"),
-            failure: Some("assert -1 == 5"),
+            failure: Some(
+                "assert -1 == 5\n +  where -1 = <calc.Sum object at 0x7f4461c4de10>.value",
+            ),
         }];
         let request = held_out_request(&HeldOutInput {
             path: "calc.py",
@@ -144,6 +148,10 @@ mod tests {
         assert!(prompt.starts_with("Write held-out pytest tests for `calc.py`"));
         assert!(prompt.contains("assert add(2, 3) == 5"));
         assert!(prompt.contains("It fails with: assert -1 == 5"));
+        assert!(
+            prompt.contains("<calc.Sum object at 0x…>.value"),
+            "{prompt}"
+        );
         assert!(prompt.contains("add() subtracts"));
         assert!(prompt.contains("return a - b"));
         assert!(prompt.contains("OTHER concrete inputs"));

@@ -33,7 +33,7 @@ use serde::Serialize;
 use super::run::{case_limits, RUNS};
 use super::{module_of, Generated, Step, StepResult};
 use crate::cancel::Cancel;
-use crate::llm::{ChatModel, ChatResponse, LlmError};
+use crate::llm::{ChatModel, ChatRequest, ChatResponse, LlmError};
 use crate::pipeline::{TestCase, TestOutcome};
 use crate::stage::judge::{Limits, Tools};
 use crate::stage::prompt::held_out::{held_out_request, FailingTest, HeldOutInput};
@@ -87,6 +87,11 @@ pub async fn ask(
     model: &dyn ChatModel,
     ask: &Ask<'_>,
 ) -> (ModelCall, Result<ChatResponse, LlmError>) {
+    call_model(model, request(ask)).await
+}
+
+/// The request for held-out tests of one module.
+pub fn request(ask: &Ask<'_>) -> ChatRequest {
     let module = module_of(ask.file);
     let test_path = held_out_path(ask.file);
     let failing: Vec<FailingTest<'_>> = ask
@@ -99,7 +104,7 @@ pub async fn ask(
             failure: case.message.as_deref(),
         })
         .collect();
-    let request = held_out_request(&HeldOutInput {
+    held_out_request(&HeldOutInput {
         path: ask.file,
         module: &module,
         text: ask.text,
@@ -107,8 +112,7 @@ pub async fn ask(
         failing: &failing,
         test_path: &test_path,
         allowance: ask.allowance,
-    });
-    call_model(model, request).await
+    })
 }
 
 /// The static steps for the reply: the generated tests' chain, then
