@@ -2,9 +2,10 @@
 //! `config/gitleaks.toml`): provider tokens with a fixed prefix (AWS, Google,
 //! Azure, GitHub, GitLab, Slack, Stripe, OpenAI, Anthropic, Hugging Face, npm,
 //! PyPI, SendGrid, Twilio, Mailgun, DigitalOcean, Shopify, Databricks), JSON
-//! Web Tokens, passwords in URLs, the bodies of private key blocks, and
-//! high-entropy values assigned to names like `*_KEY`, `*_SECRET`, `*_TOKEN`
-//! or `PASSWORD`.
+//! Web Tokens, passwords in URLs, bearer tokens, the bodies of private key
+//! blocks, and high-entropy values assigned to names like `*_KEY`,
+//! `*_SECRET`, `*_TOKEN` or `PASSWORD` (also annotated, `API_KEY: str = …`,
+//! or given as a default, `os.getenv("API_TOKEN", …)`).
 //!
 //! [`find`] returns where each secret value sits in a text: always within
 //! one line, so replacing it never changes the text's lines (a key block's
@@ -184,6 +185,12 @@ const SHAPES: &[Shape] = &[
         check: Check::Pattern,
     },
     Shape {
+        kind: "bearer-token",
+        pattern: r"\bBearer\s+([A-Za-z0-9._~+/-]{20,}=*)",
+        group: 1,
+        check: Check::Assigned,
+    },
+    Shape {
         kind: "url-password",
         pattern: r#"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:@/'"]{1,64}:([^\s:@/'"{}$%<>]{3,128})@"#,
         group: 1,
@@ -197,13 +204,13 @@ const SHAPES: &[Shape] = &[
     },
     Shape {
         kind: "password",
-        pattern: r#"(?i)\b[A-Za-z0-9_.-]*(?:passw(?:or)?d|passwd|pwd|passphrase)[A-Za-z0-9_.-]*["']?\s*(?:=|:=|:|=>)\s*[bBrRuU]{0,2}(?:"([^"\s]{6,200})"|'([^'\s]{6,200})')"#,
+        pattern: r#"(?i)\b[A-Za-z0-9_.-]*(?:passw(?:or)?d|passwd|pwd|passphrase)[A-Za-z0-9_.-]*(?:["']\s*,|["']?\s*(?::\s*[A-Za-z_][\w.\[\], |]{0,40}?\s*=|=|:=|:|=>))\s*[bBrRuU]{0,2}(?:"([^"\s]{6,200})"|'([^'\s]{6,200})')"#,
         group: 0,
         check: Check::Password,
     },
     Shape {
         kind: "secret-value",
-        pattern: r#"(?i)\b[A-Za-z0-9_.-]*(?:key|secret|token|credentials?|auth)[A-Za-z0-9_.-]*["']?\s*(?:=|:=|:|=>)\s*[bBrRuU]{0,2}(?:"([^"\s]{10,200})"|'([^'\s]{10,200})')"#,
+        pattern: r#"(?i)\b[A-Za-z0-9_.-]*(?:key|secret|token|credentials?|auth)[A-Za-z0-9_.-]*(?:["']\s*,|["']?\s*(?::\s*[A-Za-z_][\w.\[\], |]{0,40}?\s*=|=|:=|:|=>))\s*[bBrRuU]{0,2}(?:"([^"\s]{10,200})"|'([^'\s]{10,200})')"#,
         group: 0,
         check: Check::Assigned,
     },
@@ -264,6 +271,7 @@ pub fn label(kind: &str) -> &'static str {
         "azure-storage-key" => "Azure storage key",
         "azure-client-secret" => "Azure client secret",
         "jwt" => "JSON Web Token",
+        "bearer-token" => "bearer token",
         "url-password" => "password in a URL",
         "private-key" => "private key",
         "password" => "password",
@@ -475,6 +483,33 @@ mod tests {
             kinds("export SERVICE_TOKEN=Zq81xL0pQv7MmT2c")[0].1,
             "Zq81xL0pQv7MmT2c"
         );
+    }
+
+    #[test]
+    fn annotated_defaulted_and_bearer_secrets() {
+        let token = "a8f3k2m9x7q1w4e6r5t0y2u8i3o9p1";
+        for text in [
+            format!("API_KEY: str = \"{token}\""),
+            format!("    api_token: Optional[str] = '{token}'"),
+            format!("def connect(api_key: str = \"{token}\"):"),
+            format!("os.environ.setdefault(\"API_TOKEN\", \"{token}\")"),
+            format!("headers = {{\"Authorization\": \"Bearer {token}\"}}"),
+        ] {
+            assert_eq!(kinds(&text).len(), 1, "{text}");
+            assert_eq!(kinds(&text)[0].1, token, "{text}");
+        }
+        assert_eq!(
+            kinds("password = os.getenv(\"DB_PASSWORD\", \"Sup3rS3cret!\")"),
+            vec![("password", "Sup3rS3cret!".to_string())]
+        );
+        for text in [
+            "verify(password, \"Invalid!\")",
+            "check(token, \"expected_4_parts\")",
+            "KEY: Final = 'OPENAI_API_KEY'",
+            "auth = 'Bearer ' + token",
+        ] {
+            assert_eq!(kinds(text), vec![], "{text}");
+        }
     }
 
     #[test]
