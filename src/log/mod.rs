@@ -30,4 +30,7 @@ pub use kinds::{
     TestTally, TokenSpend,
 };
 pub use repair::Repair;
-pub use tool_runs::{BehaviourCheckRun, ImportCheckRun, PylintRun, PytestRun, TesterRun, ToolRun};
+pub use tool_runs::{
+    BehaviourCheckRun, HeldOutRun, ImportCheckRun, PylintRun, PytestRun, SyntaxRepairRun,
+    TesterRun, ToolRun,
+};
