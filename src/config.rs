@@ -72,6 +72,8 @@ pub struct FileConfig {
     pub max_tokens_total: Option<u64>,
     pub max_cost: Option<f64>,
     pub allow_test_edits: Option<bool>,
+    /// `true` is `--allow-secrets`: the code's secrets are sent as they are.
+    pub allow_secrets: Option<bool>,
     /// `true` is `--offline`: ruff's fixes, no model.
     pub offline: Option<bool>,
     /// `true` is `--install-deps`: the project's declared environment in

@@ -22,6 +22,7 @@ pub use swarm_analysis as analysis;
 /// The patch engine (the `swarm-patch` crate).
 pub use swarm_patch as patch;
 pub mod report;
+pub mod secrets;
 mod stage;
 pub mod tools;
 

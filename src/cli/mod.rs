@@ -168,6 +168,10 @@ pub struct RunArgs {
     /// Let the Fixer change test files.
     #[arg(long, env = "SWARM_ALLOW_TEST_EDITS", value_parser = clap::builder::FalseyValueParser::new())]
     pub allow_test_edits: bool,
+    /// Send the secrets found in the code (cloud keys, API tokens, private
+    /// keys, passwords) to the model as they are, instead of placeholders.
+    #[arg(long, env = "SWARM_ALLOW_SECRETS", value_parser = clap::builder::FalseyValueParser::new())]
+    pub allow_secrets: bool,
     /// Do not generate tests for untested files before changing them.
     #[arg(long, env = "SWARM_NO_GENERATE_TESTS", value_parser = clap::builder::FalseyValueParser::new())]
     pub no_generate_tests: bool,

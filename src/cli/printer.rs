@@ -57,15 +57,7 @@ impl Printer {
         };
         let mut out = vec![
             String::new(),
-            format!(
-                "{} — run {}",
-                headline(
-                    s.status,
-                    s.stop_reason,
-                    s.final_check.as_ref().is_some_and(|c| !c.passed)
-                ),
-                s.run_id
-            ),
+            format!("{} — run {}", first_line(s), s.run_id),
             format!("  tests:    {tests}"),
             format!(
                 "  pylint:   {} -> {}",
@@ -100,6 +92,16 @@ impl Printer {
             ));
         }
         out.extend(task_lines(s));
+        out.extend(s.overfitted.iter().map(|o| {
+            format!(
+                "  held-out: attempt {} ({}) was overfitted to {}: it passes them but fails \
+                 held-out test(s) {}; not delivered",
+                o.attempt,
+                o.file,
+                o.overfitted_to.join(", "),
+                o.failed.join(", ")
+            )
+        }));
         let c = &s.coverage;
         if c.summarised + c.not_reached > 0 {
             out.push(format!(
@@ -117,9 +119,29 @@ impl Printer {
         for line in &s.safety.shortfalls {
             out.push(format!("  safety:   {line}"));
         }
+        if s.secrets.withheld > 0 || s.secrets.allowed {
+            out.push(format!("  secrets:  {}", s.secrets.describe()));
+        }
         out.push(format!("  log:      {}", s.log_file));
         self.line(&out.join("\n"));
     }
+}
+
+/// The summary's first line: [`headline`], or what a success verified by
+/// compiling and importing alone lacked.
+fn first_line(s: &Summary) -> String {
+    if s.status == "success_unverified" {
+        return format!(
+            "swarm success, compiles and imports only ({} did not compile and no reference could \
+             be made to compare its behaviour with)",
+            s.no_reference.join(", ")
+        );
+    }
+    headline(
+        s.status,
+        s.stop_reason,
+        s.final_check.as_ref().is_some_and(|c| !c.passed),
+    )
 }
 
 /// Per changed file, what verified it — shown when anything but the

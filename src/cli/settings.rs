@@ -457,8 +457,8 @@ impl<'a> Resolver<'a> {
         )
     }
 
-    /// Whether tests may be edited, the size limits per severity, and
-    /// whether the Tester generates tests.
+    /// Whether tests may be edited, the size limits per severity,
+    /// whether the Tester generates tests, and whether secrets may be sent.
     fn review(&mut self) -> Review {
         let flag = self.args.allow_test_edits.then_some(true);
         let allow_test_edits = self.switch(
@@ -492,10 +492,19 @@ impl<'a> Resolver<'a> {
             |f| f.generate_tests,
             true,
         );
+        let flag = self.args.allow_secrets.then_some(true);
+        let allow_secrets = self.switch(
+            "allow_secrets",
+            flag,
+            "--allow-secrets",
+            |f| f.allow_secrets,
+            false,
+        );
         Review {
             allow_test_edits,
             generate_tests,
             size_limits,
+            allow_secrets,
         }
     }
 

@@ -75,6 +75,10 @@ pub trait Language: Sync {
     /// The examples in a source file's documentation that the runner runs
     /// as tests when asked to, with their lines.
     fn doc_examples(&self, text: &str) -> Vec<(usize, String)>;
+    /// What in a source file's text looks at how it is being run or
+    /// patches the test framework (see `swarm_analysis::test_probes`);
+    /// the Reviewer refuses a change to code under test that adds one.
+    fn test_probes(&self, rel: &str, text: &str) -> Vec<swarm_analysis::TestProbe>;
     /// Whether a source file's text parses; the Reviewer refuses a
     /// proposal that leaves one that does not.
     fn check_syntax(&self, rel: &str, text: &str) -> Result<(), swarm_analysis::SyntaxIssue>;
@@ -96,6 +100,12 @@ pub fn of(rel: &str) -> Option<&'static dyn Language> {
 /// Whether a path is a source file of a language swarm knows.
 pub fn is_source(rel: &str) -> bool {
     of(rel).is_some()
+}
+
+/// Whether a file's text parses, by its language (a file of no language
+/// swarm knows has nothing to parse).
+pub fn check_syntax(rel: &str, text: &str) -> Result<(), swarm_analysis::SyntaxIssue> {
+    of(rel).map_or(Ok(()), |l| l.check_syntax(rel, text))
 }
 
 /// Whether any language counts the path as a test file.

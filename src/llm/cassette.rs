@@ -183,6 +183,10 @@ impl ChatModel for RecordingModel {
         self.inner.model()
     }
 
+    fn holds_reply_for(&self, request: &ChatRequest) -> bool {
+        self.inner.holds_reply_for(request)
+    }
+
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let result = self.inner.complete(request).await;
         let recorded = match &result {

@@ -200,6 +200,17 @@ pub trait ChatModel: Send + Sync {
     /// The model id, as logged.
     fn model(&self) -> &str;
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError>;
+    /// The secrets this model is never shown, when it withholds them (see
+    /// [`super::withhold`]): a reply's placeholders map back through it.
+    fn withheld(&self) -> Option<&crate::secrets::Withheld> {
+        None
+    }
+    /// Whether the model can answer `request` as it was asked: always, but
+    /// for a replayed model, whose recording must hold an unused reply to
+    /// a request with the same hash (else it would hand out another call's).
+    fn holds_reply_for(&self, _request: &ChatRequest) -> bool {
+        true
+    }
 }
 
 /// Shows the provider and the model, never a key.

@@ -34,6 +34,8 @@
 //!   recording without a network.
 //! - `provider`: the provider table, one row per provider, which builds
 //!   the clients; `preflight` reads it too.
+//! - `withhold`: a model wrapper that is never shown the run's secrets
+//!   (placeholders instead, see `crate::secrets`).
 
 mod address;
 mod anthropic;
@@ -59,6 +61,7 @@ mod stream;
 mod utf8;
 mod window;
 mod wire;
+pub mod withhold;
 
 pub use address::url_host;
 pub use backoff::RetryPolicy;
@@ -74,6 +77,7 @@ pub use replay::ReplayModel;
 pub use reply::{estimate_tokens, is_empty_reply, looks_like_refusal, says_no_change_needed};
 pub use settings::{ProviderConfig, Secret, DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_MAX_TIME};
 pub use window::{budget_tokens, context_window_for, prompt_tokens, Windowed};
+pub use withhold::Withholding;
 
 use std::sync::Arc;
 

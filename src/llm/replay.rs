@@ -130,6 +130,13 @@ impl ChatModel for ReplayModel {
         &self.model
     }
 
+    /// Whether an unused recorded call has the request's hash.
+    fn holds_reply_for(&self, request: &ChatRequest) -> bool {
+        let hash = request.hash();
+        let used = self.lock();
+        (0..self.calls.len()).any(|i| !used[i] && self.calls[i].hash.as_deref() == Some(&hash))
+    }
+
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let call = self.take(&request.hash()).ok_or_else(|| {
             LlmError::Replay(format!(

@@ -118,6 +118,14 @@ impl ChatModel for Windowed {
         self.inner.model()
     }
 
+    fn withheld(&self) -> Option<&crate::secrets::Withheld> {
+        self.inner.withheld()
+    }
+
+    fn holds_reply_for(&self, request: &ChatRequest) -> bool {
+        self.inner.holds_reply_for(request)
+    }
+
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let prompt = prompt_tokens(request);
         let needed = prompt + u64::from(request.max_output_tokens);

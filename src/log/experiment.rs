@@ -5,7 +5,9 @@
 //! and is written as one line. Entries are appended in place under a file
 //! lock, at a cost that does not grow with the file (`store`); a log cut
 //! short by a crash is mended and nothing is ever thrown away (`repair`).
-//! Known secrets are masked before anything is written. This module gives
+//! Known secrets are masked before anything is written: the API keys swarm
+//! holds become `***`, and the secrets of the code under work their
+//! placeholders (see [`crate::secrets`]), as in the prompts. This module gives
 //! an entry its id and time and turns it into its line; what an entry holds
 //! is `entry`'s and `kinds`', the bytes on disk are `store`'s.
 
@@ -27,6 +29,8 @@ use super::store::OpenLog;
 pub struct ExperimentLog {
     path: PathBuf,
     secrets: Vec<String>,
+    /// The secrets of the code under work, replaced by their placeholders.
+    withheld: Option<std::sync::Arc<crate::secrets::Withheld>>,
     repairs: Vec<Repair>,
     /// Entries were appended since the last sync.
     unsynced: bool,
@@ -41,6 +45,7 @@ impl ExperimentLog {
         let mut log = Self {
             path: path.to_path_buf(),
             secrets: Vec::new(),
+            withheld: None,
             repairs: Vec::new(),
             unsynced: false,
         };
@@ -55,6 +60,12 @@ impl ExperimentLog {
         if secret.len() >= 4 {
             self.secrets.push(secret.to_string());
         }
+    }
+
+    /// The secrets of the code under work: every string of every entry
+    /// written from now on has them replaced by their placeholders.
+    pub fn withhold(&mut self, secrets: std::sync::Arc<crate::secrets::Withheld>) {
+        self.withheld = Some(secrets);
     }
 
     /// Where the log lives.
@@ -115,6 +126,9 @@ impl ExperimentLog {
         if !self.secrets.is_empty() {
             mask_value(&mut value, &self.secrets);
         }
+        if let Some(withheld) = &self.withheld {
+            redact_value(&mut value, withheld);
+        }
         serde_json::to_vec(&value).expect("a JSON value with string keys always serializes")
     }
 }
@@ -139,6 +153,15 @@ fn mask_value(value: &mut Value, secrets: &[String]) {
         }
         Value::Array(items) => items.iter_mut().for_each(|v| mask_value(v, secrets)),
         Value::Object(map) => map.values_mut().for_each(|v| mask_value(v, secrets)),
+        _ => {}
+    }
+}
+
+fn redact_value(value: &mut Value, withheld: &crate::secrets::Withheld) {
+    match value {
+        Value::String(s) => *s = withheld.redact(s),
+        Value::Array(items) => items.iter_mut().for_each(|v| redact_value(v, withheld)),
+        Value::Object(map) => map.values_mut().for_each(|v| redact_value(v, withheld)),
         _ => {}
     }
 }

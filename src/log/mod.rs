@@ -30,4 +30,7 @@ pub use kinds::{
     TestTally, TokenSpend,
 };
 pub use repair::Repair;
-pub use tool_runs::{BehaviourCheckRun, ImportCheckRun, LintRun, TesterRun, TestsRun, ToolRun};
+pub use tool_runs::{
+    BehaviourCheckRun, HeldOutRun, ImportCheckRun, LintRun, SyntaxRepairRun, TesterRun, TestsRun,
+    ToolRun,
+};

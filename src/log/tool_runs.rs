@@ -31,6 +31,12 @@ pub enum ToolRun {
     BehaviourCheck(BehaviourCheckRun),
     /// The Tester's validation of the tests generated for one module.
     Tester(TesterRun),
+    /// The held-out tests of one module: their validation before the
+    /// rounds (`attempt` null), or what they said of one attempt.
+    HeldOut(HeldOutRun),
+    /// The reference of a module that did not compile: the repair that
+    /// lets it parse, or why none could be made.
+    SyntaxRepair(SyntaxRepairRun),
     /// A tool this version does not know (written by a later one).
     #[serde(other)]
     Unknown,
@@ -149,4 +155,36 @@ pub struct TesterRun {
     /// Every test with the steps it passed and the one it failed, as the
     /// Tester records them.
     pub generated_tests: Value,
+}
+
+/// The held-out tests of one module.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HeldOutRun {
+    /// The module (target-relative).
+    pub file: String,
+    /// The attempt they judged; `None` for their validation.
+    pub attempt: Option<u32>,
+    /// Whether the attempt failed a required held-out test.
+    pub failed: bool,
+    /// The visible tests an attempt that failed them was fitted to.
+    pub overfitted_to: Vec<String>,
+    /// The tests with their steps (validation) or the check (an attempt),
+    /// as the Tester records them.
+    pub held_out: Value,
+}
+
+/// The reference of a module that did not compile.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SyntaxRepairRun {
+    /// The module (target-relative).
+    pub file: String,
+    /// Whether a reference was made.
+    pub repaired: bool,
+    /// How (`inserted ":" on line 6`, the model's syntax-only repair), or
+    /// why none could be made.
+    pub how: String,
+    /// The repair as a unified diff (empty without one).
+    pub diff: String,
 }

@@ -1,13 +1,15 @@
 //! What the Judge's verdict leaves behind, past the measurement: the
-//! behaviour check of the changed modules no test reaches (which may still
-//! refuse an attempt the tests accept), and an accepted change made the
+//! behaviour check of the changed modules no test reaches and the held-out
+//! tests (either may still refuse an attempt the tests accept), and an
+//! accepted change made the
 //! run's best state, with what verified each file it changed. Called by
 //! `attempt` once an attempt is measured; it judges nothing itself.
 
+use super::record::Recorder;
 use super::{RunContext, RunState};
 use crate::error::SwarmError;
 use crate::git::RunWorkspace;
-use crate::pipeline::{Change, RepoPath, Snapshot};
+use crate::pipeline::{Change, RepoPath, Snapshot, Verdict};
 use crate::stage::judge::behaviour::{self, BehaviourRun, ChangedModule, Verification};
 use crate::tools::imports::is_importable_module;
 
@@ -37,7 +39,7 @@ pub(super) fn adopt(
 
 /// The Judge's behaviour check (see [`behaviour`]) of the changed
 /// modules no test reaches, against their text at the best state.
-pub(super) fn check_behaviour(
+fn check_behaviour(
     cx: &RunContext<'_>,
     ws: &RunWorkspace,
     state: &RunState,
@@ -57,7 +59,8 @@ pub(super) fn check_behaviour(
     for file in &untested {
         let path = state.facts.target.repo_path(file);
         if let Some(bytes) = ws.file_at_best(&path)? {
-            let original = String::from_utf8_lossy(&bytes).into_owned();
+            let best = String::from_utf8_lossy(&bytes).into_owned();
+            let original = super::reference::original_for(state, file, best);
             let file = file.clone();
             modules.push(ChangedModule { file, original });
         }
@@ -92,4 +95,58 @@ fn progress_verified(state: &mut RunState, file: &str, how: Verification) {
         _ => how,
     };
     state.progress.verified.insert(file.to_string(), how);
+}
+
+/// The Judge's verdict once it looked beyond the tests, what the
+/// behaviour check ran on, and what the Fixer is told of it (`; …`, or
+/// empty).
+pub(super) struct Beyond {
+    pub verdict: Verdict,
+    pub behaviour: Option<BehaviourRun>,
+    pub note: String,
+}
+
+/// What the Judge checks of a change the tests would accept: the behaviour
+/// of modules no test reaches (see [`judge::behaviour`]), then the
+/// held-out tests that apply to it (see [`super::held_out`]). A regression
+/// found by either makes the verdict `regressed`; a held-out failure is
+/// kept for the summary.
+pub(super) fn beyond_tests(
+    cx: &RunContext<'_>,
+    ws: &RunWorkspace,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+    (change, snapshot, files): (&Change, &Snapshot, &[String]),
+    (verdict, k, stage): (Verdict, u32, &str),
+) -> Result<Beyond, SwarmError> {
+    if !verdict.is_accepted() {
+        return Ok(Beyond {
+            verdict,
+            behaviour: None,
+            note: String::new(),
+        });
+    }
+    let behaviour = check_behaviour(cx, ws, state, change, (snapshot, files), stage)?;
+    let (mut verdict, mut note) = (verdict, String::new());
+    if let Some(check) = &behaviour.check {
+        rec.behaviour(check, k)?;
+        verdict = state.facts.bar.after_behaviour(verdict, check.outcome);
+        note = format!("; {}", check.describe());
+    }
+    if verdict.is_accepted() {
+        let checks = super::held_out::check(cx, ws, rec, state, (change, snapshot), (k, stage))?;
+        for check in checks.iter().filter(|c| c.is_failed()) {
+            verdict = Verdict::Regressed;
+            note.push_str(&format!("; {}", check.fixer_note()));
+            state
+                .progress
+                .overfitted
+                .extend(super::held_out::overfit_of(check, k));
+        }
+    }
+    Ok(Beyond {
+        verdict,
+        behaviour: Some(behaviour),
+        note,
+    })
 }

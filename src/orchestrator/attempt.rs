@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::adopt::{adopt, check_behaviour};
+use super::adopt::{adopt, beyond_tests, Beyond};
 use super::record::{Recorder, ReviewNote};
 use super::subset;
 use super::timing::AttemptTimes;
@@ -361,29 +361,23 @@ fn judge_and_commit(
         apply_and_measure(cx, ws, state, tried.change, &stage)?;
     let judging = Instant::now();
     rec.measurement(Agent::Judge, &measured, Some(k))?;
-    let mut verdict = state
+    let verdict = state
         .facts
         .bar
         .verdict(&state.progress.best, &measured.snapshot);
-    // Only a change the tests would accept is worth the behaviour check.
-    let behaviour = if verdict.is_accepted() {
-        Some(check_behaviour(
-            cx,
-            ws,
-            state,
-            tried.change,
-            (&measured.snapshot, &files),
-            &stage,
-        )?)
-    } else {
-        None
-    };
-    let check = behaviour.as_ref().and_then(|b| b.check.as_ref());
-    if let Some(check) = check {
-        rec.behaviour(check, k)?;
-        verdict = state.facts.bar.after_behaviour(verdict, check.outcome);
-    }
-    // The Judge's time: the measurement, and the behaviour check.
+    let Beyond {
+        verdict,
+        behaviour,
+        note,
+    } = beyond_tests(
+        cx,
+        ws,
+        rec,
+        state,
+        (tried.change, &measured.snapshot, &files),
+        (verdict, k, &stage),
+    )?;
+    // The Judge's time: the measurement, the behaviour check, the held-out tests.
     let judge_time = measure_time + judging.elapsed();
     let message = commit_message(state, &tried, k, verdict, &measured.snapshot);
     let settled = executor::settle(ws, tried.change, k, verdict, &message)?;
@@ -404,9 +398,6 @@ fn judge_and_commit(
         verdict,
         times,
     )?;
-    let note = check
-        .map(|check| format!("; {}", check.describe()))
-        .unwrap_or_default();
     let judged = Judged {
         k,
         verdict,

@@ -26,6 +26,8 @@ pub(crate) struct Ending {
     pub branch: Option<String>,
     /// Its tip: the best state.
     pub best: CommitId,
+    /// How many secrets were withheld from the model, and where.
+    pub secrets: crate::secrets::Report,
 }
 
 /// Fast-forwards (or not) and builds the summary.
@@ -60,8 +62,13 @@ pub(crate) fn deliver(
         _ if green => ExitKind::Success,
         _ => ExitKind::GaveUp,
     };
+    let no_reference = unreferenced_changes(&ending.state);
     let mut summary = summary_of(config, ending, delivery, exit);
     summary.time = rec.run_time();
+    if exit == ExitKind::Success && !no_reference.is_empty() {
+        summary.status = "success_unverified";
+    }
+    summary.no_reference = no_reference;
     rec.system_end(&summary)?;
     Ok(summary)
 }
@@ -105,6 +112,7 @@ fn summary_of(config: &RunConfig, ending: Ending, delivery: Delivery, exit: Exit
         final_check,
         safety,
         branch,
+        secrets,
         ..
     } = ending;
     let count = |s: &Snapshot| {
@@ -148,7 +156,26 @@ fn summary_of(config: &RunConfig, ending: Ending, delivery: Delivery, exit: Exit
         safety,
         left_out: state.progress.left_out,
         time: super::summary::RunTime::default(),
+        secrets,
+        overfitted: state.progress.overfitted,
+        no_reference: Vec::new(),
     }
+}
+
+/// The changed modules of the best state that did not compile and got no
+/// reference, so only compiling and importing verified them.
+fn unreferenced_changes(state: &RunState) -> Vec<String> {
+    use crate::stage::judge::behaviour::Verification;
+    state
+        .progress
+        .verified
+        .iter()
+        .filter(|(file, how)| {
+            state.progress.unreferenced.contains(*file)
+                && matches!(how, Verification::CompilesAndImportsOnly { .. })
+        })
+        .map(|(file, _)| file.clone())
+        .collect()
 }
 
 /// Left on the run branch, with the command that takes it.

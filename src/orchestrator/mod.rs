@@ -4,7 +4,10 @@
 //!
 //! `setup` opens the repository, takes the lock and the worktree; `audit`
 //! takes the baseline and checks that the suite ran; this file runs the
-//! stages in order and the rounds; `plan` asks for plan batches; `round` picks
+//! stages in order and the rounds; `plan` asks for plan batches; `reference`
+//! repairs the syntax of modules that do not compile into the originals
+//! their changes are compared with; `held_out` asks for the tests no Fixer
+//! sees and runs them on attempts; `round` picks
 //! the files and asks the Fixer; `attempt` takes one proposal through the
 //! Reviewer, the Executor and the Judge (`subset`: the part of an oversized
 //! proposal tried alone; `adopt`: the behaviour check, and an accepted
@@ -18,8 +21,10 @@ mod adopt;
 mod attempt;
 mod audit;
 mod deliver;
+mod held_out;
 mod plan;
 mod record;
+mod reference;
 mod round;
 mod setup;
 mod subset;
@@ -28,6 +33,7 @@ mod task;
 mod tester;
 mod timing;
 mod verify;
+mod withhold;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::PathBuf;
@@ -65,6 +71,10 @@ pub struct RunConfig {
     /// Ask the Tester for tests of untested plan files before the Fixer
     /// (`--no-generate-tests` turns it off).
     pub generate_tests: bool,
+    /// Send the secrets of the code under work to the model as they are
+    /// (`--allow-secrets`); otherwise placeholders stand in for them in
+    /// every prompt and log entry (see [`crate::secrets`]).
+    pub allow_secrets: bool,
     pub size_limits: SizeLimits,
     pub bootstrap: bool,
     /// `--install-deps`: run the tools in the project's declared
@@ -234,6 +244,15 @@ pub(crate) struct Progress {
     pub generated_files: BTreeSet<RepoPath>,
     /// Hunks left out of accepted attempts that tried part of a proposal.
     pub left_out: Vec<summary::LeftOutHunk>,
+    /// Tests no Fixer is shown, that judge the attempts they apply to (see
+    /// [`crate::stage::tester::held_out`]).
+    pub held_out: Vec<crate::stage::tester::held_out::HeldOut>,
+    /// Attempts that passed the visible tests and failed held-out ones.
+    pub overfitted: Vec<crate::stage::tester::held_out::Overfit>,
+    /// The reference of each module that did not compile (target-relative).
+    pub references: BTreeMap<String, crate::stage::repair::Reference>,
+    /// Modules that did not compile and got no reference.
+    pub unreferenced: BTreeSet<String>,
 }
 
 impl Progress {
@@ -251,6 +270,10 @@ impl Progress {
             generated: BTreeMap::new(),
             generated_files: BTreeSet::new(),
             left_out: Vec::new(),
+            held_out: Vec::new(),
+            overfitted: Vec::new(),
+            references: BTreeMap::new(),
+            unreferenced: BTreeSet::new(),
         }
     }
 }
@@ -301,6 +324,7 @@ pub async fn run(
         "" => ws.path().to_path_buf(),
         rel => ws.path().join(rel),
     };
+    let (model, secrets) = withhold::start(config, model, &mut opened, &root, events);
     let lint_cache = LintCache::new(config.cache_dir.as_deref());
     let cx = RunContext {
         config,
@@ -344,6 +368,7 @@ pub async fn run(
         safety,
         branch,
         best,
+        secrets: withhold::report(secrets.as_deref()),
     };
     deliver::deliver(
         config,
@@ -420,7 +445,9 @@ async fn drive(
     } else if let Some(stop) = plan::plan_batch(cx, rec, &mut state).await? {
         return Ok((state, stop));
     }
+    reference::make(cx, rec, &mut state).await?;
     tester::generate(cx, ws, rec, &mut state).await?;
+    held_out::generate(cx, ws, rec, &mut state).await?;
     rec.enter(Stage::Rounds);
     let stop = rounds(cx, ws, rec, &mut state).await?;
     if stop != StopReason::Interrupted {

@@ -294,6 +294,118 @@ impl<'a> Recorder<'a> {
         self.write(e)
     }
 
+    /// The validation of the held-out tests of one module (see
+    /// [`crate::stage::tester::held_out`]): every test with its steps, in
+    /// `details.held_out`.
+    pub fn held_out(
+        &mut self,
+        generated: &crate::stage::tester::Generated,
+    ) -> Result<(), SwarmError> {
+        let tests = serde_json::json!({
+            "file": generated.file,
+            "test_file": generated.test_file,
+            "kept": generated.kept(),
+            "discarded": generated.discarded(),
+            "note": generated.note,
+            "file_steps": generated.file_steps,
+            "tests": generated.tests,
+            "seconds": generated.seconds,
+        });
+        let output = match &generated.note {
+            Some(note) => format!("{}: {note}", generated.file),
+            None => format!(
+                "{}: {} held-out test(s) kept, {} discarded{}",
+                generated.file,
+                generated.kept(),
+                generated.discarded(),
+                match generated.reasons() {
+                    r if r.is_empty() => String::new(),
+                    r => format!(" ({})", r.join("; ")),
+                }
+            ),
+        };
+        let e = self.entry(
+            Agent::Judge,
+            Action::CodeAnalysis,
+            format!(
+                "validate the held-out tests of {}: parses, imports the module, real assertions, new inputs, runs, passes or fails as the bug does on the original code, not flaky ({} runs); never shown to the Fixer",
+                generated.file,
+                crate::stage::tester::run::RUNS
+            ),
+            output,
+            Kind::Tool(ToolRun::HeldOut(crate::log::HeldOutRun {
+                file: generated.file.clone(),
+                attempt: None,
+                failed: false,
+                overfitted_to: Vec::new(),
+                held_out: tests,
+            })),
+        );
+        self.write(e)
+    }
+
+    /// What the held-out tests of one module said of attempt `attempt`.
+    pub fn held_out_check(
+        &mut self,
+        check: &crate::stage::tester::held_out::HeldOutCheck,
+        attempt: u32,
+    ) -> Result<(), SwarmError> {
+        let e = self.entry(
+            Agent::Judge,
+            Action::CodeAnalysis,
+            format!(
+                "held-out tests of {} on attempt {attempt} ({} required)",
+                check.file, check.required
+            ),
+            check.describe(),
+            Kind::Tool(ToolRun::HeldOut(crate::log::HeldOutRun {
+                file: check.file.clone(),
+                attempt: Some(attempt),
+                failed: check.is_failed(),
+                overfitted_to: check.overfitted_to.clone(),
+                held_out: as_json(check),
+            })),
+        );
+        self.write(e)
+    }
+
+    /// The reference made for a module that did not compile, or why none.
+    pub fn syntax_repair(
+        &mut self,
+        file: &str,
+        made: &Result<crate::stage::repair::Reference, String>,
+        original: &str,
+    ) -> Result<(), SwarmError> {
+        let (repaired, how, diff) = match made {
+            Ok(reference) => (
+                true,
+                reference.how.clone(),
+                swarm_patch::unified_diff(file, original, &reference.text),
+            ),
+            Err(why) => (false, why.clone(), String::new()),
+        };
+        let output = if repaired {
+            format!("{file}: reference made: {how}")
+        } else {
+            format!("{file}: no reference: {how}")
+        };
+        let e = self.entry(
+            Agent::Judge,
+            Action::CodeAnalysis,
+            format!(
+                "the smallest repair that lets {file} parse, kept as the reference its changes are compared with"
+            ),
+            output,
+            Kind::Tool(ToolRun::SyntaxRepair(crate::log::SyntaxRepairRun {
+                file: file.to_string(),
+                repaired,
+                how,
+                diff,
+            })),
+        );
+        self.write(e)
+    }
+
     /// What a plan request shows: the files in full and why, how many only
     /// as a line or a count, and its size against the allowance.
     pub fn plan_selection(

@@ -181,6 +181,17 @@ pub struct Summary {
     pub final_check: Option<super::FinalCheck>,
     /// What confined the code under test, and what did not.
     pub safety: Safety,
+    /// How many secrets of the code were withheld from the model and the
+    /// log, and where (or that `--allow-secrets` sent them as they are).
+    pub secrets: crate::secrets::Report,
+    /// Attempts that made the visible tests pass but failed the held-out
+    /// tests of the same behaviour: which visible tests each was fitted to.
+    /// None of them was delivered.
+    pub overfitted: Vec<crate::stage::tester::held_out::Overfit>,
+    /// Modules that did not compile, for which no reference could be made,
+    /// changed on the delivered state: checked only in that they compile
+    /// and import (`status` is then `success_unverified`, not `success`).
+    pub no_reference: Vec<String>,
     /// The hunks left out of accepted attempts that tried only the part of
     /// an oversized proposal the evidence points at.
     #[serde(skip_serializing_if = "Vec::is_empty")]

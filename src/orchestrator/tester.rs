@@ -17,7 +17,9 @@
 //! asked, with a log entry saying why: in a replayed run (recorded replies
 //! are handed out in order, so a request the recording never saw would
 //! take another call's reply), and for a module that does not compile or
-//! import as it is (its tests could not run).
+//! import as it is (its tests could not run) — unless it has a reference
+//! (the smallest repair that lets it parse, see `super::reference`): then
+//! its tests are validated against that and held out, never committed.
 
 use std::time::Instant;
 
@@ -74,6 +76,10 @@ pub(super) async fn generate(
     let broken = state.progress.best.broken_files();
     let mut done = Vec::new();
     for file in subjects {
+        if let Some(reference) = state.progress.references.get(&file).cloned() {
+            against_reference(cx, ws, rec, state, &file, &reference).await?;
+            continue;
+        }
         if broken.contains(&file) {
             let skipped = skipped(&file, "the module does not compile or import as it is");
             rec.tester(&skipped)?;
@@ -116,6 +122,41 @@ pub(super) async fn generate(
 fn place_for(state: &RunState, file: &str) -> Option<String> {
     let stem = tester::module_of(file).replace('.', "_");
     state.facts.tests.place_for(&stem)
+}
+
+/// The tests of a module that does not compile, validated against its
+/// reference (its text made to parse, see `super::reference`), which is
+/// put in the worktree for the while. They cannot pass on the best state,
+/// so they are not committed: they are held out, and every change to the
+/// module must pass them (see [`super::held_out`]).
+async fn against_reference(
+    cx: &RunContext<'_>,
+    ws: &mut RunWorkspace,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+    file: &str,
+    reference: &crate::stage::repair::Reference,
+) -> Result<(), SwarmError> {
+    let module = FileWrite {
+        path: state.facts.target.repo_path(file).into_string(),
+        content: Some(reference.text.clone().into_bytes()),
+    };
+    ws.write_files(&[module])?;
+    let generated = generate_for(cx, ws, rec, state, file).await;
+    ws.reset_to(ws.best())?;
+    let Some(mut generated) = generated? else {
+        return Ok(());
+    };
+    if let Some(count) = super::held_out::keep_reference_tests(state, &generated) {
+        generated.note = Some(format!(
+            "{count} generated test(s) validated against the syntax repair of {file}, held out \
+             to check every change to it (not committed: the module does not compile as it is)"
+        ));
+        cx.events.emit(Event::Notice {
+            message: format!("tests: {}", generated.describe()),
+        });
+    }
+    rec.tester(&generated)
 }
 
 /// The Tester's record of `file` when the model is not asked, and why.
@@ -161,7 +202,8 @@ async fn generate_for(
         }
     };
     state.add_usage(&reply.usage, &cx.config.prices);
-    let mut generated = tester::prepare(file, &reply.text);
+    let reply = crate::stage::restore_secrets(cx.model.as_ref(), &reply.text);
+    let mut generated = tester::prepare(file, &reply);
     if let Some(place) = place_for(state, file) {
         generated.test_file = place;
     }

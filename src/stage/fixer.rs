@@ -6,10 +6,12 @@
 //! repeated itself (cut while it streamed, see `llm::Finish::Repeated`) is
 //! asked again once without it: the same request, told to answer with the
 //! diff only, its sampling nudged against repetition. A reply saying the
-//! file needs no change is an answer: it is not asked again.
+//! file needs no change is an answer: it is not asked again. The
+//! placeholders of withheld secrets in a reply are mapped back to their
+//! values before its edits are read (see [`crate::secrets`]).
 
 use super::prompt::{self, FixInput, FixPrompt};
-use super::{call_model, ModelCall};
+use super::{call_model, restore_secrets, ModelCall};
 use crate::llm::{self, ChatModel, Finish, LlmError};
 use crate::pipeline::{Proposal, ReplyProblem, TargetPath, Unusable};
 use swarm_patch::{self as patch, FileEdit, ReplyContext};
@@ -38,7 +40,8 @@ pub async fn propose(
     let mut calls = Vec::new();
     let (call, first) = call_model(model, request.clone()).await;
     calls.push(call);
-    let (first_text, problem) = match read_reply(first, ctx) {
+    let restore = |text: &str| restore_secrets(model, text);
+    let (first_text, problem) = match read_reply(first, ctx, &restore) {
         Err(e) => return (calls, Err(e)),
         Ok((text, Ok(edits))) => return (calls, Ok(proposal(text, Ok(edits)))),
         Ok((text, Err(ReplyProblem::NoChangeNeeded))) => {
@@ -69,7 +72,7 @@ pub async fn propose(
     };
     let (call, second) = call_model(model, retry).await;
     calls.push(call);
-    let (text, edits) = match read_reply(second, ctx) {
+    let (text, edits) = match read_reply(second, ctx, &restore) {
         Err(e) => return (calls, Err(e)),
         Ok(read) => read,
     };
@@ -85,13 +88,16 @@ pub async fn propose(
 /// valid UTF-8 is an unusable reply, not a failed call.
 type ReadReply = (String, Result<Vec<FileEdit>, ReplyProblem>);
 
+/// The reply's edits are read with its secrets' placeholders mapped back
+/// (`restore`); the text kept is the reply as the model wrote it.
 fn read_reply(
     answer: Result<llm::ChatResponse, LlmError>,
     ctx: &ReplyContext,
+    restore: &dyn Fn(&str) -> String,
 ) -> Result<ReadReply, LlmError> {
     match answer {
         Ok(r) => {
-            let edits = edits_in_reply(&r.text, &r.finish, ctx);
+            let edits = edits_in_reply(&restore(&r.text), &r.finish, ctx);
             Ok((r.text, edits))
         }
         Err(LlmError::NotUtf8 { detail, .. }) => {

@@ -15,7 +15,10 @@
 //! - applying a proposal to the worktree: [`executor`];
 //! - measuring and deciding (tests, pylint, the verdict, the early stop):
 //!   [`judge`];
-//! - generated tests and their validation chain: [`tester`];
+//! - generated tests and their validation chain, and the held-out tests
+//!   no Fixer sees: [`tester`];
+//! - the reference of a module that does not compile (the smallest repair
+//!   that lets it parse): [`repair`];
 //! - old dotted paths in strings and configuration, for a task: [`mentions`].
 
 pub mod auditor;
@@ -29,6 +32,7 @@ pub mod mentions;
 pub mod planner;
 pub mod prompt;
 pub mod reach;
+pub mod repair;
 pub mod reviewer;
 pub mod ruff_fixer;
 pub mod tester;
@@ -66,7 +70,10 @@ pub struct ModelCall {
     pub elapsed_ms: u128,
 }
 
-/// Calls the model once, timing it; errors become values.
+/// Calls the model once, timing it; errors become values. Every prompt
+/// of the run passes here: when the model withholds the run's secrets, the
+/// request is redacted first (see [`crate::llm::withhold`]), so the call
+/// logged is the one that left the machine.
 pub async fn call_model(
     model: &dyn crate::llm::ChatModel,
     request: crate::llm::ChatRequest,
@@ -74,6 +81,10 @@ pub async fn call_model(
     ModelCall,
     Result<crate::llm::ChatResponse, crate::llm::LlmError>,
 ) {
+    let request = match model.withheld() {
+        Some(secrets) => crate::llm::withhold::outgoing(secrets, &request),
+        None => request,
+    };
     let started = std::time::Instant::now();
     let result = model.complete(&request).await;
     let call = ModelCall {
@@ -85,6 +96,16 @@ pub async fn call_model(
         elapsed_ms: started.elapsed().as_millis(),
     };
     (call, result)
+}
+
+/// `reply` with the placeholders of the secrets `model` withholds mapped
+/// back to their values (see [`crate::secrets`]): what a reply's edits are
+/// read from, so a file keeps its secrets byte for byte.
+pub fn restore_secrets(model: &dyn crate::llm::ChatModel, reply: &str) -> String {
+    match model.withheld() {
+        Some(secrets) => secrets.restore(reply),
+        None => reply.to_string(),
+    }
 }
 
 /// Reads a file of the code under work, `rel` relative to `root`, without

@@ -368,7 +368,9 @@ mod tests {
 #[cfg(test)]
 mod budget_tests;
 mod evidence;
+pub mod held_out;
 mod regression;
+pub mod repair;
 pub mod task;
 pub mod tester;
 mod trim;

@@ -21,6 +21,9 @@
 //! commit (the orchestrator puts the candidate file in place and commits
 //! the kept tests), or decide what a test means for an attempt (the
 //! Judge's existing-tests path does, once the tests are committed).
+//!
+//! [`held_out`] writes the other kind of test: tests of the behaviour the
+//! failing tests check, on other inputs, never shown to the Fixer.
 
 use std::collections::BTreeSet;
 
@@ -33,6 +36,7 @@ use crate::stage::prompt::tester::{test_request, TestInput};
 use crate::stage::{call_model, ModelCall};
 use swarm_analysis::check_syntax;
 
+pub mod held_out;
 pub mod run;
 pub mod shape;
 mod tidy;
@@ -60,6 +64,12 @@ pub enum Step {
     /// A test set aside for failing on the original passes once the
     /// Fixer's accepted change is in, and the plan says that is intended.
     FixedByChange,
+    /// A held-out test calls the module with inputs of its own, not only
+    /// the failing tests' (see [`held_out`]).
+    NewInputs,
+    /// A held-out test that fails on the original fails as the failing
+    /// tests do (see [`held_out`]).
+    FailsAsTheBug,
 }
 
 impl Step {
@@ -72,6 +82,8 @@ impl Step {
             Step::PassesOnOriginal => "passes_on_original",
             Step::NotFlaky => "not_flaky",
             Step::FixedByChange => "fixed_by_change",
+            Step::NewInputs => "new_inputs",
+            Step::FailsAsTheBug => "fails_as_the_bug",
         }
     }
 }

@@ -34,6 +34,7 @@ const MAY_USE: &[(&str, &[&str])] = &[
             "error",
             "harden",
             "cancel",
+            "secrets",
         ],
     ),
     // The loop: hands values from stage to stage.
@@ -41,7 +42,7 @@ const MAY_USE: &[(&str, &[&str])] = &[
         "orchestrator",
         &[
             "stage", "lang", "report", "tools", "git", "llm", "log", "pipeline", "analysis",
-            "patch", "config", "error", "harden", "cancel", "atomic",
+            "patch", "config", "error", "harden", "cancel", "atomic", "secrets",
         ],
     ),
     // The top-level error wraps the facts the layers below state.
@@ -53,7 +54,7 @@ const MAY_USE: &[(&str, &[&str])] = &[
         "stage",
         &[
             "lang", "tools", "llm", "patch", "analysis", "git", "log", "pipeline", "cancel",
-            "atomic",
+            "atomic", "secrets",
         ],
     ),
     // The language boundary, one folder per language: what it knows of its
@@ -74,14 +75,16 @@ const MAY_USE: &[(&str, &[&str])] = &[
     ("config", &["llm", "harden"]),
     ("harden", &["config"]),
     // The chat client knows no stage and no loop; it reports through events.
-    ("llm", &["log"]),
+    ("llm", &["log", "secrets"]),
     // The log's format and events name the pipeline's values, nothing above.
-    ("log", &["pipeline", "lockfile", "atomic"]),
+    ("log", &["pipeline", "lockfile", "atomic", "secrets"]),
     // The vocabulary: values the stages hand on.
     ("pipeline", &["patch", "git"]),
     // The leaves.
     ("git", &["lockfile"]),
     ("patch", &[]),
+    // What counts as a secret, and the run's placeholders for them.
+    ("secrets", &[]),
     ("analysis", &[]),
     ("atomic", &[]),
     ("cancel", &[]),

@@ -122,18 +122,18 @@ const NAMESPACE_FUNCTIONS: &[&str] = &["globals", "vars", "locals"];
 
 /// What local names stand for, from the file's imports.
 #[derive(Debug, Default)]
-struct Imports {
+pub(crate) struct Imports {
     /// local name -> qualified name (`sp` -> `subprocess`, `system` -> `os.system`).
-    aliases: HashMap<String, String>,
+    pub(crate) aliases: HashMap<String, String>,
     /// Risky modules imported with `*`.
     star: Vec<String>,
     /// Every local name an import binds (`os` of `import os.path`, `sp`,
     /// `system`): objects whose attributes are modules' globals.
-    bound: HashSet<String>,
+    pub(crate) bound: HashSet<String>,
 }
 
 impl Imports {
-    fn collect(root: Node<'_>, source: &str) -> Self {
+    pub(crate) fn collect(root: Node<'_>, source: &str) -> Self {
         let mut imports = Self::default();
         walk(root, |node| {
             match node.kind() {
@@ -208,14 +208,14 @@ impl Imports {
     }
 
     /// The qualified name of a dotted expression, if it is one (`sys.modules`).
-    fn qualified(&self, node: Node<'_>, source: &str) -> Vec<String> {
+    pub(crate) fn qualified(&self, node: Node<'_>, source: &str) -> Vec<String> {
         dotted_callee(node, source)
             .map(|d| self.resolve(&d))
             .unwrap_or_default()
     }
 
     /// The qualified names a dotted callee may stand for.
-    fn resolve(&self, dotted: &str) -> Vec<String> {
+    pub(crate) fn resolve(&self, dotted: &str) -> Vec<String> {
         let (first, rest) = match dotted.split_once('.') {
             Some((first, rest)) => (first, Some(rest)),
             None => (dotted, None),
@@ -238,7 +238,7 @@ impl Imports {
 }
 
 /// The dotted text of a callee made only of names and attributes.
-fn dotted_callee(node: Node<'_>, source: &str) -> Option<String> {
+pub(crate) fn dotted_callee(node: Node<'_>, source: &str) -> Option<String> {
     match node.kind() {
         "identifier" => Some(text(node, source).to_string()),
         "attribute" => {
@@ -328,7 +328,7 @@ fn dynamic_getattr(node: Node<'_>, source: &str, imports: &Imports) -> Option<St
 }
 
 /// The value of a plain string literal (no interpolation, no concatenation).
-fn string_literal(node: Node<'_>, source: &str) -> Option<String> {
+pub(crate) fn string_literal(node: Node<'_>, source: &str) -> Option<String> {
     if node.kind() != "string" {
         return None;
     }
@@ -388,7 +388,7 @@ fn module_dict(node: Node<'_>, source: &str, imports: &Imports) -> Option<String
 }
 
 /// At most 40 characters of an expression, for a name.
-fn clip(text: &str) -> String {
+pub(crate) fn clip(text: &str) -> String {
     let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if one_line.chars().count() <= 40 {
         return one_line;

@@ -3,7 +3,9 @@
 //! functions, cyclomatic complexity, hotspots, severity, syntax checks and
 //! dangerous calls, and what the behaviour check compares (a module's
 //! functions in two versions, the calls with literal arguments that use
-//! them). Pure functions over text; no I/O.
+//! them), what in a module reads its test runner or patches its test
+//! framework (`gaming.rs`), and the one-token repair of a module that does
+//! not parse (`repair.rs`). Pure functions over text; no I/O.
 //!
 //! Severity of a file (thresholds are the consts below):
 //! - **High**: it has syntax errors, or a function of complexity ≥
@@ -18,15 +20,19 @@
 
 mod calls;
 mod danger;
+mod gaming;
 pub mod javascript;
 mod metrics;
 mod outline;
+mod repair;
 mod resolve;
 pub mod tree;
 
 pub use calls::{function_pairs, literal_calls, CallSite, FunctionPair, MAX_FUNCTIONS};
 pub use danger::is_dangerous;
+pub use gaming::{ProbeKind, TestProbe};
 pub use outline::{outline, Definition, DefinitionKind, Outline};
+pub use repair::{repair_missing_token, SyntaxRepair};
 pub use resolve::{
     assigned_references, calls, import_bindings, instances, module_imports, Binding, Call,
     ModuleImport,
@@ -208,6 +214,13 @@ pub struct DangerousCall {
 pub fn dangerous_calls(source: &str) -> Vec<DangerousCall> {
     let tree = tree::parse(source);
     danger::find(tree.root_node(), source)
+}
+
+/// Every read of the test runner and patch of the test framework in
+/// `source` (see `gaming.rs`): what a change that games its tests adds.
+pub fn test_probes(source: &str) -> Vec<TestProbe> {
+    let tree = tree::parse(source);
+    gaming::find(tree.root_node(), source)
 }
 
 /// Whether a module only passes names on: every top-level statement is an

@@ -24,6 +24,8 @@ pub(super) struct Review {
     /// Whether the Tester generates tests.
     pub(super) generate_tests: bool,
     pub(super) size_limits: SizeLimits,
+    /// `--allow-secrets`: the code's secrets are sent as they are.
+    pub(super) allow_secrets: bool,
 }
 
 /// Where the run keeps things, and how long it waits for another run.
@@ -56,6 +58,7 @@ impl Shared {
             dry_run: args.dry_run,
             allow_test_edits: self.review.allow_test_edits,
             generate_tests: self.review.generate_tests,
+            allow_secrets: self.review.allow_secrets,
             size_limits: self.review.size_limits,
             bootstrap: !args.no_bootstrap,
             install_deps: false,

@@ -158,6 +158,12 @@ impl Language for JavaScript {
         &["package.json", "tsconfig.json"]
     }
 
+    /// No reading of the runner or patching of the test framework is known
+    /// for JavaScript yet: nothing is found.
+    fn test_probes(&self, _: &str, _: &str) -> Vec<swarm_analysis::TestProbe> {
+        Vec::new()
+    }
+
     fn check_syntax(&self, rel: &str, text: &str) -> Result<(), swarm_analysis::SyntaxIssue> {
         swarm_analysis::javascript::check_syntax(rel, text)
     }

@@ -76,6 +76,10 @@ impl Language for Python {
         rel.trim_end_matches(".py").replace('/', ".")
     }
 
+    fn test_probes(&self, _: &str, text: &str) -> Vec<swarm_analysis::TestProbe> {
+        swarm_analysis::test_probes(text)
+    }
+
     fn check_syntax(&self, _: &str, text: &str) -> Result<(), swarm_analysis::SyntaxIssue> {
         swarm_analysis::check_syntax(text)
     }

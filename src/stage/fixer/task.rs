@@ -10,7 +10,7 @@ use crate::llm::{ChatModel, ChatRequest, LlmError};
 use crate::pipeline::{Proposal, ReplyProblem, TargetPath, Unusable};
 use crate::stage::budget::Allowance;
 use crate::stage::prompt::{self, task::TASK_DONE};
-use crate::stage::{call_model, ModelCall};
+use crate::stage::{call_model, restore_secrets, ModelCall};
 use swarm_patch::ReplyContext;
 
 /// What the model answered for a task.
@@ -39,10 +39,12 @@ pub async fn propose_task(
         debugging: false,
         excerpts: None,
     };
+    // Edits are read with the withheld secrets' placeholders mapped back.
+    let restore = |text: &str| restore_secrets(model, text);
     let mut calls = Vec::new();
     let (call, first) = call_model(model, request.clone()).await;
     calls.push(call);
-    let (text, problem) = match read_reply(first, ctx) {
+    let (text, problem) = match read_reply(first, ctx, &restore) {
         Err(e) => return (calls, Err(e)),
         Ok((text, Ok(edits))) => {
             return (calls, Ok(TaskAnswer::Proposal(proposal(text, Ok(edits)))))
@@ -63,7 +65,7 @@ pub async fn propose_task(
     let retry = prompt::follow_up_within(request, &text, follow, allowance);
     let (call, second) = call_model(model, retry).await;
     calls.push(call);
-    let answer = match read_reply(second, ctx) {
+    let answer = match read_reply(second, ctx, &restore) {
         Err(e) => return (calls, Err(e)),
         Ok((text, Ok(edits))) => TaskAnswer::Proposal(proposal(text, Ok(edits))),
         Ok((text, Err(_))) if says_done(&text) => TaskAnswer::Done(text),

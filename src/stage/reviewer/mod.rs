@@ -20,8 +20,13 @@
 //!    `doctest` (a docstring example pytest runs, with `--doctest-modules`),
 //!    `too_many_lines` and `too_many_bytes` (the severity's limits),
 //!    `syntax_error`, `pytest_plugin` (plugin or hook code, or a pytest
-//!    import, in a module that is not a test) and `dangerous_call` (new
-//!    dangerous calls and dynamic access, see `analysis`);
+//!    import, in a module that is not a test), `dangerous_call` (new
+//!    dangerous calls and dynamic access, see `analysis`),
+//!    `test_environment` and `framework_patch` (new reads of the test
+//!    runner or the caller, new patches of the test framework, assertions,
+//!    builtins or the exit, in a module that is not a test) and
+//!    `secret_changed` (a secret of the file altered or dropped, or a
+//!    placeholder that stands for none, see `crate::secrets`);
 //!    For a task (`--task`), `too_many_lines` and `too_many_bytes` hold for
 //!    the change as a whole, lines moved unchanged not counted
 //!    ([`task_size`]), and `shadows_module` refuses a new module that takes
@@ -311,6 +316,8 @@ fn squeeze(text: &str) -> String {
     text.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
+#[cfg(test)]
+mod gaming_tests;
 #[cfg(test)]
 mod half_right_tests;
 #[cfg(test)]

@@ -137,6 +137,35 @@ pub enum Rejection {
          installed package: imports of it would find the wrong one; choose another name"
     )]
     ShadowsModule { path: String, name: String },
+    /// `what` names the read: `` `sys.argv` ``, `` `inspect.stack()` ``, …
+    #[error(
+        "the change adds {what} to {path} (line {line}): code under test must not look at how \
+         it is being run (the test runner's variables, modules or arguments, the caller's stack \
+         or file name) — make the code right for every caller instead"
+    )]
+    TestEnvironment {
+        path: String,
+        line: usize,
+        what: String,
+    },
+    /// `what` names the patch: `` `unittest.TestCase.assertEqual = …` ``, …
+    #[error(
+        "the change adds {what} to {path} (line {line}): code under test must not patch the \
+         test framework, the assertion machinery, builtins or the interpreter's exit — fix the \
+         code under test instead"
+    )]
+    FrameworkPatch {
+        path: String,
+        line: usize,
+        what: String,
+    },
+    /// `what` says which secret: `the AWS access key id on line 3`, or a
+    /// placeholder that stands for none.
+    #[error(
+        "the change to {path} alters or removes {what}; secrets are withheld from you as \
+         placeholders (`[SECRET_…]`): keep each one exactly as it is, where it is"
+    )]
+    SecretChanged { path: String, what: String },
     #[error("the change leaves every file exactly as it is")]
     NoChange,
     #[error("the change only touches whitespace; fix the problems listed instead")]
@@ -180,6 +209,9 @@ impl Rejection {
             Rejection::TaskTooManyLines { .. } => "too_many_lines",
             Rejection::TaskTooManyBytes { .. } => "too_many_bytes",
             Rejection::ShadowsModule { .. } => "shadows_module",
+            Rejection::TestEnvironment { .. } => "test_environment",
+            Rejection::FrameworkPatch { .. } => "framework_patch",
+            Rejection::SecretChanged { .. } => "secret_changed",
             Rejection::NoChange => "no_change",
             Rejection::WhitespaceOnly => "whitespace_only",
             Rejection::Repeat => "repeat",
@@ -251,6 +283,9 @@ pub(super) const FILE_RULES: &[FileRule] = &[
     syntax_error,
     pytest_plugin,
     dangerous_call,
+    test_environment,
+    framework_patch,
+    secret_changed,
 ];
 
 fn empty_path(path: &str, _: &ReviewContext<'_>) -> Result<(), Rejection> {
@@ -541,6 +576,89 @@ fn dangerous_call(file: &ChangedFile<'_>, _: &ReviewContext<'_>) -> Result<(), R
     }
 }
 
+/// The first probe of `kind` (see [`analysis::test_probes`]) that the
+/// file has more often after the change: its name and line. Tests (by
+/// name, or what the project's pytest collects) may look at their runner.
+fn new_probe(
+    file: &ChangedFile<'_>,
+    ctx: &ReviewContext<'_>,
+    kind: analysis::ProbeKind,
+) -> Option<(String, usize)> {
+    let is_test = is_test_path(file.path) || ctx.tests.contains(file.path);
+    let (language, after) = file.source_after().filter(|_| !is_test)?;
+    let of_kind = |text: &str| -> Vec<analysis::TestProbe> {
+        language
+            .test_probes(file.path, text)
+            .into_iter()
+            .filter(|p| p.kind == kind)
+            .collect()
+    };
+    let (old, new) = (of_kind(file.before_text()), of_kind(after));
+    let count = |probes: &[analysis::TestProbe], what: &str| {
+        probes.iter().filter(|p| p.what == what).count()
+    };
+    new.iter()
+        .find(|p| count(&new, &p.what) > count(&old, &p.what))
+        .map(|p| (p.what.clone(), p.line))
+}
+
+/// A new read of the test runner or the caller in a module that is not a
+/// test: the runner's variables, modules or arguments, the caller's stack.
+fn test_environment(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
+    match new_probe(file, ctx, analysis::ProbeKind::RunnerRead) {
+        Some((what, line)) => Err(Rejection::TestEnvironment {
+            path: file.path.into(),
+            line,
+            what,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// A new patch of the test framework, assertions, builtins or the exit in
+/// a module that is not a test.
+fn framework_patch(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
+    match new_probe(file, ctx, analysis::ProbeKind::FrameworkPatch) {
+        Some((what, line)) => Err(Rejection::FrameworkPatch {
+            path: file.path.into(),
+            line,
+            what,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// A secret of the file (see [`crate::secrets::shapes`]) that occurs less
+/// often after the change, or a placeholder that stands for no secret the
+/// file had: a reply that changes a secret's value or drops it.
+fn secret_changed(file: &ChangedFile<'_>, _: &ReviewContext<'_>) -> Result<(), Rejection> {
+    let (before, after) = (file.before_text(), file.after_text());
+    for found in crate::secrets::shapes::find(before) {
+        let value = &before[found.start..found.end];
+        if after.matches(value).count() < before.matches(value).count() {
+            let line = before[..found.start].matches('\n').count() + 1;
+            return Err(Rejection::SecretChanged {
+                path: file.path.into(),
+                what: format!(
+                    "the {} on line {line}",
+                    crate::secrets::shapes::label(found.kind)
+                ),
+            });
+        }
+    }
+    let known = crate::secrets::placeholders_in(before);
+    for placeholder in crate::secrets::placeholders_in(after) {
+        if !known.contains(&placeholder) {
+            return Err(Rejection::SecretChanged {
+                path: file.path.into(),
+                what: format!(
+                    "the placeholder `{placeholder}`, which stands for no secret of this file"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
 #[cfg(test)]
 mod tests {
     use super::top_level_name;

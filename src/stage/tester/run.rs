@@ -117,7 +117,7 @@ pub fn rerun(
 }
 
 /// The run's limits with the short per-test timeout of generated tests.
-fn case_limits(limits: Limits) -> TestLimits {
+pub(super) fn case_limits(limits: Limits) -> TestLimits {
     TestLimits {
         run: limits.tests,
         case: Some(

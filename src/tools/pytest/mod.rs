@@ -19,6 +19,11 @@
 //! timeouts are all values in the [`TestRun`]; only a pytest that cannot be
 //! started, or a cancel, is an `Err`.
 //!
+//! The code under test runs in pytest's process, so the junit XML and the
+//! results stream are checked against each other and against the digest
+//! the plugin writes last before the process ends ([`trust`]): results
+//! changed after pytest wrote them count as errors, never as passes.
+//!
 //! [`run_only`] runs chosen tests: their node ids go to the plugin in a
 //! file in the cell (`--swarm-only`, no command-line limits or quoting), the
 //! plugin deselects the others after writing every collected id.
@@ -30,6 +35,7 @@ pub(crate) mod config;
 mod links;
 mod results;
 pub mod symptoms;
+mod trust;
 
 use super::junit::parse_junit;
 use super::process::{cap_text, Ending, ProcessBuilder, ProcessOutput};
@@ -244,7 +250,14 @@ fn read_cases(
 ) -> Vec<TestCase> {
     let mut cases = match std::fs::read_to_string(&files.junit) {
         Ok(xml) => match parse_junit(&xml, root) {
-            Ok(cases) => Some(cases),
+            Ok(mut cases) => {
+                let stream = std::fs::read_to_string(&files.results).ok();
+                if let Some(why) = trust::distrust(xml.as_bytes(), &cases, stream.as_deref()) {
+                    output.push_str(&format!("\n[swarm] {why}: the results are not trusted"));
+                    trust::refuse(&mut cases, &why);
+                }
+                Some(cases)
+            }
             Err(e) => {
                 output.push_str(&format!("\n[swarm] {e}"));
                 None

@@ -24,12 +24,21 @@ but the standard library and pytest.
   whole-run limit, so the test that was running then still gets a stack.
 * Benchmarks (pytest-benchmark, pytest-codspeed) run as plain tests, once
   and untimed: a Judge pass checks that they pass, not how fast.
+* The results out of reach of the code under test: once pytest has written
+  its junit XML, the results file gets an ``end`` event with the XML's
+  sha256 and the exit status, and the process ends right there
+  (``os._exit``): no ``atexit`` handler, finalizer or thread of the code
+  under test runs after the tests to rewrite either file. swarm refuses
+  results whose XML does not match the ``end`` event, that have lines after
+  it, or whose XML says passed where the stream says otherwise.
 """
 
 import faulthandler
+import hashlib
 import json
 import os
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -171,6 +180,8 @@ class SwarmPlugin:
         self.guard = _Guard(config.getoption("swarm_case_timeout") or 0.0, str(rootdir))
         self._stack_file = None
         self._deadline = config.getoption("swarm_run_deadline") or 0.0
+        self.session = None
+        self.ended = False
         path = config.getoption("swarm_stack_file")
         if path and self._deadline > 0:
             self._stack_file = open(path, "w", encoding="utf-8")
@@ -189,6 +200,26 @@ class SwarmPlugin:
         left -= min(1.0, left * 0.1)
         if left > 0:
             faulthandler.dump_traceback_later(left, repeat=False, file=self._stack_file)
+
+    def pytest_sessionstart(self, session):
+        self.session = session
+
+    # Last, so pytest's junit XML is written: its digest goes into the
+    # stream, which ends there.
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session, exitstatus):
+        self.session = session
+        path = getattr(session.config.option, "xmlpath", None)
+        digest = None
+        if path:
+            try:
+                with open(path, "rb") as xml:
+                    digest = hashlib.sha256(xml.read()).hexdigest()
+            except OSError:
+                digest = None
+        self.results.write(event="end", exitstatus=int(session.exitstatus),
+                           junit_sha256=digest)
+        self.ended = True
 
     def close(self):
         if self._stack_file is not None:
@@ -296,7 +327,26 @@ def pytest_configure(config):
     config.pluginmanager.register(SwarmPlugin(config), "swarm-guard")
 
 
+# Last of all: the results are written, nothing of the code under test may
+# run after them.
+@pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
     plugin = config.pluginmanager.get_plugin("swarm-guard")
-    if plugin is not None:
-        plugin.close()
+    if plugin is None:
+        return
+    plugin.close()
+    session = plugin.session
+    if not plugin.ended or session is None:
+        return
+    capman = config.pluginmanager.getplugin("capturemanager")
+    if capman is not None:
+        try:
+            capman.stop_global_capturing()
+        except Exception:  # pylint: disable=broad-except
+            pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # pylint: disable=broad-except
+            pass
+    os._exit(int(session.exitstatus))

@@ -234,10 +234,12 @@ fn provider_faults_mid_run_are_retried_and_a_truncated_diff_is_never_applied() {
     let start = fx.repo.head();
     let good = crate::support::fixture::good_model("single_module", "");
     let count = AtomicUsize::new(0);
+    // Requests: the plan (429, then answered), the held-out tests, then the
+    // fix (503, then cut off, then asked again).
     let server = LlmServer::start(move |req| match count.fetch_add(1, Ordering::SeqCst) {
         0 => Reply::status(429, "slow down").with_header("Retry-After", "1"),
-        2 => Reply::html(503, "Service Unavailable"),
-        3 => {
+        3 => Reply::html(503, "Service Unavailable"),
+        4 => {
             // The good diff, cut off halfway, flagged as truncated.
             let full =
                 crate::support::fixture::good_model_reply("single_module", "", &prompt_of(req));
@@ -252,8 +254,8 @@ fn provider_faults_mid_run_are_retried_and_a_truncated_diff_is_never_applied() {
         .iter()
         .filter(|e| e["details"]["kind"] == "llm_call")
         .collect();
-    assert_eq!(calls[1]["details"]["finish"], "length", "{}", calls[1]);
-    assert!(calls[2]["details"]["input_prompt"]
+    assert_eq!(calls[2]["details"]["finish"], "length", "{}", calls[2]);
+    assert!(calls[3]["details"]["input_prompt"]
         .as_str()
         .unwrap()
         .contains("cut off"));

@@ -451,14 +451,15 @@ fn killed_during_the_plan_call() {
 
 #[test]
 fn killed_during_a_fix_call() {
-    let delivered = kill_and_recover(Point::Request(1));
+    // Request 1 asks for the held-out tests; request 2 for the fix.
+    let delivered = kill_and_recover(Point::Request(2));
     assert!(!delivered, "nothing is delivered before the fast-forward");
 }
 
 #[test]
 fn killed_while_reviewing_and_applying() {
     let delivered = kill_and_recover(Point::AfterReply {
-        index: 1,
+        index: 2,
         after: Duration::from_millis(30),
     });
     assert!(!delivered, "nothing is delivered before the fast-forward");

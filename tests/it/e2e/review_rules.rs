@@ -245,14 +245,16 @@ fn a_reply_that_is_not_utf8_is_refused_with_its_reason_never_committed() {
         "an unreadable reply is not a model failure: {stderr}"
     );
     assert_ne!(summary_of(&out.stdout)["stop_reason"], "model_failure");
-    // Each round asked once and, after the unreadable reply, once again.
-    assert_eq!(server.requests().len(), 1 + 2 * 2);
+    // The plan, the held-out tests (asked once, before the rounds, and as
+    // unreadable), then each round asked once and, after the unreadable
+    // reply, once again.
+    assert_eq!(server.requests().len(), 1 + 1 + 2 * 2);
     let log = fx.log();
     let unreadable: Vec<&Value> = log
         .iter()
         .filter(|e| e["details"]["kind"] == "llm_call" && e["status"] == "FAILURE")
         .collect();
-    assert_eq!(unreadable.len(), 4);
+    assert_eq!(unreadable.len(), 1 + 4);
     for entry in &unreadable {
         let error = entry["details"]["error"].as_str().unwrap();
         assert!(
@@ -274,9 +276,15 @@ fn after_a_reply_that_is_not_utf8_the_model_is_asked_again_and_its_answer_is_use
     let fx = FixtureRepo::new("single_module");
     let start = fx.repo.head();
     let fixes = AtomicUsize::new(0);
-    let server = plan_then_answer(move |req| match fixes.fetch_add(1, Ordering::SeqCst) {
-        0 => not_utf8(&garbled_fix()),
-        _ => Reply::text_for(req, &good_model_reply("single_module", "", &prompt_of(req))),
+    let server = plan_then_answer(move |req| {
+        let prompt = prompt_of(req);
+        if prompt.starts_with("Write held-out pytest tests") {
+            return Reply::text_for(req, "No held-out tests.");
+        }
+        match fixes.fetch_add(1, Ordering::SeqCst) {
+            0 => not_utf8(&garbled_fix()),
+            _ => Reply::text_for(req, &good_model_reply("single_module", "", &prompt)),
+        }
     });
     let out = run_openai(&fx, &server, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -284,11 +292,12 @@ fn after_a_reply_that_is_not_utf8_the_model_is_asked_again_and_its_answer_is_use
     assert_eq!(summary_of(&out.stdout)["status"], "success");
     assert_ne!(fx.repo.head(), start);
     assert_eq!(fx.repo.read("stats.py"), stats("fixed"));
-    // The second request is the same prompt, asked again with the reason.
+    // After the plan and the held-out tests, the fix request is the same
+    // prompt asked again with the reason.
     let requests = server.requests();
-    let again = requests[2].body_text();
+    let again = requests[3].body_text();
     assert!(again.contains("not valid UTF-8"), "{again}");
-    assert_eq!(prompt_of(&requests[2]), prompt_of(&requests[1]));
+    assert_eq!(prompt_of(&requests[3]), prompt_of(&requests[2]));
     let history = fx.repo.git(&["log", "--all", "-p"]);
     assert!(
         !history.contains('\u{fffd}'),

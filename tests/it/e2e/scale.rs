@@ -162,7 +162,11 @@ fn the_fixer_follows_a_package_re_export_to_the_module_that_defines_the_name() {
         .collect();
     assert_eq!(
         kinds,
-        vec![RequestKind::Plan, RequestKind::FixBuggy],
+        vec![
+            RequestKind::Plan,
+            RequestKind::HeldOut,
+            RequestKind::FixBuggy
+        ],
         "requests: {:?}",
         first_lines(&server)
     );
@@ -195,6 +199,7 @@ fn a_reply_that_finds_nothing_to_change_is_not_asked_again() {
             RequestKind::FixOther => {
                 "NO CHANGE: the names in this module are already clear.".to_string()
             }
+            RequestKind::HeldOut => "No held-out tests.".to_string(),
         };
         Reply::text_for(request, &text)
     });

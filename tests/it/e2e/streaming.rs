@@ -18,6 +18,8 @@ use crate::support::llm_server::{
 };
 
 const PLAN_PROMPT: &str = "Write a refactoring plan";
+/// How the Tester's request for held-out tests starts.
+const HELD_OUT_PROMPT: &str = "Write held-out pytest tests";
 
 /// A good model for single_module that streams every reply in `pieces`
 /// pieces `pause` apart, and remembers the text of each reply it sent.
@@ -87,8 +89,15 @@ fn a_reply_streaming_longer_than_the_llm_timeout_completes() {
     let out = run_openai(&fx, &server, &["--llm-timeout", "2"]);
     assert_fixed_and_delivered(&fx, &out, &start);
     let requests = server.requests();
-    assert!(began.elapsed() > Duration::from_secs(8), "two slow replies");
-    assert_eq!(requests.len(), 2, "a plan and a fix, none sent again");
+    assert!(
+        began.elapsed() > Duration::from_secs(8),
+        "three slow replies"
+    );
+    assert_eq!(
+        requests.len(),
+        3,
+        "a plan, the held-out tests and a fix, none sent again"
+    );
     for request in &requests {
         let body = request.body_json();
         assert_eq!(body["stream"], Value::Bool(true));
@@ -98,7 +107,7 @@ fn a_reply_streaming_longer_than_the_llm_timeout_completes() {
     let summary = summary_of(&out.stdout);
     assert_eq!(
         summary["tokens"]["output"],
-        Value::from(2 * REPLY_OUTPUT_TOKENS),
+        Value::from(3 * REPLY_OUTPUT_TOKENS),
         "usage read from the stream: {summary}"
     );
 }
@@ -169,7 +178,7 @@ fn a_reply_streaming_past_the_max_time_is_cut_off_and_asked_for_a_shorter_one() 
     let server = LlmServer::start(move |req| {
         let prompt = prompt_of(req);
         let text = good_model_reply("single_module", &target, &prompt);
-        if prompt.starts_with(PLAN_PROMPT) {
+        if prompt.starts_with(PLAN_PROMPT) || prompt.starts_with(HELD_OUT_PROMPT) {
             return Reply::stream_for(req, &text, 4, Duration::from_millis(10));
         }
         let mut fixes = counter.lock().unwrap();
@@ -188,7 +197,10 @@ fn a_reply_streaming_past_the_max_time_is_cut_off_and_asked_for_a_shorter_one() 
     let requests: Vec<RecordedRequest> = server
         .requests()
         .into_iter()
-        .filter(|req| !prompt_of(req).starts_with(PLAN_PROMPT))
+        .filter(|req| {
+            let prompt = prompt_of(req);
+            !prompt.starts_with(PLAN_PROMPT) && !prompt.starts_with(HELD_OUT_PROMPT)
+        })
         .collect();
     assert_eq!(requests.len(), 2, "the cut-off fix and one follow-up");
     assert_ne!(

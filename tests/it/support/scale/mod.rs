@@ -127,6 +127,8 @@ pub enum RequestKind {
     FixBuggy,
     /// A fix request for any other file.
     FixOther,
+    /// The Tester's request for held-out tests (of the buggy module).
+    HeldOut,
 }
 
 impl ScaleProject {
@@ -145,6 +147,8 @@ impl ScaleProject {
         let first_line = user.lines().next().unwrap_or_default();
         if system.contains("Auditor") || first_line.contains("refactoring plan") {
             RequestKind::Plan
+        } else if first_line.starts_with("Write held-out pytest tests") {
+            RequestKind::HeldOut
         } else if first_line.contains(&format!("`{}`", self.buggy_path)) {
             RequestKind::FixBuggy
         } else {
@@ -158,6 +162,7 @@ impl ScaleProject {
             RequestKind::Plan => self.plan(),
             RequestKind::FixBuggy => self.fix_reply(),
             RequestKind::FixOther => "This file looks fine as it is; no change is needed.".into(),
+            RequestKind::HeldOut => "No held-out tests.".into(),
         }
     }
 
