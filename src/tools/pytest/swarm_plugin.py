@@ -344,6 +344,15 @@ def pytest_unconfigure(config):
             capman.stop_global_capturing()
         except Exception:  # pylint: disable=broad-except
             pass
+    # The import guard (when swarm put one in this process) says where the
+    # project's modules came from at exit, and os._exit runs no atexit
+    # handler: it says so now.
+    guard = sys.modules.get("_swarm_worktree")
+    if guard is not None:
+        try:
+            guard.report_now()
+        except Exception:  # pylint: disable=broad-except
+            pass
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

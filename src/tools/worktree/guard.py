@@ -270,6 +270,15 @@ class _WorktreeFinder:
         self.guard._entries = (None, [])
 
 
+def report_now():
+    """Writes the guard's report now: for a process that ends with
+    ``os._exit`` (swarm's pytest plugin does, once the results are
+    written), where no ``atexit`` handler runs."""
+    guard = _STATE["guard"]
+    if guard is not None:
+        guard.write_report()
+
+
 def install():
     """Installs the guard once, from the configuration beside this file;
     the guard (None without a configuration)."""

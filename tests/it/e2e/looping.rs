@@ -17,6 +17,10 @@ use crate::support::llm_server::{LlmServer, RecordedRequest, Reply};
 use crate::support::repo::TestRepo;
 
 const PLAN_PROMPT: &str = "Write a refactoring plan";
+/// The Tester's request for held-out tests, asked once before the fixes:
+/// these models write none.
+const HELD_OUT_PROMPT: &str = "Write held-out pytest tests";
+const NO_HELD_OUT: &str = "No held-out tests.";
 /// What the looping model says over and over.
 const LOOP_UNIT: &str = "import test_stats_mean_is_case_insensitive; ";
 /// Pieces of the looping reply, one `LOOP_PAUSE` apart: two minutes of
@@ -36,6 +40,9 @@ fn looping_model(fx: &FixtureRepo) -> (LlmServer, Arc<Mutex<Vec<RecordedRequest>
         let good = good_model_reply("single_module", &target, &prompt);
         if prompt.starts_with(PLAN_PROMPT) {
             return Reply::stream_for(req, &good, 4, Duration::from_millis(10));
+        }
+        if prompt.starts_with(HELD_OUT_PROMPT) {
+            return Reply::stream_for(req, NO_HELD_OUT, 1, Duration::from_millis(10));
         }
         let mut fixes = seen.lock().expect("not poisoned");
         fixes.push(req.clone());
@@ -194,6 +201,9 @@ fn a_plain_reply_that_looped_to_the_cap_is_not_fed_back_either() {
         if prompt.starts_with(PLAN_PROMPT) {
             return Reply::openai_text(&good);
         }
+        if prompt.starts_with(HELD_OUT_PROMPT) {
+            return Reply::openai_text(NO_HELD_OUT);
+        }
         let mut fixes = seen.lock().expect("not poisoned");
         fixes.push(req.clone());
         if fixes.len() > 1 {
@@ -269,6 +279,8 @@ fn a_diff_that_repeats_for_a_reason_is_applied() {
             "# Refactoring plan\n\n## squares.py\n\n- **Type**: bug\n  **Location**: `SQUARES`\n  \
              **Description**: rows past 99 are off by one.\n"
                 .to_string()
+        } else if prompt.starts_with(HELD_OUT_PROMPT) {
+            NO_HELD_OUT.to_string()
         } else {
             reply.clone()
         };
@@ -287,6 +299,7 @@ fn a_diff_that_repeats_for_a_reason_is_applied() {
         .requests()
         .iter()
         .filter(|r| !prompt_of(r).starts_with(PLAN_PROMPT))
+        .filter(|r| !prompt_of(r).starts_with(HELD_OUT_PROMPT))
         .count();
     assert_eq!(fix_requests, 1, "read whole, applied at once");
 }

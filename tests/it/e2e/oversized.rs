@@ -61,13 +61,18 @@ fn diff(before: &str, after: &str) -> String {
     format!("Here is the reference solution.\n\n```diff\n{body}```\n")
 }
 
-/// A model that writes [`PLAN`] and answers the n-th fix request with
-/// `fixes[n]` (the last one from then on), as a diff of the text shown.
+/// A model that writes [`PLAN`], no held-out tests, and answers the n-th
+/// fix request with `fixes[n]` (the last one from then on), as a diff of
+/// the text shown.
 fn model(fixes: Vec<String>) -> LlmServer {
+    let asked_before = std::sync::atomic::AtomicUsize::new(0);
     LlmServer::start(move |req| {
         let prompt = prompt_of(req);
         if prompt.starts_with("Write a refactoring plan") {
             return Reply::stream_for(req, PLAN, 3, Duration::ZERO);
+        }
+        if prompt.starts_with("Write held-out pytest tests") {
+            return Reply::stream_for(req, "No held-out tests.", 1, Duration::ZERO);
         }
         let asked = prompt.matches("Fix and improve `").count();
         assert_eq!(asked, 1, "one file per request");
@@ -76,7 +81,9 @@ fn model(fixes: Vec<String>) -> LlmServer {
         } else {
             BUGGY
         };
-        let n = req.index.saturating_sub(1).min(fixes.len() - 1);
+        let n = asked_before
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            .min(fixes.len() - 1);
         Reply::stream_for(req, &diff(shown, &fixes[n]), 5, Duration::ZERO)
     })
 }
