@@ -13,6 +13,7 @@ fuzz_target!(|data: &[u8]| {
     let ctx = ReplyContext {
         target_prefix: "proj".into(),
         requested: vec!["pkg/app.py".into()],
+        language: swarm::lang::code_language(&["pkg/app.py".to_string()]),
     };
     if let Ok(edits) = parse_reply(reply, &ctx) {
         // Use the reply itself as the current file text: arbitrary bytes.
