@@ -7,13 +7,13 @@
 //! Most of the wall time is pytest, pylint and the public-name check; the
 //! requests and characters say what a directive costs in model calls.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
-use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+#[path = "support/loopback.rs"]
+mod loopback;
+use loopback::{git, serve, Seen};
 
 const RUNS: usize = 3;
 
@@ -81,82 +81,6 @@ const PLAN: &str = "```json\n{\"tasks\": [{\"title\": \"Split textkit into a pac
     \"preserving\", \"delete\": [\"textkit.py\"], \"create\": [\"textkit/__init__.py\", \
     \"textkit/clean.py\", \"textkit/count.py\", \"textkit/shape.py\"]}]}\n```\n";
 
-/// What the loopback model saw.
-#[derive(Default)]
-struct Seen {
-    requests: AtomicUsize,
-    prompt_chars: AtomicUsize,
-}
-
-/// Serves OpenAI chat completions on a loopback port until the process ends.
-fn serve(split: String, seen: Arc<Seen>) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
-    let address = listener.local_addr().expect("a bound address");
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let mut reader = BufReader::new(stream.try_clone().expect("clone the stream"));
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                let lower = line.to_ascii_lowercase();
-                if let Some(v) = lower.strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; length];
-            let _ = reader.read_exact(&mut body);
-            let request: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-            let mut chars = 0;
-            let mut first_user = String::new();
-            for m in request["messages"].as_array().into_iter().flatten() {
-                let text = m["content"].as_str().unwrap_or_default();
-                chars += text.chars().count();
-                if m["role"] == "user" && first_user.is_empty() {
-                    first_user = text.to_string();
-                }
-            }
-            seen.requests.fetch_add(1, Ordering::SeqCst);
-            seen.prompt_chars.fetch_add(chars, Ordering::SeqCst);
-            let text = if first_user.starts_with("Plan the user's") {
-                PLAN.to_string()
-            } else if first_user.contains("`textkit/__init__.py` does not exist yet") {
-                split.clone()
-            } else {
-                "TASK DONE".to_string()
-            };
-            let reply = serde_json::json!({
-                "id": "bench", "object": "chat.completion", "created": 0, "model": "bench",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                             "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": chars / 4, "completion_tokens": text.len() / 4,
-                          "total_tokens": (chars + text.len()) / 4},
-            })
-            .to_string();
-            let mut stream = reader.into_inner();
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
-                reply.len()
-            );
-        }
-    });
-    format!("http://{address}/v1")
-}
-
-fn git(dir: &Path, home: &Path, args: &[&str]) {
-    let status = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("HOME", home)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .expect("git runs");
-    assert!(status.status.success(), "git {args:?} failed");
-}
-
 /// One directive run on a fresh repository: (wall time, requests, prompt characters).
 fn run_once(module: &str, split: &str) -> (Duration, usize, usize) {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -176,7 +100,17 @@ fn run_once(module: &str, split: &str) -> (Duration, usize, usize) {
     git(&repo, &home, &["add", "-A"]);
     git(&repo, &home, &["commit", "--quiet", "-m", "baseline"]);
     let seen = Arc::new(Seen::default());
-    let base = serve(split.to_string(), Arc::clone(&seen));
+    let split = split.to_string();
+    let answer = move |first_user: &str| {
+        if first_user.starts_with("Plan the user's") {
+            PLAN.to_string()
+        } else if first_user.contains("`textkit/__init__.py` does not exist yet") {
+            split.clone()
+        } else {
+            "TASK DONE".to_string()
+        }
+    };
+    let base = serve(answer, Arc::clone(&seen));
     let started = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_swarm"))
         .args([
@@ -211,11 +145,8 @@ fn run_once(module: &str, split: &str) -> (Duration, usize, usize) {
         repo.join("textkit/clean.py").is_file(),
         "the split was not delivered"
     );
-    (
-        wall,
-        seen.requests.load(Ordering::SeqCst),
-        seen.prompt_chars.load(Ordering::SeqCst),
-    )
+    let (requests, chars) = seen.counts();
+    (wall, requests, chars)
 }
 
 fn main() {

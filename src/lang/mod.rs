@@ -191,17 +191,26 @@ pub fn configures_runner(rel: &str) -> bool {
     of(rel).is_none_or(|l| l.configures_runner(rel))
 }
 
-/// The whole-file runner configuration `rel` is, by any language.
-pub fn runner_config_file(rel: &str) -> Option<String> {
-    LANGUAGES.iter().find_map(|l| l.runner_config_file(rel))
+/// The whole-file runner configuration `rel` is, by any language, with
+/// the runner it configures.
+pub fn runner_config_file(rel: &str) -> Option<(String, &'static str)> {
+    LANGUAGES.iter().find_map(|l| {
+        l.runner_config_file(rel)
+            .map(|part| (part, l.test_runner()))
+    })
 }
 
 /// The part of a runner's configuration a change to `rel` alters, by any
-/// language.
-pub fn runner_config_change(rel: &str, before: &str, after: &str) -> Option<String> {
-    LANGUAGES
-        .iter()
-        .find_map(|l| l.runner_config_change(rel, before, after))
+/// language, with the runner it configures.
+pub fn runner_config_change(
+    rel: &str,
+    before: &str,
+    after: &str,
+) -> Option<(String, &'static str)> {
+    LANGUAGES.iter().find_map(|l| {
+        l.runner_config_change(rel, before, after)
+            .map(|part| (part, l.test_runner()))
+    })
 }
 
 /// Whether any language counts the path as its linter's configuration.

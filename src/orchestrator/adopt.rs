@@ -99,7 +99,10 @@ fn type_errors_note(best: &Snapshot, new: &Snapshot) -> String {
     let shown: Vec<String> = added
         .iter()
         .take(5)
-        .map(|m| format!("{}:{} {} {}", m.path, m.line, m.symbol, m.message))
+        .map(|m| {
+            let text = m.message.trim_end_matches('.');
+            format!("{}:{} {} {text}", m.path, m.line, m.symbol)
+        })
         .collect();
     format!("; adds {} type error(s): {}", added.len(), shown.join("; "))
 }

@@ -176,6 +176,10 @@ fn open_log(config: &RunConfig, notice: &dyn Fn(String)) -> Result<ExperimentLog
     Ok(log)
 }
 
+/// What [`start_workspace`] makes: the interpreter's tools, the worktree,
+/// the sandbox, and the other languages' suites prepared in the worktree.
+pub(crate) type Started = (Toolchain, RunWorkspace, Sandbox, Vec<Box<dyn lang::Suite>>);
+
 /// The toolchain of the target's languages, the run's worktree at HEAD and the sandbox confining
 /// the tools to it. The worktree is checked out while the interpreter is
 /// probed; when the tools cannot be had, the worktree and its run branch
@@ -186,7 +190,7 @@ pub(crate) fn start_workspace(
     suites: lang::FoundSuites,
     events: &dyn EventSink,
     cancel: &Cancel,
-) -> Result<(Toolchain, RunWorkspace, Sandbox, Vec<Box<dyn lang::Suite>>), SwarmError> {
+) -> Result<Started, SwarmError> {
     let notice = |message: String| events.emit(Event::Notice { message });
     let planned =
         RunWorkspace::planned_path(&opened.repo, &opened.worktrees_root, &opened.scope.run_id)?;

@@ -207,7 +207,7 @@ fn ctx() -> ReplyContext {
     ReplyContext {
         target_prefix: "proj".into(),
         requested: vec!["pkg/app.py".into()],
-        language: swarm::lang::code_language(&[]),
+        language: swarm::lang::code_language(&["pkg/app.py".to_string()]),
     }
 }
 

@@ -95,12 +95,15 @@ fn load_case(dir: &Path) -> Case {
         Ok(text) => toml::from_str(&text).unwrap_or_else(|e| panic!("{name}: case.toml: {e}")),
         Err(_) => CaseToml::default(),
     };
+    let requested: Vec<String> = config
+        .requested
+        .unwrap_or_else(|| files.keys().cloned().collect());
+    // The fence tags of the requested files' languages, as the Fixer reads
+    // a reply.
     let ctx = ReplyContext {
         target_prefix: config.target_prefix.unwrap_or_default(),
-        requested: config
-            .requested
-            .unwrap_or_else(|| files.keys().cloned().collect()),
-        language: swarm::lang::code_language(&[]),
+        language: swarm::lang::code_language(&requested),
+        requested,
     };
     let expect = if let Ok(text) = fs::read_to_string(dir.join("expected_error.txt")) {
         Expect::Error(

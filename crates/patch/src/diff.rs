@@ -253,7 +253,11 @@ fn parse_hunk(lines: &[&str], start: usize, header: Option<&str>, origin: Origin
         if origin == Origin::Bare {
             let satisfied = counts.is_some_and(|(o, n)| old_seen >= o && new_seen >= n);
             let blank = line.trim().is_empty();
-            if (blank && (satisfied || next_is_prose(lines, j)))
+            let prose = || {
+                next_is_prose(lines, j)
+                    && !counts.is_some_and(|c| counts_fit(lines, j, (old_seen, new_seen), c))
+            };
+            if (blank && (satisfied || prose()))
                 || (!blank && !is_body_line(line) && (counts.is_none() || satisfied))
             {
                 break;
@@ -311,6 +315,43 @@ fn parse_hunk(lines: &[&str], start: usize, header: Option<&str>, origin: Origin
         new_no_eol,
     };
     (hunk, j)
+}
+
+/// Whether reading `lines` from `j` as hunk body (a line without a marker
+/// as context, as a model that dropped context markers writes it) reaches
+/// the header's counts `(old, new)` exactly, from `seen` lines so far,
+/// before anything that ends a hunk and with a line that changes
+/// something: then a blank line at `j` is the hunk's, not the end of it.
+fn counts_fit(lines: &[&str], j: usize, seen: (usize, usize), (old, new): (usize, usize)) -> bool {
+    let (mut o, mut n) = seen;
+    let mut changes = false;
+    for (k, line) in lines.iter().enumerate().skip(j) {
+        if ends_hunk(lines, k) {
+            return false;
+        }
+        match line.chars().next() {
+            Some('\\') => continue,
+            Some('+') => {
+                n += 1;
+                changes = true;
+            }
+            Some('-') => {
+                o += 1;
+                changes = true;
+            }
+            _ => {
+                o += 1;
+                n += 1;
+            }
+        }
+        if o == old && n == new {
+            return changes;
+        }
+        if o > old || n > new {
+            return false;
+        }
+    }
+    false
 }
 
 /// In prose, true when the paragraph after the blank line `j` is not diff
@@ -386,6 +427,19 @@ mod tests {
         let files = parse_diffs(&lines(text), Origin::Bare);
         assert_eq!(files[0].hunks.len(), 1);
         assert_eq!(files[0].hunks[0].lines.len(), 3);
+    }
+
+    #[test]
+    fn bare_hunk_without_context_markers_is_read_to_its_counts() {
+        // Context lines lost their leading space, the first one is blank.
+        let text = "The bug is below.\n\n--- a/pkg/app.py\n+++ b/pkg/app.py\n@@ -23,6 +23,7 @@\n\nx22 = compute(22)\n\n+y_1 = fresh(1)\nx23 = compute(23)\nx24 = compute(24)\n\nThat is all.\n";
+        let files = parse_diffs(&lines(text), Origin::Bare);
+        assert_eq!(files.len(), 1);
+        let hunk = &files[0].hunks[0];
+        assert!(hunk.lines.contains(&HunkLine::Add("y_1 = fresh(1)".into())));
+        assert!(hunk
+            .lines
+            .contains(&HunkLine::Context("x24 = compute(24)".into())));
     }
 
     #[test]

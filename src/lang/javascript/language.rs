@@ -30,10 +30,9 @@ impl Language for JavaScript {
         ".js/.ts"
     }
 
-    /// The runner is the project's (vitest, jest or node's); the log names
-    /// the family.
+    /// The runner is the project's: one of these.
     fn test_runner(&self) -> &'static str {
-        "node test runner"
+        "vitest, jest or node --test"
     }
 
     fn linter(&self) -> &'static str {

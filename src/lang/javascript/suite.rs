@@ -134,6 +134,33 @@ impl Found {
     }
 }
 
+/// The package's folder for the target folder `root`, the target being
+/// `target_in_package` below it.
+fn package_dir(root: &Path, target_in_package: &str) -> PathBuf {
+    let depth = Path::new(target_in_package).components().count();
+    root.ancestors().nth(depth).unwrap_or(root).to_path_buf()
+}
+
+/// A package-relative path as a target-relative one (unchanged when it is
+/// outside the target).
+fn in_target(rel: &str, target_in_package: &str) -> String {
+    if target_in_package.is_empty() {
+        return rel.to_string();
+    }
+    rel.strip_prefix(target_in_package)
+        .and_then(|r| r.strip_prefix('/'))
+        .unwrap_or(rel)
+        .to_string()
+}
+
+/// A target-relative path as a package-relative one.
+fn in_package(rel: &str, target_in_package: &str) -> String {
+    match target_in_package {
+        "" => rel.to_string(),
+        prefix => format!("{prefix}/{rel}"),
+    }
+}
+
 /// The project's runner, eslint and `tsc`, in the run's worktree.
 pub struct NodeSuite {
     found: Found,
@@ -148,31 +175,15 @@ pub struct NodeSuite {
 impl NodeSuite {
     /// The package's folder for the target folder `root` in the worktree.
     fn package_dir(&self, root: &Path) -> PathBuf {
-        let depth = Path::new(&self.found.target_in_package)
-            .components()
-            .count();
-        root.ancestors().nth(depth).unwrap_or(root).to_path_buf()
+        package_dir(root, &self.found.target_in_package)
     }
 
-    /// A package-relative path as a target-relative one (unchanged when it
-    /// is outside the target).
     fn in_target(&self, rel: &str) -> String {
-        let prefix = &self.found.target_in_package;
-        if prefix.is_empty() {
-            return rel.to_string();
-        }
-        rel.strip_prefix(prefix.as_str())
-            .and_then(|r| r.strip_prefix('/'))
-            .unwrap_or(rel)
-            .to_string()
+        in_target(rel, &self.found.target_in_package)
     }
 
-    /// A target-relative path as a package-relative one.
     fn in_package(&self, rel: &str) -> String {
-        match self.found.target_in_package.as_str() {
-            "" => rel.to_string(),
-            prefix => format!("{prefix}/{rel}"),
-        }
+        in_package(rel, &self.found.target_in_package)
     }
 
     /// The runner found.
@@ -255,10 +266,6 @@ impl Suite for NodeSuite {
             cancel,
         )?;
         if let Some(errors) = errors {
-            report.notes.push(format!(
-                "tsc --noEmit: {} type error(s) in the package",
-                errors.len()
-            ));
             let statements = report.messages.len();
             for e in errors {
                 report.messages.push(type_error_message(
@@ -308,5 +315,22 @@ impl Suite for NodeSuite {
             by.push("eslint".to_string());
         }
         by.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_move_between_the_target_and_its_package() {
+        let root = Path::new("/w/run/web/src");
+        assert_eq!(package_dir(root, "src"), Path::new("/w/run/web"));
+        assert_eq!(package_dir(root, ""), root);
+        assert_eq!(in_target("src/a.ts", "src"), "a.ts");
+        assert_eq!(in_target("tests/a.test.ts", "src"), "tests/a.test.ts");
+        assert_eq!(in_target("src/a.ts", ""), "src/a.ts");
+        assert_eq!(in_package("a.ts", "src"), "src/a.ts");
+        assert_eq!(in_package("a.ts", ""), "a.ts");
     }
 }

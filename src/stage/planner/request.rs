@@ -299,9 +299,11 @@ fn head(input: &PlanInput<'_>) -> String {
         .lint_score
         .map(|s| format!("{s:.2}/10"))
         .unwrap_or_else(|| "none".into());
+    let paths: Vec<String> = input.ranked.iter().map(|r| r.path.clone()).collect();
     let _ = writeln!(
         p,
-        "## Facts\n- pylint score: {score}\n- tests: {}\n- source files: {}",
+        "## Facts\n- {} score: {score}\n- tests: {}\n- source files: {}",
+        crate::lang::linters_of(&paths, " and "),
         input.tests_summary,
         input.ranked.len()
     );
@@ -355,8 +357,12 @@ fn section_head(input: &PlanInput<'_>, ranked: &Ranked) -> String {
     {
         let _ = writeln!(
             s,
-            "- pylint {} ({}) line {}: {}",
-            m.message_id, m.symbol, m.line, m.message
+            "- {} {} ({}) line {}: {}",
+            crate::lang::linters_of(std::slice::from_ref(&ranked.path), " and "),
+            m.message_id,
+            m.symbol,
+            m.line,
+            m.message
         );
     }
     s

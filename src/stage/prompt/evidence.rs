@@ -70,7 +70,8 @@ pub(super) fn evidence_text(input: &FixInput<'_>, trim: &Trim) -> String {
         );
     }
     if !input.lint.is_empty() && trim.lint > 0 {
-        p.push_str("\n## pylint messages\n");
+        let linter = crate::lang::linters_of(&[input.path.to_string()], " and ");
+        let _ = writeln!(p, "\n## {linter} messages");
         let mut lint = input.lint.clone();
         if trimmed {
             lint.sort_by_key(|m| m.kind);
@@ -87,7 +88,7 @@ pub(super) fn evidence_text(input: &FixInput<'_>, trim: &Trim) -> String {
             input.lint.len(),
             trim.lint,
             trimmed,
-            "pylint messages",
+            &format!("{linter} messages"),
         );
     }
     history_section(&mut p, input.history, trim);

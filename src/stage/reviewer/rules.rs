@@ -52,10 +52,14 @@ pub enum Rejection {
     StartupFile { path: String },
     /// `part` says what was touched: `conftest.py`, `the [tool:pytest] section`, …
     #[error(
-        "{path}: the change touches {part}, which configures pytest; test configuration \
+        "{path}: the change touches {part}, which configures {runner}; test configuration \
          must not be changed — fix the code under test instead"
     )]
-    TestConfig { path: String, part: String },
+    TestConfig {
+        path: String,
+        part: String,
+        runner: String,
+    },
     #[error("{path} is a test file; tests must not be changed — fix the code under test instead")]
     TestFile { path: String },
     /// The change could not be applied; nothing was changed.
@@ -373,10 +377,11 @@ fn test_config_file(path: &str, ctx: &ReviewContext<'_>) -> Result<(), Rejection
     if ctx.allow_test_edits {
         return Ok(());
     }
-    if let Some(part) = crate::lang::runner_config_file(path) {
+    if let Some((part, runner)) = crate::lang::runner_config_file(path) {
         return Err(Rejection::TestConfig {
             path: path.into(),
             part,
+            runner: runner.into(),
         });
     }
     Ok(())
@@ -397,9 +402,10 @@ fn test_config_content(file: &ChangedFile<'_>, ctx: &ReviewContext<'_>) -> Resul
     }
     let (before, after) = (file.before_text(), file.after_text());
     match crate::lang::runner_config_change(file.path, before, after) {
-        Some(part) => Err(Rejection::TestConfig {
+        Some((part, runner)) => Err(Rejection::TestConfig {
             path: file.path.into(),
             part,
+            runner: runner.into(),
         }),
         None => Ok(()),
     }

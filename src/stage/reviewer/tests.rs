@@ -316,7 +316,8 @@ fn pytest_config_files_are_protected_anywhere_unless_allowed() {
             rejected(fx.review(&reply, false)),
             Rejection::TestConfig {
                 path: path.into(),
-                part: part.into()
+                part: part.into(),
+                runner: "pytest".into(),
             },
             "{path}"
         );
@@ -343,7 +344,8 @@ fn a_plugin_loaded_through_setup_cfg_addopts_is_refused() {
         rejected(fx.review(&reply, false)),
         Rejection::TestConfig {
             path: "setup.cfg".into(),
-            part: "the [tool:pytest] section".into()
+            part: "the [tool:pytest] section".into(),
+            runner: "pytest".into(),
         }
     );
     // The plugin alone is refused as well.
@@ -388,7 +390,8 @@ fn pytest11_entry_points_and_pytest_imports_are_refused() {
         rejected(fx.review(&diff("setup.py", "", setup_py), false)),
         Rejection::TestConfig {
             path: "setup.py".into(),
-            part: "a pytest11 entry point".into()
+            part: "a pytest11 entry point".into(),
+            runner: "pytest".into(),
         }
     );
     let import = format!("import pytest\n{STATS}");
@@ -537,6 +540,7 @@ fn every_rule_has_a_distinct_snake_case_name_and_says_what_to_do() {
         Rejection::TestConfig {
             path: path(),
             part: "conftest.py".into(),
+            runner: "pytest".into(),
         },
         Rejection::TestFile { path: path() },
         Rejection::DoesNotApply(PatchError::Apply("x".into())),

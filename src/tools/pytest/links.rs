@@ -41,6 +41,13 @@ pub(super) fn leading_out(root: &Path, boundary: &Path) -> Vec<PathBuf> {
                 if outside {
                     found.push(path);
                 }
+            } else if kind.is_dir() && entry.file_name() == "node_modules" {
+                // Installed JavaScript dependencies, laid as links to the
+                // user's (pytest never collects there by default): one
+                // entry for the folder, not one per package.
+                if holds_link_out(&path, &boundary) {
+                    found.push(path);
+                }
             } else if kind.is_dir() && entry.file_name() != ".git" {
                 stack.push(path);
             }
@@ -48,6 +55,26 @@ pub(super) fn leading_out(root: &Path, boundary: &Path) -> Vec<PathBuf> {
     }
     found.sort();
     found
+}
+
+/// Whether a dependencies folder holds a link (at its top or in a
+/// `@scope/` folder) leading out of `boundary`.
+fn holds_link_out(dir: &Path, boundary: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let path = entry.path();
+        match entry.file_type() {
+            Ok(kind) if kind.is_symlink() => path
+                .canonicalize()
+                .is_ok_and(|target| !target.starts_with(boundary)),
+            Ok(kind) if kind.is_dir() && entry.file_name().to_string_lossy().starts_with('@') => {
+                holds_link_out(&path, boundary)
+            }
+            _ => false,
+        }
+    })
 }
 
 #[cfg(test)]
@@ -66,5 +93,13 @@ mod tests {
         std::os::unix::fs::symlink("/nonexistent/x", root.join("dangling")).unwrap();
         assert_eq!(leading_out(root, root), vec![root.join("pkg/deep/data")]);
         assert!(leading_out(root, Path::new("/")).is_empty());
+        // Installed dependencies laid as links: the folder, once.
+        std::fs::create_dir_all(root.join("web/node_modules/@scope")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("web/node_modules/@scope/a")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("web/node_modules/b")).unwrap();
+        assert_eq!(
+            leading_out(root, root),
+            vec![root.join("pkg/deep/data"), root.join("web/node_modules")]
+        );
     }
 }
