@@ -53,14 +53,15 @@ impl Printer {
                 s.tests_after.total
             )
         } else {
-            "no tests: result NOT verified by tests (checked: every file compiles and imports, pylint not lower)".into()
+            format!("no tests: result NOT verified by tests (checked: every file compiles and imports, {} not lower)", s.linter)
         };
         let mut out = vec![
             String::new(),
             format!("{} — run {}", first_line(s), s.run_id),
             format!("  tests:    {tests}"),
             format!(
-                "  pylint:   {} -> {}",
+                "  {:<9} {} -> {}",
+                format!("{}:", s.linter),
                 score(s.lint_before),
                 score(s.lint_after)
             ),
@@ -77,8 +78,9 @@ impl Printer {
                     .unwrap_or_default()
             ),
             format!(
-                "  time:     {:.1} s, the Judge (tests and pylint) {:.1} s of it ({:.0}%)",
+                "  time:     {:.1} s, the Judge (tests and {}) {:.1} s of it ({:.0}%)",
                 s.time.seconds,
+                s.linter,
                 s.time.judge_seconds,
                 s.time.judge_percent()
             ),
@@ -239,6 +241,8 @@ impl Printer {
             }
             Event::Audited {
                 files,
+                language,
+                linter,
                 tests_passed,
                 tests_total,
                 no_tests,
@@ -250,7 +254,7 @@ impl Printer {
                     format!("{tests_passed}/{tests_total} tests pass")
                 };
                 format!(
-                    "audit: {files} Python files, {tests}, pylint {}",
+                    "audit: {files} {language} files, {tests}, {linter} {}",
                     score(pylint)
                 )
             }
@@ -281,9 +285,10 @@ impl Printer {
                 verdict,
                 tests,
                 lint_score: pylint,
+                linter,
                 commit,
             } => format!(
-                "  {file}: attempt {attempt} {verdict} — {tests}, pylint {} ({commit})",
+                "  {file}: attempt {attempt} {verdict} — {tests}, {linter} {} ({commit})",
                 score(pylint)
             ),
             Event::ModelProgress { .. }

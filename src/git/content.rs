@@ -79,8 +79,13 @@ pub fn blob_id(content: &[u8]) -> String {
 /// Makes the files of the worktree at `path` exactly those of `commit`:
 /// `git checkout --force` rewrites every file whose content, size, times
 /// or inode differ from what the index recorded, `git clean -ffdx` removes
-/// everything untracked or ignored; HEAD is left detached at `commit`.
-pub(super) fn checkout_exactly(path: &Path, commit: &CommitId) -> Result<(), GitError> {
+/// everything untracked or ignored but the folders `kept` (worktree-relative);
+/// HEAD is left detached at `commit`.
+pub(super) fn checkout_exactly(
+    path: &Path,
+    commit: &CommitId,
+    kept: &[String],
+) -> Result<(), GitError> {
     GitCommand::new(path)
         .arg("-c")
         .arg("submodule.recurse=false")
@@ -90,11 +95,14 @@ pub(super) fn checkout_exactly(path: &Path, commit: &CommitId) -> Result<(), Git
         .arg("--detach")
         .arg(commit.to_string())
         .run()?;
-    GitCommand::new(path)
+    let mut clean = GitCommand::new(path)
         .arg("clean")
         .arg("--quiet")
-        .arg("-ffdx")
-        .run()?;
+        .arg("-ffdx");
+    for folder in kept {
+        clean = clean.arg("-e").arg(format!("/{folder}"));
+    }
+    clean.run()?;
     Ok(())
 }
 
@@ -106,9 +114,17 @@ impl RunWorkspace {
         self.refresh.settle();
         let mut disk = self.disk.lock().unwrap_or_else(|e| e.into_inner());
         disk.trusted = false;
-        checkout_exactly(&self.path, commit)?;
+        checkout_exactly(&self.path, commit, &self.kept)?;
         disk.reset(commit.clone());
         Ok(())
+    }
+
+    /// Keeps the untracked folders `folders` (worktree-relative, `/`) across
+    /// resets: what the run laid in the worktree for its tools (links to
+    /// the user's installed dependencies). Never committed: commits are
+    /// made from proposals, not from the worktree's files.
+    pub fn keep_untracked(&mut self, folders: Vec<String>) {
+        self.kept = folders;
     }
 
     /// Stops vouching for the worktree's files (something ran in it and

@@ -274,6 +274,9 @@ pub struct RunWorkspace {
     disk: std::sync::Mutex<content::DiskState>,
     /// The index refreshed once its checkout's second is over (see `refresh`).
     refresh: refresh::IndexRefresh,
+    /// Untracked folders (worktree-relative) a reset keeps: what the run
+    /// laid there for its tools (see [`RunWorkspace::keep_untracked`]).
+    kept: Vec<String>,
 }
 
 /// What the final step did.

@@ -111,7 +111,7 @@ fn take(path: &Path, admin_dir: &Path, runs_dir: &Path, base: &CommitId) -> Resu
         let _ = discard_spare(runs_dir);
         return Err(error);
     }
-    checkout_exactly(path, base)
+    checkout_exactly(path, base, &[])
 }
 
 /// The worktree at `path` from the spare under `runs_dir` when there is one

@@ -138,6 +138,7 @@ impl RunWorkspace {
             removed: false,
             disk: std::sync::Mutex::new(DiskState::at(base.clone())),
             refresh,
+            kept: Vec::new(),
         })
     }
 

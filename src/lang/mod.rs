@@ -9,16 +9,23 @@
 //! language itself. Adding a language is one folder here and one line in
 //! [`LANGUAGES`].
 //!
-//! Python is registered. JavaScript/TypeScript's pieces live in
-//! [`javascript`], built and tested on their own; they are not registered
-//! yet, so a JS/TS target still stops with "no committed ... files".
-//! Nothing here drives a stage or the loop, and processes run only through
-//! `tools`.
+//! Python and JavaScript/TypeScript are registered. A language whose
+//! tests and linter are not the interpreter's (pytest and pylint, which the
+//! Judge runs itself) also gives a [`Suite`] for a run: found before any
+//! model call ([`FoundSuites::find`]), prepared in the run's worktree, and
+//! asked by the Judge for every state it measures, every suite green for
+//! success. Nothing here drives a stage or the loop, and processes run only
+//! through `tools`.
+
+use std::path::Path;
 
 use crate::pipeline::TargetDir;
 
 pub mod javascript;
 pub mod python;
+pub mod suite;
+
+pub use suite::Suite;
 
 /// The tools a run's languages work with, found once per run: today
 /// Python's interpreter with its pytest and pylint.
@@ -86,11 +93,14 @@ pub trait Language: Sync {
     /// (running programs, evaluating code, the network...); the Reviewer
     /// refuses a proposal that adds one.
     fn dangerous_calls(&self, rel: &str, text: &str) -> Vec<swarm_analysis::DangerousCall>;
+    /// A source file's metrics (lines of code, functions, complexity,
+    /// severity) from its text.
+    fn metrics(&self, rel: &str, text: &str) -> swarm_analysis::FileMetrics;
 }
 
 /// The languages swarm knows, in the order they are tried. Adding one is a
 /// folder beside [`python`] and a line here.
-pub static LANGUAGES: &[&dyn Language] = &[&python::Python];
+pub static LANGUAGES: &[&dyn Language] = &[&python::Python, &javascript::JavaScript];
 
 /// The language a file belongs to by its name, if swarm knows one.
 pub fn of(rel: &str) -> Option<&'static dyn Language> {
@@ -100,6 +110,63 @@ pub fn of(rel: &str) -> Option<&'static dyn Language> {
 /// Whether a path is a source file of a language swarm knows.
 pub fn is_source(rel: &str) -> bool {
     of(rel).is_some()
+}
+
+/// A file's metrics, by its language (Python's reading for a file of none).
+pub fn metrics(rel: &str, text: &str) -> swarm_analysis::FileMetrics {
+    of(rel).unwrap_or(LANGUAGES[0]).metrics(rel, text)
+}
+
+/// The suites of a target's languages beyond the interpreter's, found
+/// before any model call and prepared once the run's worktree exists.
+#[derive(Debug, Default)]
+pub struct FoundSuites {
+    javascript: Option<javascript::suite::Found>,
+}
+
+impl FoundSuites {
+    /// The suites `files` (target-relative sources) of the target `target`
+    /// in the checkout rooted at `checkout` need; `Err` is one line saying
+    /// what to do (install node, install the dependencies).
+    pub fn find(target: &Path, checkout: &Path, files: &[String]) -> Result<Self, String> {
+        Ok(Self {
+            javascript: javascript::suite::find(target, checkout, files)?,
+        })
+    }
+
+    /// Whether any language beyond the interpreter's has a suite here.
+    pub fn is_empty(&self) -> bool {
+        self.javascript.is_none()
+    }
+
+    /// The suites, prepared in the run's worktree (see
+    /// [`javascript::suite::Found::prepare`]).
+    pub fn prepare(
+        self,
+        checkout: &Path,
+        worktree: &Path,
+        cache_dir: Option<&Path>,
+        policy: crate::tools::SandboxPolicy,
+        progress: &dyn Fn(&str),
+        cancel: &crate::cancel::Cancel,
+    ) -> Result<Vec<Box<dyn Suite>>, crate::tools::ToolError> {
+        let mut suites: Vec<Box<dyn Suite>> = Vec::new();
+        if let Some(found) = self.javascript {
+            suites.push(Box::new(
+                found.prepare(checkout, worktree, cache_dir, policy, progress, cancel)?,
+            ));
+        }
+        Ok(suites)
+    }
+}
+
+/// The files among `files` no suite judges: the interpreter's.
+pub fn judged_by_interpreter(suites: &[Box<dyn Suite>], files: &[String]) -> Vec<String> {
+    files
+        .iter()
+        .filter(|f| !suites.iter().any(|s| s.owns(f)))
+        .cloned()
+        .collect()
 }
 
 /// Whether a file's text parses, by its language (a file of no language
@@ -254,7 +321,7 @@ pub fn worded<S: AsRef<str>>(text: &str, files: &[S]) -> String {
 }
 
 /// Every language's test runner and linter, joined by `sep` ("pytest,
-/// pylint").
+/// pylint, node test runner, eslint").
 pub fn tools(sep: &str) -> String {
     LANGUAGES
         .iter()
@@ -263,9 +330,34 @@ pub fn tools(sep: &str) -> String {
         .join(sep)
 }
 
-/// Every language's linter, joined by `sep` ("pylint").
-pub fn linters(sep: &str) -> String {
-    LANGUAGES
+/// The languages of `files`, in registry order; the first registered when
+/// none matches.
+fn present(files: &[String]) -> Vec<&'static dyn Language> {
+    let found: Vec<&'static dyn Language> = LANGUAGES
+        .iter()
+        .copied()
+        .filter(|l| files.iter().any(|f| l.is_source(f)))
+        .collect();
+    if found.is_empty() {
+        vec![LANGUAGES[0]]
+    } else {
+        found
+    }
+}
+
+/// The test runners and linters of the languages of `files`, joined by
+/// `sep` ("pytest and pylint").
+pub fn tools_of(files: &[String], sep: &str) -> String {
+    present(files)
+        .iter()
+        .flat_map(|l| [l.test_runner(), l.linter()])
+        .collect::<Vec<_>>()
+        .join(sep)
+}
+
+/// The linters of the languages of `files`, joined by `sep` ("pylint").
+pub fn linters_of(files: &[String], sep: &str) -> String {
+    present(files)
         .iter()
         .map(|l| l.linter())
         .collect::<Vec<_>>()
@@ -290,10 +382,13 @@ mod tests {
     fn messages_name_every_registered_language() {
         assert_eq!(
             no_sources(std::path::Path::new("/p")),
-            "no committed Python files under /p: point --target_dir at a folder with .py files tracked by git"
+            "no committed Python or JavaScript/TypeScript files under /p: point --target_dir at a folder with .py or .js/.ts files tracked by git"
         );
         assert_eq!(names_of(&["a.py".to_string()]), "Python");
-        assert_eq!(tools(", "), "pytest, pylint");
-        assert_eq!(linters(" and "), "pylint");
+        assert_eq!(tools_of(&["a.py".to_string()], ", "), "pytest, pylint");
+        assert_eq!(linters_of(&["a.py".to_string()], " and "), "pylint");
+        let mixed = ["a.py".to_string(), "web/b.ts".to_string()];
+        assert_eq!(linters_of(&mixed, " and "), "pylint and eslint");
+        assert_eq!(names_of(&mixed), "Python and JavaScript/TypeScript");
     }
 }

@@ -26,6 +26,12 @@ pub enum Event {
     /// The Auditor's baseline.
     Audited {
         files: usize,
+        /// The languages of the files ("Python", "JavaScript/TypeScript").
+        #[serde(default)]
+        language: String,
+        /// Their linters ("pylint", "pylint and eslint").
+        #[serde(default)]
+        linter: String,
         tests_passed: usize,
         tests_total: usize,
         no_tests: bool,
@@ -61,6 +67,9 @@ pub enum Event {
         tests: String,
         #[serde(rename = "pylint")]
         lint_score: Option<f64>,
+        /// The linters the score comes from ("pylint").
+        #[serde(default)]
+        linter: String,
         commit: String,
     },
     /// The model could not give a usable answer for a file.

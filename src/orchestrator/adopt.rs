@@ -21,6 +21,7 @@ pub(super) fn adopt(
     best: Snapshot,
     behaviour: Option<&BehaviourRun>,
     files: Vec<String>,
+    suites: &[Box<dyn crate::lang::Suite>],
 ) {
     let progress = &mut state.progress;
     progress.best = best;
@@ -32,6 +33,12 @@ pub(super) fn adopt(
     if let Some(run) = behaviour {
         for file in change.files.iter().filter(|f| is_importable_module(f)) {
             progress_verified(state, file, run.verification(file));
+        }
+    }
+    for file in &change.files {
+        if let Some(suite) = suites.iter().find(|s| s.owns(file)) {
+            let by = suite.verified_by();
+            progress_verified(state, file, Verification::LanguageTools { tools: by });
         }
     }
     state.facts.files = files;
@@ -82,6 +89,21 @@ fn check_behaviour(
     Ok(BehaviourRun { untested, check })
 }
 
+/// What the Judge tells of the type errors a change adds (`; adds 1 type
+/// error: src/a.ts:3 TS2322 …`), or nothing.
+fn type_errors_note(best: &Snapshot, new: &Snapshot) -> String {
+    let added = crate::pipeline::bar::added_type_errors(&best.lint.messages, &new.lint.messages);
+    if added.is_empty() {
+        return String::new();
+    }
+    let shown: Vec<String> = added
+        .iter()
+        .take(5)
+        .map(|m| format!("{}:{} {} {}", m.path, m.line, m.symbol, m.message))
+        .collect();
+    format!("; adds {} type error(s): {}", added.len(), shown.join("; "))
+}
+
 /// Records what verified the accepted change to `file`.
 fn progress_verified(state: &mut RunState, file: &str, how: Verification) {
     let how = match state.progress.generated.get(file) {
@@ -123,7 +145,7 @@ pub(super) fn beyond_tests(
         return Ok(Beyond {
             verdict,
             behaviour: None,
-            note: String::new(),
+            note: type_errors_note(&state.progress.best, snapshot),
         });
     }
     let behaviour = check_behaviour(cx, ws, state, change, (snapshot, files), stage)?;

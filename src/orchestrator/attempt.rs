@@ -416,6 +416,7 @@ fn judge_and_commit(
         measured.snapshot,
         behaviour.as_ref(),
         files,
+        cx.suites,
     );
     Ok(true)
 }
@@ -451,6 +452,7 @@ fn tell_and_remember(
         verdict,
         tests: format!("{}{note}", result.describe()),
         lint_score: result.lint_score,
+        linter: crate::lang::linters_of(&state.facts.files, " and "),
         commit: commit.short().to_string(),
     });
     let broke = if verdict == Verdict::Regressed {

@@ -138,6 +138,7 @@ fn summary_of(config: &RunConfig, ending: Ending, delivery: Delivery, exit: Exit
         tests_after: count(&state.progress.best),
         lint_before: state.facts.baseline.lint_score,
         lint_after: state.progress.best.lint_score,
+        linter: crate::lang::linters_of(&state.facts.files, " and "),
         iterations: state.progress.iterations,
         attempts: state.progress.commits.len() as u32,
         accepted: state.progress.accepted,

@@ -119,6 +119,8 @@ pub(crate) struct RunContext<'a> {
     pub events: &'a dyn EventSink,
     pub cancel: &'a Cancel,
     pub env: &'a Toolchain,
+    /// The suites of the target's other languages (see [`crate::lang::Suite`]).
+    pub suites: &'a [Box<dyn crate::lang::Suite>],
     /// What every tool process of the run is confined by.
     pub sandbox: &'a Sandbox,
     pub root: &'a std::path::Path,
@@ -139,6 +141,7 @@ impl RunContext<'_> {
             events: self.events,
             stage,
             known: None,
+            suites: self.suites,
         }
     }
 
@@ -317,7 +320,9 @@ pub async fn run(
         None => model,
     };
     let mut opened = setup::open(config, events, cancel).await?;
-    let (env, mut ws, sandbox) = setup::start_workspace(config, &opened, events)?;
+    let found = std::mem::take(&mut opened.suites);
+    let (env, mut ws, sandbox, suites) =
+        setup::start_workspace(config, &opened, found, events, cancel)?;
     let safety = Safety::new(sandbox.report(), crate::harden::report());
     announce(events, &opened, &ws, &safety, model.model());
     let root = match opened.info.target_rel.as_str() {
@@ -332,6 +337,7 @@ pub async fn run(
         events,
         cancel,
         env: &env,
+        suites: &suites,
         sandbox: &sandbox,
         root: &root,
         budget: &budget,

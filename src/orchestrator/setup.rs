@@ -42,6 +42,10 @@ pub(crate) struct Opened {
     /// The repository as it was when the lock was taken.
     pub info: RepoInfo,
     pub log: ExperimentLog,
+    /// The suites of the target's languages beyond the interpreter's,
+    /// found (their tools and installed dependencies checked) before any
+    /// model call; prepared with the worktree.
+    pub suites: lang::FoundSuites,
     /// Where this repository's run worktrees live.
     pub worktrees_root: PathBuf,
     /// Held until the run ends: one run per repository at a time.
@@ -78,6 +82,8 @@ pub(crate) async fn open(
     })?;
     let info = repo.info().clone();
     let (files, submodules) = sources_and_submodules(&repo, &info, &target)?;
+    let suites =
+        lang::FoundSuites::find(&target, &info.root, &files).map_err(SwarmError::invalid)?;
     if let Some(provider) = &config.preflight {
         if let Preflight::Doubtful(note) = crate::llm::preflight(provider).await? {
             notice(note);
@@ -102,6 +108,7 @@ pub(crate) async fn open(
         repo,
         info,
         log,
+        suites,
         worktrees_root,
         _lock: lock,
     })
@@ -176,8 +183,10 @@ fn open_log(config: &RunConfig, notice: &dyn Fn(String)) -> Result<ExperimentLog
 pub(crate) fn start_workspace(
     config: &RunConfig,
     opened: &Opened,
+    suites: lang::FoundSuites,
     events: &dyn EventSink,
-) -> Result<(Toolchain, RunWorkspace, Sandbox), SwarmError> {
+    cancel: &Cancel,
+) -> Result<(Toolchain, RunWorkspace, Sandbox, Vec<Box<dyn lang::Suite>>), SwarmError> {
     let notice = |message: String| events.emit(Event::Notice { message });
     let planned =
         RunWorkspace::planned_path(&opened.repo, &opened.worktrees_root, &opened.scope.run_id)?;
@@ -223,10 +232,24 @@ pub(crate) fn start_workspace(
             (tools, ws)
         })
     });
-    match (tools, ws) {
+    let tools = match (tools, &ws) {
         (Ok((env, sandbox)), Ok(ws)) => {
+            prepare_suites(config, opened, suites, ws, events, cancel).map(|s| (env, sandbox, s))
+        }
+        (tools, _) => tools.map(|(env, sandbox)| (env, sandbox, Vec::new())),
+    };
+    match (tools, ws) {
+        (Ok((env, sandbox, suites)), Ok(mut ws)) => {
             announce_empty_submodules(&ws, &notice);
-            Ok((env, ws, sandbox))
+            ws.keep_untracked(
+                suites
+                    .iter()
+                    .flat_map(|s| s.laid())
+                    .filter_map(|p| p.strip_prefix(ws.path()).ok())
+                    .map(|p| p.to_string_lossy().replace('\\', "/"))
+                    .collect(),
+            );
+            Ok((env, ws, sandbox, suites))
         }
         (Err(e), Ok(ws)) => {
             // Nothing else holds the worktree yet: put it aside again, as
@@ -252,6 +275,37 @@ pub(crate) fn start_workspace(
             Err(error)
         }
     }
+}
+
+/// The suites of the target's other languages, prepared in the run's
+/// worktree with their own sandbox (the same policy, writable the worktree).
+fn prepare_suites(
+    config: &RunConfig,
+    opened: &Opened,
+    suites: lang::FoundSuites,
+    ws: &RunWorkspace,
+    events: &dyn EventSink,
+    cancel: &Cancel,
+) -> Result<Vec<Box<dyn lang::Suite>>, SwarmError> {
+    if suites.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut policy = config.sandbox.clone();
+    policy.writable = vec![ws.path().to_path_buf()];
+    policy.scratch_parent = Some(RunWorkspace::scratch_dir_of(ws.path()));
+    let progress = |m: &str| {
+        events.emit(Event::Notice {
+            message: m.to_string(),
+        })
+    };
+    Ok(suites.prepare(
+        &opened.info.root,
+        ws.path(),
+        config.cache_dir.as_deref(),
+        policy,
+        &progress,
+        cancel,
+    )?)
 }
 
 /// Says which submodules stay empty in the worktree.

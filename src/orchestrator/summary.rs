@@ -162,6 +162,9 @@ pub struct Summary {
     pub lint_before: Option<f64>,
     #[serde(rename = "pylint_after")]
     pub lint_after: Option<f64>,
+    /// The linters the scores come from ("pylint", "eslint", "pylint and
+    /// eslint").
+    pub linter: String,
     pub iterations: u32,
     pub attempts: u32,
     pub accepted: u32,

@@ -114,7 +114,7 @@ impl Bar {
             };
         }
         let (regressed, gained) = tests_or_checks(best, new);
-        if regressed {
+        if regressed || !added_type_errors(&best.lint.messages, &new.lint.messages).is_empty() {
             return Verdict::Regressed;
         }
         let improved = if gained {
@@ -162,6 +162,44 @@ impl Bar {
             Verdict::Kept
         }
     }
+}
+
+/// The `message_id` of a lint message that is a type checker's diagnostic
+/// (its symbol is the checker's code, `TS2322`): a change that adds one is
+/// refused, as a change that does not parse is.
+pub const TYPE_ERROR_KIND: &str = "type error";
+
+/// Whether a lint message is a type checker's diagnostic.
+pub fn is_type_error(message: &LintMessage) -> bool {
+    message.message_id == TYPE_ERROR_KIND
+}
+
+/// The type errors of `after` that `before` does not have, compared by
+/// file, code and text (not line: an edit above an old error moves it),
+/// as many times as they occur.
+pub fn added_type_errors<'a>(
+    before: &[LintMessage],
+    after: &'a [LintMessage],
+) -> Vec<&'a LintMessage> {
+    let mut known: Vec<(&str, &str, &str)> = before
+        .iter()
+        .filter(|m| is_type_error(m))
+        .map(|m| (m.path.as_str(), m.symbol.as_str(), m.message.as_str()))
+        .collect();
+    after
+        .iter()
+        .filter(|m| is_type_error(m))
+        .filter(|m| {
+            let key = (m.path.as_str(), m.symbol.as_str(), m.message.as_str());
+            match known.iter().position(|k| *k == key) {
+                Some(i) => {
+                    known.swap_remove(i);
+                    false
+                }
+                None => true,
+            }
+        })
+        .collect()
 }
 
 /// Whether a pylint message says the code cannot work (import-error,

@@ -46,6 +46,9 @@ pub struct Tools<'a> {
     /// The blob ids of the files whose content on disk is committed: pylint's
     /// cache keys then need not read them (see [`tools::KnownContent`]).
     pub known: Option<&'a tools::KnownContent>,
+    /// The suites of the target's other languages (see [`crate::lang::Suite`]),
+    /// each run beside pytest and pylint and merged into one measurement.
+    pub suites: &'a [Box<dyn crate::lang::Suite>],
 }
 
 impl std::fmt::Debug for Tools<'_> {
@@ -95,43 +98,90 @@ fn measure_linted(
         sandbox,
         lint_cache,
         known,
+        suites,
         ..
     } = tools;
+    // The files pytest and pylint judge; each suite judges its own.
+    let own = crate::lang::judged_by_interpreter(suites, files);
+    let interpreter = !own.is_empty() || suites.is_empty();
     let lint_settings = LintSettings::new(limits.lint);
-    // pytest and pylint are independent: run them side by side.
-    let (run, lint) = std::thread::scope(|scope| {
+    let test_limits = tools::TestLimits {
+        run: limits.tests,
+        case: limits.test_case,
+    };
+    // pytest, pylint and every other suite are independent: run them side
+    // by side.
+    let (run, lint, others) = std::thread::scope(|scope| {
+        let others: Vec<_> = suites
+            .iter()
+            .map(|suite| {
+                scope.spawn(move || {
+                    let mine: Vec<String> =
+                        files.iter().filter(|f| suite.owns(f)).cloned().collect();
+                    let step = tools.step(suite.runner());
+                    let run = suite.test(root, test_limits, cancel)?;
+                    drop(step);
+                    let _step = tools.step(suite.linter());
+                    let lint = suite.lint(root, &mine, limits.lint, cancel)?;
+                    Ok::<_, tools::ToolError>((run, lint))
+                })
+            })
+            .collect();
         let lint = scope.spawn(|| match linted {
             Some(report) => Ok(report),
+            None if !interpreter => Ok(LintReport::default()),
             None => {
                 let _step = tools.step("pylint");
                 tools::run_pylint_on(
                     env,
                     sandbox,
-                    tools::LintTarget { root, files, known },
+                    tools::LintTarget {
+                        root,
+                        files: &own,
+                        known,
+                    },
                     &lint_settings,
                     lint_cache,
                     cancel,
                 )
             }
         });
-        let test_limits = tools::TestLimits {
-            run: limits.tests,
-            case: limits.test_case,
+        let run = if interpreter {
+            let _step = tools.step("pytest");
+            Some(tools::run_pytest_with(
+                env,
+                sandbox,
+                root,
+                test_limits,
+                cancel,
+            ))
+        } else {
+            None
         };
-        let step = tools.step("pytest");
-        let run = tools::run_pytest_with(env, sandbox, root, test_limits, cancel);
-        drop(step);
-        let lint = lint.join().unwrap_or_else(|_| {
-            Err(tools::ToolError::Failed {
-                command: "pylint".into(),
-                message: "the thread running pylint panicked".into(),
-            })
-        });
-        (run, lint)
+        let lint = lint.join().unwrap_or_else(|_| Err(panicked("pylint")));
+        let others: Vec<_> = others
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(panicked("a test runner"))))
+            .collect();
+        (run, lint, others)
     });
-    let (run, lint) = (run?, lint?);
-    let check = if run.no_tests {
-        let sources = sources_of(files);
+    let (mut runs, mut lints) = (Vec::new(), Vec::new());
+    if let Some(run) = run {
+        runs.push(run?);
+        lints.push(lint?);
+    }
+    for other in others {
+        let (run, lint) = other?;
+        runs.push(run);
+        lints.push(lint);
+    }
+    let run = crate::lang::suite::merge_runs(runs);
+    let lint = match lints.len() {
+        1 => lints.remove(0),
+        _ => crate::lang::suite::merge_lints(lints),
+    };
+    let check = if run.no_tests && interpreter {
+        let sources = sources_of(&own);
         let _step = tools.step("import checks (no tests)");
         Some(tools::check_imports(
             env,
@@ -144,7 +194,15 @@ fn measure_linted(
     } else {
         None
     };
-    Ok(assemble(root, files, run, lint, check, baseline))
+    Ok(assemble(root, &own, run, lint, check, baseline))
+}
+
+/// The error of a tool's thread that panicked.
+fn panicked(tool: &str) -> tools::ToolError {
+    tools::ToolError::Failed {
+        command: tool.into(),
+        message: format!("the thread running {tool} panicked"),
+    }
 }
 
 /// The files the import checks import: every Python file but the tests.

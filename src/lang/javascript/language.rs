@@ -2,11 +2,8 @@
 //! tags, syntax check and dangerous calls, from the pieces of this folder
 //! and `swarm_analysis::javascript`.
 //!
-//! Not in [`crate::lang::LANGUAGES`] yet: the stages still run pytest and
-//! pylint to measure a state, so a JS/TS target keeps stopping with "no
-//! committed ... files" until the measurement goes through the boundary
-//! too (`docs/javascript.md`). What is here answers the same questions
-//! Python's implementation answers, and is tested on its own.
+//! Registered in [`crate::lang::LANGUAGES`]; the project's runner, eslint
+//! and `tsc` run through [`super::suite::NodeSuite`].
 
 use crate::lang::Language;
 use crate::pipeline::TargetDir;
@@ -69,7 +66,8 @@ impl Language for JavaScript {
 
     /// Committed sources under the target when a `package.json` is
     /// committed in the target or a folder above it; never dependencies,
-    /// build output, type declarations or minified bundles.
+    /// build output, type declarations, minified bundles, or the runner's
+    /// and the linter's configuration (the harness, never worked on).
     fn sources(&self, tracked: &[String], target: &TargetDir) -> Vec<String> {
         let has_package = tracked.iter().any(|p| {
             let folder = p
@@ -88,7 +86,9 @@ impl Language for JavaScript {
         let mut files: Vec<String> = tracked
             .iter()
             .filter_map(|p| target.relative(p))
-            .filter(|p| is_source_path(p))
+            .filter(|p| {
+                is_source_path(p) && !is_runner_config_name(p) && !self.is_lint_configuration(p)
+            })
             .map(str::to_string)
             .collect();
         files.sort();
@@ -170,6 +170,10 @@ impl Language for JavaScript {
 
     fn dangerous_calls(&self, rel: &str, text: &str) -> Vec<swarm_analysis::DangerousCall> {
         swarm_analysis::javascript::dangerous_calls(rel, text)
+    }
+
+    fn metrics(&self, rel: &str, text: &str) -> swarm_analysis::FileMetrics {
+        swarm_analysis::javascript::analyze(rel, text)
     }
 }
 

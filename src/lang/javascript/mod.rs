@@ -1,5 +1,4 @@
-//! JavaScript and TypeScript, built and tested on their own until the
-//! language boundary is drawn: which targets and files are JS/TS
+//! JavaScript and TypeScript behind the language boundary: which targets and files are JS/TS
 //! ([`project`]), the project's test runner and its command line
 //! ([`runner`]) and reports ([`results`]), eslint ([`lint`]), `tsc`
 //! ([`typecheck`]), the Reviewer's rules ([`rules`]), the user's installed
@@ -7,9 +6,8 @@
 //! `swarm_analysis::javascript`'s.
 //!
 //! The functions here compose those with `tools::node`, which runs node
-//! under the sandbox: [`run_tests`], [`lint_files`], [`type_check`]. Nothing
-//! here is wired into the stages yet; what is pending is in
-//! `docs/javascript.md`.
+//! under the sandbox: [`run_tests`], [`lint_files`], [`type_check`];
+//! [`suite`] is what a run's Judge asks through [`crate::lang::Suite`].
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -29,6 +27,7 @@ pub mod project;
 pub mod results;
 pub mod rules;
 pub mod runner;
+pub mod suite;
 pub mod typecheck;
 
 pub use deps::{lay, LaidDependencies};

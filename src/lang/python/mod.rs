@@ -88,6 +88,10 @@ impl Language for Python {
         swarm_analysis::dangerous_calls(text)
     }
 
+    fn metrics(&self, rel: &str, text: &str) -> swarm_analysis::FileMetrics {
+        swarm_analysis::analyze(rel, text)
+    }
+
     /// `conftest.py`, `pytest.ini` and the other whole-file pytest configs.
     fn runner_config_file(&self, rel: &str) -> Option<String> {
         let name = rel.rsplit('/').next().unwrap_or(rel);

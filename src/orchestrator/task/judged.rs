@@ -79,6 +79,7 @@ pub(super) fn judge_and_commit(
         verdict,
         tests: format!("{}{note}", judged.result.describe()),
         lint_score: judged.result.lint_score,
+        linter: crate::lang::linters_of(&state.facts.files, " and "),
         commit: settled.commit.short().to_string(),
     });
     state.progress.commits.push(commit.clone());
@@ -197,6 +198,14 @@ fn files_after(state: &RunState, change: &Change) -> Vec<String> {
     files
 }
 
+/// The files of the error-class messages `new` gained.
+fn errors_files(best: &Snapshot, new: &Snapshot) -> Vec<String> {
+    crate::pipeline::bar::risen_errors(best, new)
+        .into_iter()
+        .map(|m| m.path.clone())
+        .collect()
+}
+
 /// What the Judge found lost, in one line for the next prompt.
 fn why_regressed(best: &Snapshot, new: &Snapshot) -> String {
     let broke: Vec<String> = crate::stage::prompt::broken_tests(best, new)
@@ -215,7 +224,7 @@ fn why_regressed(best: &Snapshot, new: &Snapshot) -> String {
     if !errors.is_empty() {
         parts.push(format!(
             "new {} errors: {}",
-            crate::lang::linters(" and "),
+            crate::lang::linters_of(&errors_files(best, new), " and "),
             errors.join("; ")
         ));
     }

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::tools::KnownContent;
-use swarm_analysis::{self as analysis, FileMetrics};
+use swarm_analysis::FileMetrics;
 
 /// How many lists of files the folder keeps.
 pub const MAX_LISTS: usize = 8;
@@ -134,7 +134,7 @@ fn measure_some(root: &Path, files: &[String]) -> Vec<(String, FileMetrics)> {
         .filter_map(|f| {
             let bytes = crate::stage::read_source(root, f)?;
             let text = String::from_utf8_lossy(&bytes);
-            Some((f.clone(), analysis::analyze(f, &text)))
+            Some((f.clone(), crate::lang::metrics(f, &text)))
         })
         .collect()
 }

@@ -154,6 +154,9 @@ pub enum Verification {
     /// Only that it compiles and imports (and pylint): `reason` says why
     /// nothing more.
     CompilesAndImportsOnly { reason: String },
+    /// A language with no behaviour check or Tester in swarm yet: what its
+    /// own tools checked (`vitest's tests, tsc's type check, eslint`).
+    LanguageTools { tools: String },
 }
 
 impl std::fmt::Display for Verification {
@@ -188,6 +191,7 @@ impl std::fmt::Display for Verification {
             Verification::CompilesAndImportsOnly { reason } => {
                 write!(f, "compiles and imports only ({reason})")
             }
+            Verification::LanguageTools { tools } => write!(f, "{tools} only"),
         }
     }
 }

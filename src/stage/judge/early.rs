@@ -48,7 +48,9 @@ pub fn measure_attempt(
     baseline: Option<&TestState>,
     best: &Snapshot,
 ) -> Result<Measurement, ToolError> {
-    let Some(rerun) = rerun_ids(best) else {
+    // Other languages' runners have no run of chosen tests here: the
+    // early stop is pytest's alone.
+    let Some(rerun) = rerun_ids(best).filter(|_| tools.suites.is_empty()) else {
         return measure(tools, root, files, limits, cancel, baseline);
     };
     let (selected, lint) = first_pass(tools, root, files, limits, cancel, &rerun)?;

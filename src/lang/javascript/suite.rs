@@ -1,0 +1,313 @@
+//! A JavaScript/TypeScript target's suite in a run: found before any model
+//! call ([`find`]: the package, its runner, node, the installed
+//! dependencies), then prepared in the run's worktree ([`Found::prepare`]:
+//! the user's `node_modules` laid as links, the linter chosen, the node
+//! sandbox made) and asked by the Judge for every state it measures
+//! ([`NodeSuite`]: the project's runner, eslint and `tsc`).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::project::{is_source_path, Project};
+use super::runner::Runner;
+use super::{lint_files, project_eslint, run_tests, type_check, Linter};
+use crate::cancel::Cancel;
+use crate::lang::suite::{runner_failed, type_error_message, Suite};
+use crate::lang::Language;
+use crate::pipeline::{LintReport, TestRun};
+use crate::tools::node::{install_pinned_linter, NodeInstall};
+use crate::tools::{Sandbox, SandboxPolicy, TestLimits, ToolError};
+
+/// What [`find`] learned of a target before the run's worktree exists.
+#[derive(Clone, Debug)]
+pub struct Found {
+    pub project: Project,
+    pub runner: Runner,
+    pub install: NodeInstall,
+    /// The target relative to the package's folder (`""` when it is the
+    /// package; `src` when the target is below it).
+    pub target_in_package: String,
+    /// The package's folder relative to the repository's root (`""` at the
+    /// root).
+    pub package_in_repo: String,
+}
+
+/// The JS/TS suite of the target `target` (canonical, in the checkout
+/// whose root is `checkout`) with `files` (target-relative sources of every
+/// language): `Ok(None)` when it has no JS/TS source or no test runner
+/// says it is run; `Err` with one line saying what to do when node is
+/// missing or the dependencies are not installed.
+pub fn find(target: &Path, checkout: &Path, files: &[String]) -> Result<Option<Found>, String> {
+    if !files.iter().any(|f| is_source_path(f)) {
+        return Ok(None);
+    }
+    let project = match Project::find(target, checkout) {
+        Ok(Some(project)) => project,
+        Ok(None) => return Ok(None),
+        Err(e) => return Err(format!("{e}: fix package.json, then run swarm again")),
+    };
+    let Some(runner) = Runner::detect(&project) else {
+        return Ok(None);
+    };
+    let install = NodeInstall::from_env().map_err(|e| e.to_string())?;
+    project.check_installed().map_err(|e| e.to_string())?;
+    let rel = |path: &Path, base: &Path| {
+        path.strip_prefix(base)
+            .map(|p| p.to_string_lossy().replace('\\', "/"))
+            .unwrap_or_default()
+    };
+    Ok(Some(Found {
+        target_in_package: rel(target, &project.root),
+        package_in_repo: rel(&project.root, checkout),
+        project,
+        runner,
+        install,
+    }))
+}
+
+impl Found {
+    /// The suite in the run's worktree `worktree` (checked out from the
+    /// user's checkout `checkout`): the user's dependencies laid there,
+    /// the project's eslint (else the pinned one from `cache_dir`, installed
+    /// when missing; no lint when it cannot be had, said through
+    /// `progress`), and node's sandbox under `policy` (writable: the
+    /// worktree).
+    pub fn prepare(
+        self,
+        checkout: &Path,
+        worktree: &Path,
+        cache_dir: Option<&Path>,
+        policy: SandboxPolicy,
+        progress: &dyn Fn(&str),
+        cancel: &Cancel,
+    ) -> Result<NodeSuite, ToolError> {
+        let user_modules = self.project.node_modules();
+        let laid = super::lay(checkout, worktree, &user_modules)
+            .map_err(|source| ToolError::write(worktree, source))?;
+        let package_dir = worktree.join(&self.package_in_repo);
+        let node_modules: Vec<PathBuf> = user_modules
+            .iter()
+            .filter_map(|m| m.strip_prefix(checkout).ok())
+            .map(|rel| worktree.join(rel))
+            .collect();
+        let folders: Vec<PathBuf> = package_dir
+            .ancestors()
+            .take_while(|dir| dir.starts_with(worktree))
+            .map(Path::to_path_buf)
+            .collect();
+        let mut readable = laid.readable.clone();
+        let linter = match project_eslint(&node_modules, &folders) {
+            Some(linter) => Some(linter),
+            None => match cache_dir {
+                Some(cache) => {
+                    match install_pinned_linter(&self.install, cache, progress, cancel) {
+                        Ok(pinned) => {
+                            readable.push(pinned.dir.clone());
+                            Some(Linter::Pinned(pinned))
+                        }
+                        Err(e) => {
+                            progress(&format!(
+                            "the JavaScript/TypeScript files are not linted: the pinned eslint could not be installed ({e})"
+                        ));
+                            None
+                        }
+                    }
+                }
+                None => None,
+            },
+        };
+        let mut policy = policy;
+        policy.limits.address_space = None;
+        let mut runtime = self.install.runtime(readable);
+        runtime.env.push((
+            "NODE_OPTIONS".into(),
+            format!("--max-old-space-size={}", super::NODE_HEAP_MB).into(),
+        ));
+        let sandbox = Sandbox::for_runtime(policy, runtime)?;
+        Ok(NodeSuite {
+            found: self,
+            sandbox,
+            linter,
+            node_modules,
+            laid: laid.folders,
+        })
+    }
+}
+
+/// The project's runner, eslint and `tsc`, in the run's worktree.
+pub struct NodeSuite {
+    found: Found,
+    sandbox: Sandbox,
+    linter: Option<Linter>,
+    /// The `node_modules` folders in the worktree, nearest first.
+    node_modules: Vec<PathBuf>,
+    /// The folders [`super::lay`] made.
+    laid: Vec<PathBuf>,
+}
+
+impl NodeSuite {
+    /// The package's folder for the target folder `root` in the worktree.
+    fn package_dir(&self, root: &Path) -> PathBuf {
+        let depth = Path::new(&self.found.target_in_package)
+            .components()
+            .count();
+        root.ancestors().nth(depth).unwrap_or(root).to_path_buf()
+    }
+
+    /// A package-relative path as a target-relative one (unchanged when it
+    /// is outside the target).
+    fn in_target(&self, rel: &str) -> String {
+        let prefix = &self.found.target_in_package;
+        if prefix.is_empty() {
+            return rel.to_string();
+        }
+        rel.strip_prefix(prefix.as_str())
+            .and_then(|r| r.strip_prefix('/'))
+            .unwrap_or(rel)
+            .to_string()
+    }
+
+    /// A target-relative path as a package-relative one.
+    fn in_package(&self, rel: &str) -> String {
+        match self.found.target_in_package.as_str() {
+            "" => rel.to_string(),
+            prefix => format!("{prefix}/{rel}"),
+        }
+    }
+
+    /// The sandbox the tools run in (for the safety summary).
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
+
+    /// The runner found.
+    pub fn runner_found(&self) -> &Runner {
+        &self.found.runner
+    }
+}
+
+impl Suite for NodeSuite {
+    fn language(&self) -> &'static dyn Language {
+        &super::JavaScript
+    }
+
+    fn runner(&self) -> &str {
+        self.found.runner.name()
+    }
+
+    fn linter(&self) -> &str {
+        "eslint"
+    }
+
+    fn test(&self, root: &Path, limits: TestLimits, cancel: &Cancel) -> Result<TestRun, ToolError> {
+        let package = self.package_dir(root);
+        let mut run = run_tests(
+            &self.found.install,
+            &self.sandbox,
+            &package,
+            &self.found.runner,
+            &self.node_modules,
+            limits,
+            cancel,
+        )?;
+        for case in &mut run.cases {
+            case.id = match case.id.split_once("::") {
+                Some((file, name)) => format!("{}::{name}", self.in_target(file)),
+                None => self.in_target(&case.id),
+            };
+        }
+        if run.cases.is_empty() && !run.timed_out && run.exit_code != Some(0) {
+            run.cases.push(runner_failed(self.runner(), &run));
+            run.no_tests = false;
+        }
+        // The interpreter's runner says "no tests" with 5.
+        if run.no_tests {
+            run.exit_code = Some(5);
+        }
+        Ok(run)
+    }
+
+    fn lint(
+        &self,
+        root: &Path,
+        files: &[String],
+        timeout: Duration,
+        cancel: &Cancel,
+    ) -> Result<LintReport, ToolError> {
+        let package = self.package_dir(root);
+        let in_package: Vec<String> = files.iter().map(|f| self.in_package(f)).collect();
+        let mut report = match &self.linter {
+            Some(linter) if !files.is_empty() => lint_files(
+                &self.found.install,
+                &self.sandbox,
+                &package,
+                &in_package,
+                linter,
+                timeout,
+                cancel,
+            )?,
+            _ => LintReport::default(),
+        };
+        for message in &mut report.messages {
+            message.path = self.in_target(&message.path);
+        }
+        let errors = type_check(
+            &self.found.install,
+            &self.sandbox,
+            &package,
+            &self.node_modules,
+            timeout,
+            cancel,
+        )?;
+        if let Some(errors) = errors {
+            report.notes.push(format!(
+                "tsc --noEmit: {} type error(s) in the package",
+                errors.len()
+            ));
+            let statements = report.messages.len();
+            for e in errors {
+                report.messages.push(type_error_message(
+                    self.in_target(&e.path),
+                    e.line,
+                    e.column.saturating_sub(1),
+                    &e.code,
+                    &e.message,
+                ));
+            }
+            if report.messages.len() > statements {
+                report.output.push_str("\n[type check]");
+                for m in &report.messages[statements..] {
+                    report.output.push_str(&format!(
+                        "\n{}:{}: {} {}",
+                        m.path, m.line, m.symbol, m.message
+                    ));
+                }
+            }
+            // Type errors weigh as lint errors in the score.
+            let counted: usize = files
+                .iter()
+                .filter_map(|f| {
+                    let text = std::fs::read_to_string(root.join(f)).ok()?;
+                    Some(swarm_analysis::javascript::statement_count(f, &text))
+                })
+                .sum();
+            report.score = super::lint::score(&report.messages, counted).or(report.score);
+        }
+        Ok(report)
+    }
+
+    fn laid(&self) -> &[PathBuf] {
+        &self.laid
+    }
+
+    fn verified_by(&self) -> String {
+        let mut by = vec![format!("{}'s tests", self.found.runner.name())];
+        if self.found.project.root.join("tsconfig.json").is_file() {
+            by.push("tsc's type check".to_string());
+        }
+        if self.linter.is_some() {
+            by.push("eslint".to_string());
+        }
+        by.join(", ")
+    }
+}

@@ -1,0 +1,226 @@
+//! A language's own test suite and checks, as the Judge runs them beside
+//! the interpreter's (pytest and pylint, which `stage::judge` runs through
+//! `tools` with their cache and early stop): the runner's per-test outcomes,
+//! the linter's messages and score, and checks a change must not make worse
+//! (a type check), read into the pipeline's values and merged into one
+//! measurement, so that every suite of a target must be green for success.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::cancel::Cancel;
+use crate::pipeline::{LintKind, LintMessage, LintReport, TestCase, TestOutcome, TestRun};
+use crate::tools::{TestLimits, ToolError};
+
+pub use crate::pipeline::bar::{added_type_errors, is_type_error, TYPE_ERROR_KIND};
+
+/// One language's suite in a run: prepared once per run (its tools found,
+/// its dependencies visible in the worktree), then asked by the Judge for
+/// every state it measures.
+pub trait Suite: Send + Sync {
+    /// The language it judges.
+    fn language(&self) -> &'static dyn super::Language;
+    /// The test runner's name, as steps and the log give it (`vitest`).
+    fn runner(&self) -> &str;
+    /// The linter's name (`eslint`).
+    fn linter(&self) -> &str;
+    /// Whether `rel` (target-relative) is a file this suite judges.
+    fn owns(&self, rel: &str) -> bool {
+        self.language().is_source(rel)
+    }
+    /// Runs the tests of the target at `root` (the target folder in the
+    /// worktree); ids are target-relative. A runner that cannot start or
+    /// ends without results is a failing case named by the runner.
+    fn test(&self, root: &Path, limits: TestLimits, cancel: &Cancel) -> Result<TestRun, ToolError>;
+    /// Lints `files` (target-relative, this suite's) at `root`, with the
+    /// type check's diagnostics (when the language has one) as messages of
+    /// kind error whose `message_id` is [`TYPE_ERROR_KIND`].
+    fn lint(
+        &self,
+        root: &Path,
+        files: &[String],
+        timeout: Duration,
+        cancel: &Cancel,
+    ) -> Result<LintReport, ToolError>;
+    /// The untracked folders it laid in the worktree for its tools (links
+    /// to the user's installed dependencies): kept across resets, never
+    /// committed.
+    fn laid(&self) -> &[std::path::PathBuf];
+    /// What verifies a change to one of its files, in words ("vitest's
+    /// tests, tsc's type check and eslint"), for the per-file verification.
+    fn verified_by(&self) -> String;
+}
+
+/// One test run made of several runners' runs (in the order given): every
+/// case, the worst exit code, timed out when any was, no tests only when
+/// none had any.
+pub fn merge_runs(runs: Vec<TestRun>) -> TestRun {
+    let mut runs = runs.into_iter();
+    let Some(mut merged) = runs.next() else {
+        return TestRun {
+            no_tests: true,
+            ..TestRun::default()
+        };
+    };
+    for run in runs {
+        merged.cases.extend(run.cases);
+        merged.exit_code = match (merged.exit_code, run.exit_code) {
+            (Some(0), other) | (other, Some(0)) => other,
+            (Some(5), other) | (other, Some(5)) => other,
+            (Some(a), Some(_)) => Some(a),
+            _ => None,
+        };
+        merged.timed_out |= run.timed_out;
+        merged.no_tests &= run.no_tests;
+        merged.command = format!("{} && {}", merged.command, run.command);
+        merged.output = format!("{}\n{}", merged.output, run.output);
+        merged.duration += run.duration;
+    }
+    if !merged.no_tests && merged.exit_code == Some(5) {
+        merged.exit_code = Some(0);
+    }
+    merged
+}
+
+/// One lint made of several linters' reports: every message, the scores
+/// weighed by the files each linted (`None` only when no linter scored).
+pub fn merge_lints(reports: Vec<LintReport>) -> LintReport {
+    let weights: Vec<(f64, f64)> = reports
+        .iter()
+        .filter_map(|r| {
+            r.score
+                .map(|s| (s, (r.linted + r.from_cache).max(1) as f64))
+        })
+        .collect();
+    let total: f64 = weights.iter().map(|(_, w)| w).sum();
+    let score = (!weights.is_empty())
+        .then(|| weights.iter().map(|(s, w)| s * w).sum::<f64>() / total)
+        .map(|s| (s * 100.0).round() / 100.0);
+    let mut merged = LintReport {
+        score,
+        ..LintReport::default()
+    };
+    for report in reports {
+        merged.messages.extend(report.messages);
+        merged.skipped.extend(report.skipped);
+        merged.notes.extend(report.notes);
+        merged.batches.extend(report.batches);
+        merged.command = join_nonempty(&merged.command, &report.command, " && ");
+        merged.output = join_nonempty(&merged.output, &report.output, "\n");
+        merged.linted += report.linted;
+        merged.from_cache += report.from_cache;
+        merged.seconds += report.seconds;
+    }
+    merged
+}
+
+fn join_nonempty(a: &str, b: &str, sep: &str) -> String {
+    match (a.is_empty(), b.is_empty()) {
+        (true, _) => b.to_string(),
+        (_, true) => a.to_string(),
+        _ => format!("{a}{sep}{b}"),
+    }
+}
+
+/// The case a runner's run stands for when it ended without any result
+/// (it could not start, its configuration failed to load): a failure named
+/// by the runner, with the end of its output.
+pub fn runner_failed(runner: &str, run: &TestRun) -> TestCase {
+    let tail: String = {
+        let lines: Vec<&str> = run.output.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    };
+    TestCase {
+        id: runner.to_string(),
+        outcome: TestOutcome::Error,
+        message: Some(format!(
+            "{runner} ended with exit code {} and reported no test",
+            run.exit_code
+                .map_or_else(|| "none (killed)".to_string(), |c| c.to_string())
+        )),
+        details: Some(tail),
+    }
+}
+
+/// A lint message for a type checker's diagnostic.
+pub fn type_error_message(
+    path: String,
+    line: u32,
+    column: u32,
+    code: &str,
+    text: &str,
+) -> LintMessage {
+    LintMessage {
+        path,
+        line,
+        column,
+        kind: LintKind::Error,
+        symbol: code.to_string(),
+        message_id: TYPE_ERROR_KIND.to_string(),
+        message: text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(ids: &[(&str, TestOutcome)], exit: i32) -> TestRun {
+        TestRun {
+            cases: ids
+                .iter()
+                .map(|(id, outcome)| TestCase {
+                    id: id.to_string(),
+                    outcome: *outcome,
+                    message: None,
+                    details: None,
+                })
+                .collect(),
+            exit_code: Some(exit),
+            no_tests: ids.is_empty(),
+            command: "x".into(),
+            ..TestRun::default()
+        }
+    }
+
+    #[test]
+    fn merged_runs_keep_every_case_and_the_worst_ending() {
+        let merged = merge_runs(vec![
+            run(&[("tests/test_a.py::test_a", TestOutcome::Passed)], 0),
+            run(&[("a.test.ts::adds", TestOutcome::Failed)], 1),
+        ]);
+        assert_eq!(merged.cases.len(), 2);
+        assert_eq!(merged.exit_code, Some(1));
+        assert!(!merged.no_tests);
+        let none_then_some = merge_runs(vec![
+            run(&[], 5),
+            run(&[("a.test.ts::adds", TestOutcome::Passed)], 0),
+        ]);
+        assert_eq!(none_then_some.exit_code, Some(0));
+        assert!(!none_then_some.no_tests);
+    }
+
+    #[test]
+    fn only_type_errors_a_change_adds_count() {
+        let before = vec![type_error_message("a.ts".into(), 3, 1, "TS2322", "x")];
+        let after = vec![
+            type_error_message("a.ts".into(), 9, 1, "TS2322", "x"),
+            type_error_message("a.ts".into(), 4, 1, "TS2345", "y"),
+        ];
+        let added = added_type_errors(&before, &after);
+        assert_eq!(added.len(), 1);
+        assert_eq!(added[0].symbol, "TS2345");
+    }
+
+    #[test]
+    fn lint_scores_are_weighed_by_files() {
+        let report = |score, linted| LintReport {
+            score: Some(score),
+            linted,
+            ..LintReport::default()
+        };
+        let merged = merge_lints(vec![report(10.0, 3), report(6.0, 1)]);
+        assert_eq!(merged.score, Some(9.0));
+        assert_eq!(merged.linted, 4);
+    }
+}
