@@ -97,3 +97,28 @@ pub fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
     }
     found
 }
+
+/// swarm's pinned eslint (for projects without their own), installed once
+/// from the npm registry into `target/node-fixtures/swarm-cache/` (here
+/// when missing, as the fixtures' dependencies are) and made ready in the
+/// swarm cache folder `cache` as a link to that install, so a run with a
+/// fresh cache does not install it again.
+pub fn with_pinned_linter(cache: &Path) {
+    static INSTALL: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let installed = INSTALL.get_or_init(|| {
+        let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/node-fixtures/swarm-cache");
+        let node = swarm::tools::node::NodeInstall::from_env().expect("node is installed");
+        swarm::tools::node::install_pinned_linter(
+            &node,
+            &shared,
+            &|_| {},
+            &swarm::cancel::Cancel::new(),
+        )
+        .expect("the pinned eslint installs")
+        .dir
+    });
+    let tools = cache.join("node-tools");
+    std::fs::create_dir_all(&tools).expect("mkdir");
+    let name = installed.file_name().expect("a folder name");
+    std::os::unix::fs::symlink(installed, tools.join(name)).expect("link the pinned eslint");
+}
