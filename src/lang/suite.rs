@@ -46,6 +46,8 @@ pub trait Suite: Send + Sync {
     /// to the user's installed dependencies): kept across resets, never
     /// committed.
     fn laid(&self) -> &[std::path::PathBuf];
+    /// The layers of the sandbox its tools run in (for the safety summary).
+    fn sandbox_report(&self) -> crate::tools::SandboxReport;
     /// What verifies a change to one of its files, in words ("vitest's
     /// tests, tsc's type check and eslint"), for the per-file verification.
     fn verified_by(&self) -> String;

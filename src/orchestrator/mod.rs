@@ -323,7 +323,11 @@ pub async fn run(
     let found = std::mem::take(&mut opened.suites);
     let (env, mut ws, sandbox, suites) =
         setup::start_workspace(config, &opened, found, events, cancel)?;
-    let safety = Safety::new(sandbox.report(), crate::harden::report());
+    let mut safety = Safety::new(sandbox.report(), crate::harden::report());
+    for suite in &suites {
+        let tools = format!("{}, {}", suite.runner(), suite.linter());
+        safety.add_runtime(tools, suite.sandbox_report());
+    }
     announce(events, &opened, &ws, &safety, model.model());
     let root = match opened.info.target_rel.as_str() {
         "" => ws.path().to_path_buf(),

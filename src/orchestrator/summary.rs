@@ -238,6 +238,18 @@ pub struct Safety {
     pub environ_cleared: bool,
     /// One line per protection that did not apply; empty when all did.
     pub shortfalls: Vec<String>,
+    /// The sandboxes of other languages' tools (node's runner, linter and
+    /// type checker), each with the same layers.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub runtimes: Vec<RuntimeSafety>,
+}
+
+/// The sandbox one language's tools ran in.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct RuntimeSafety {
+    /// Its tools (`vitest, eslint`).
+    pub tools: String,
+    pub sandbox: crate::tools::SandboxReport,
 }
 
 impl Safety {
@@ -260,7 +272,19 @@ impl Safety {
             non_dumpable: hardening.is_some_and(|h| h.non_dumpable),
             environ_cleared: hardening.is_some_and(|h| h.environ_cleared),
             shortfalls,
+            runtimes: Vec::new(),
         }
+    }
+
+    /// Adds the sandbox of other tools (`tools`), with what it lacks.
+    pub fn add_runtime(&mut self, tools: String, sandbox: crate::tools::SandboxReport) {
+        self.shortfalls.extend(
+            sandbox
+                .shortfalls()
+                .into_iter()
+                .map(|s| format!("{tools}: {s}")),
+        );
+        self.runtimes.push(RuntimeSafety { tools, sandbox });
     }
 }
 

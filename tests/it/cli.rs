@@ -53,7 +53,7 @@ fn a_file_instead_of_a_folder_is_refused() {
 }
 
 #[test]
-fn a_folder_without_python_files_is_refused() {
+fn a_folder_without_source_files_is_refused() {
     let repo = TestRepo::with_files(&[("README.md", "# hi\n"), ("src/main.c", "int main(){}\n")]);
     let before = repo.snapshot();
     let out = swarm(
@@ -61,7 +61,11 @@ fn a_folder_without_python_files_is_refused() {
         &["--target_dir", repo.root.to_str().unwrap()],
         &[KEY],
     );
-    assert_one_line_error(&out, 1, "no committed Python files");
+    assert_one_line_error(
+        &out,
+        1,
+        "no committed Python or JavaScript/TypeScript files",
+    );
     assert_eq!(repo.snapshot(), before);
 }
 

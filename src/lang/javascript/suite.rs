@@ -175,11 +175,6 @@ impl NodeSuite {
         }
     }
 
-    /// The sandbox the tools run in (for the safety summary).
-    pub fn sandbox(&self) -> &Sandbox {
-        &self.sandbox
-    }
-
     /// The runner found.
     pub fn runner_found(&self) -> &Runner {
         &self.found.runner
@@ -294,6 +289,10 @@ impl Suite for NodeSuite {
             report.score = super::lint::score(&report.messages, counted).or(report.score);
         }
         Ok(report)
+    }
+
+    fn sandbox_report(&self) -> crate::tools::SandboxReport {
+        self.sandbox.report().clone()
     }
 
     fn laid(&self) -> &[PathBuf] {
