@@ -96,6 +96,11 @@ pub struct TestsRun {
     /// Ids of the failing tests.
     #[serde(default)]
     pub failing: Vec<String>,
+    /// Ids of the passing tests, of every runner of the target: written
+    /// for the baseline and the final check only (`attempt` null), so an
+    /// attempt's entry stays small.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub passing: Vec<String>,
     /// Ids of tests of the baseline that this run no longer has.
     #[serde(default)]
     pub vanished: Vec<String>,

@@ -183,6 +183,10 @@ impl<'a> Recorder<'a> {
             passed,
             total,
             failing: snap.failing().iter().map(|c| c.id.clone()).collect(),
+            passing: match (attempt, &snap.tests) {
+                (None, Some(tests)) => tests.passed.iter().cloned().collect(),
+                _ => Vec::new(),
+            },
             vanished: vanished.into_iter().flatten().collect(),
         });
         Some(self.entry(

@@ -235,6 +235,7 @@ mod gaming;
 mod half_right;
 mod hanging;
 mod hooks;
+mod javascript;
 mod kill;
 mod large_files;
 mod lint;

@@ -6,11 +6,10 @@
 //! node; the user's `node_modules` unchanged.
 //!
 //! The fixtures' `node_modules` are installed by `.ci/node-fixtures` (run
-//! here when missing) into `target/node-fixtures/<name>/`.
+//! here when missing) into `target/node-fixtures/<name>/`
+//! (`support::node`).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use swarm::cancel::Cancel;
@@ -20,47 +19,7 @@ use swarm::lang::javascript::{
 use swarm::tools::node::NodeInstall;
 use swarm::tools::{Sandbox, TestLimits, TestOutcome, TestRun};
 
-/// One install at a time.
-static INSTALLING: Mutex<()> = Mutex::new(());
-
-/// The installed copy of fixture `name` (installing it first when needed).
-fn installed(name: &str) -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let _one = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
-    let status = std::process::Command::new("bash")
-        .arg(root.join(".ci/node-fixtures"))
-        .arg(name)
-        .status()
-        .expect("run .ci/node-fixtures");
-    assert!(status.success(), ".ci/node-fixtures {name} failed");
-    root.join("target/node-fixtures").join(name)
-}
-
-/// Copies `from` into `to`: folders made, files hard-linked (fast, no
-/// data copied), symlinks re-made with the same target; `node_modules`
-/// only when `with_deps`.
-fn copy(from: &Path, to: &Path, with_deps: bool) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read_dir") {
-        let entry = entry.expect("entry");
-        let name = entry.file_name();
-        if name == ".installed" || (!with_deps && name == "node_modules") {
-            continue;
-        }
-        let (src, dest) = (entry.path(), to.join(&name));
-        let kind = entry.file_type().expect("file type");
-        if kind.is_symlink() {
-            let target = std::fs::read_link(&src).expect("read_link");
-            std::os::unix::fs::symlink(target, &dest).expect("symlink");
-        } else if kind.is_dir() {
-            copy(&src, &dest, with_deps);
-        } else {
-            std::fs::hard_link(&src, &dest)
-                .or_else(|_| std::fs::copy(&src, &dest).map(|_| ()))
-                .expect("link file");
-        }
-    }
-}
+use crate::support::node::{copy, installed, snapshot, Deps};
 
 /// A user's checkout of a fixture (with its installed dependencies) and a
 /// run's worktree of it (the committed files only, outside the checkout).
@@ -83,8 +42,8 @@ impl Setup {
         let tree = tempfile::tempdir().expect("tempdir");
         let checkout = user.path().join("repo");
         let worktree = tree.path().join("run-1");
-        copy(&installed, &checkout, true);
-        copy(&installed, &worktree, false);
+        copy(&installed, &checkout, Deps::Linked);
+        copy(&installed, &worktree, Deps::Left);
         let node = NodeInstall::from_env().expect("node is installed");
         let project = Project::find(&checkout.join(target), &checkout)
             .expect("package.json reads")
@@ -169,30 +128,6 @@ fn ids(run: &TestRun, outcome: TestOutcome) -> Vec<&str> {
         .filter(|c| c.outcome == outcome)
         .map(|c| c.id.as_str())
         .collect()
-}
-
-/// Every file under `dir` (links not followed) with its bytes' digest.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
-    use sha2::{Digest, Sha256};
-    let mut found = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(folder) = stack.pop() {
-        for entry in std::fs::read_dir(&folder).expect("read_dir") {
-            let entry = entry.expect("entry");
-            let kind = entry.file_type().expect("type");
-            let path = entry.path();
-            let value = if kind.is_dir() {
-                stack.push(path.clone());
-                "dir".to_string()
-            } else if kind.is_symlink() {
-                format!("-> {}", std::fs::read_link(&path).expect("link").display())
-            } else {
-                hex::encode(Sha256::digest(std::fs::read(&path).expect("read")))
-            };
-            found.insert(path, value);
-        }
-    }
-    found
 }
 
 #[test]
@@ -457,7 +392,7 @@ fn a_test_past_its_limit_fails_and_the_whole_run_is_bounded() {
 fn dependencies_not_installed_name_the_install_command() {
     let dir = tempfile::tempdir().expect("tempdir");
     let installed = installed("vitest_ts");
-    copy(&installed, dir.path(), false);
+    copy(&installed, dir.path(), Deps::Left);
     let project = Project::find(dir.path(), dir.path())
         .expect("reads")
         .expect("found");

@@ -5,6 +5,7 @@ pub mod fake_pylint;
 pub mod fixture;
 pub mod llm_server;
 pub mod llm_stream;
+pub mod node;
 pub mod procs;
 pub mod prose;
 pub mod python;

@@ -1,0 +1,159 @@
+//! Targets beyond one installed package: a checkout whose dependencies
+//! are not installed, and a Python + TypeScript target.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::{committed, fixes_of, js_repo, model};
+use crate::e2e::{run_openai, summary_of};
+use crate::support::fixture::prompt_of;
+use crate::support::llm_server::LlmServer;
+use crate::support::node::{self, Deps};
+use crate::support::repo::TestRepo;
+
+#[test]
+fn dependencies_not_installed_stop_the_run_before_any_request() {
+    let fx = js_repo("vitest_ts", Deps::Left);
+    let before = fx.repo.snapshot();
+    let server = LlmServer::start(model(fixes_of(&fx), vec![]));
+    // No --no-preflight: not even the preflight may go out.
+    let out = run_openai(&fx, &server, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr:\n{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.contains("npm ci"), "{stderr}");
+    assert!(server.requests().is_empty(), "{:?}", server.requests());
+    assert!(server.preflights().is_empty(), "the preflight was sent");
+    assert_eq!(fx.repo.snapshot(), before, "the repository changed");
+    assert_eq!(
+        fx.repo.git(&["for-each-ref", "--format=%(refname)"]),
+        "refs/heads/main"
+    );
+}
+
+/// A Python package with one failing pytest test.
+const CALC: &str = "\"\"\"Small arithmetic helpers.\"\"\"\n\n\ndef add(a, b):\n    \
+                    \"\"\"Return the sum of a and b.\"\"\"\n    return a - b\n\n\ndef double(a):\n    \
+                    \"\"\"Return twice a.\"\"\"\n    return 2 * a\n";
+const CALC_TESTS: &str = "\"\"\"Tests for calc.ops.\"\"\"\n\nfrom calc.ops import add, double\n\n\n\
+                          def test_add():\n    \"\"\"add sums its arguments.\"\"\"\n    assert add(2, 3) == 5\n\n\n\
+                          def test_double():\n    \"\"\"double doubles.\"\"\"\n    assert double(4) == 8\n";
+/// A TypeScript module with one failing vitest test.
+const GREET: &str = "/** Greets someone by name. */\nexport function greet(name: string): string {\n  \
+                     return `Hello ${name}!`;\n}\n\n/** Shouts a greeting. */\nexport function shout(name: string): string {\n  \
+                     return greet(name).toUpperCase();\n}\n";
+const GREET_TESTS: &str = "import { describe, expect, it } from 'vitest';\n\n\
+                           import { greet, shout } from '../src/greet';\n\n\
+                           describe('greet', () => {\n  it('puts a comma after Hello', () => {\n    \
+                           expect(greet('Ada')).toBe('Hello, Ada!');\n  });\n});\n\n\
+                           describe('shout', () => {\n  it('shouts the name', () => {\n    \
+                           expect(shout('Ada')).toContain('ADA');\n  });\n});\n";
+
+#[test]
+fn a_python_and_typescript_target_is_judged_by_both_runners() {
+    let repo = TestRepo::empty();
+    let vitest = node::installed("vitest_ts");
+    for file in ["package.json", "package-lock.json", "tsconfig.json"] {
+        std::fs::copy(vitest.join(file), repo.root.join(file)).expect("copy");
+    }
+    node::copy(
+        &vitest.join("node_modules"),
+        &repo.root.join("node_modules"),
+        Deps::Linked,
+    );
+    repo.write(".gitignore", "node_modules/\n__pycache__/\n");
+    repo.write(
+        "pyproject.toml",
+        "[project]\nname = \"calc\"\nversion = \"0.1.0\"\n\n[tool.pytest.ini_options]\n\
+         pythonpath = [\".\"]\ntestpaths = [\"tests\"]\n",
+    );
+    repo.write("calc/__init__.py", "\"\"\"Arithmetic.\"\"\"\n");
+    repo.write("calc/ops.py", CALC);
+    repo.write("tests/test_ops.py", CALC_TESTS);
+    repo.write("src/greet.ts", GREET);
+    repo.write("tests/greet.test.ts", GREET_TESTS);
+    let fx = committed(repo, "mixed", "");
+    let start = fx.repo.head();
+    let fixed_py = CALC.replace("a - b", "a + b");
+    let fixed_ts = GREET.replace("`Hello ${name}!`", "`Hello, ${name}!`");
+    let fixes = BTreeMap::from([
+        ("calc/ops.py".to_string(), fixed_py.clone()),
+        ("src/greet.ts".to_string(), fixed_ts.clone()),
+    ]);
+    let server = LlmServer::start(model(fixes, vec![]));
+    let out = run_openai(&fx, &server, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{stderr}");
+    let summary = summary_of(&out.stdout);
+    assert_eq!(summary["status"], "success", "{summary}");
+    assert_eq!(summary["linter"], "pylint and eslint", "{summary}");
+    assert_ne!(fx.repo.head(), start);
+    assert_eq!(fx.repo.read("calc/ops.py"), fixed_py);
+    assert_eq!(fx.repo.read("src/greet.ts"), fixed_ts);
+    assert_eq!(summary["tests_before"]["passed"], 2, "{summary}");
+    assert_eq!(summary["tests_after"]["passed"], 4, "{summary}");
+    assert_eq!(summary["tests_after"]["total"], 4, "{summary}");
+    // Each file was asked about in its own language.
+    for (file, fence) in [("calc/ops.py", "python"), ("src/greet.ts", "ts")] {
+        let shown = format!("## Current text of `{file}`\n```{fence}\n");
+        assert!(
+            server
+                .requests()
+                .iter()
+                .map(prompt_of)
+                .any(|p| p.starts_with(&format!("Fix and improve `{file}`")) && p.contains(&shown)),
+            "no fix request showed {file} as {fence}"
+        );
+    }
+
+    // Both runners measured the baseline (each failing test named by its
+    // runner's id) and the final state, green.
+    let log = fx.log();
+    let tests: Vec<&Value> = log
+        .iter()
+        .filter(|e| e["details"]["kind"] == "tool" && e["details"]["tool"] == "pytest")
+        .collect();
+    let baseline = tests.first().expect("a baseline measurement");
+    let failing: Vec<&str> = baseline["details"]["failing"]
+        .as_array()
+        .expect("failing ids")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        failing.contains(&"tests/test_ops.py::test_add"),
+        "{failing:?}"
+    );
+    assert!(
+        failing.contains(&"tests/greet.test.ts::greet > puts a comma after Hello"),
+        "{failing:?}"
+    );
+    // The final check's measurement names every passing test, of both
+    // runners.
+    let last = tests.last().expect("a final measurement");
+    assert_eq!(last["agent"], "Judge", "{last}");
+    assert!(last["details"]["attempt"].is_null(), "{last}");
+    assert_eq!(last["details"]["total"], 4, "{last}");
+    let passing: BTreeSet<&str> = last["details"]["passing"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no passing ids: {last}"))
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        passing,
+        BTreeSet::from([
+            "tests/test_ops.py::test_add",
+            "tests/test_ops.py::test_double",
+            "tests/greet.test.ts::greet > puts a comma after Hello",
+            "tests/greet.test.ts::shout > shouts the name",
+        ])
+    );
+    assert!(
+        last["details"]["input_prompt"]
+            .as_str()
+            .is_some_and(|c| c.contains("pytest") && c.contains("vitest")),
+        "{last}"
+    );
+}
