@@ -194,7 +194,9 @@ fn median(mut values: Vec<f64>) -> f64 {
 
 fn main() {
     println!("JavaScript/TypeScript fixtures end to end (median of {RUNS} runs, seconds)");
-    println!("fixture       swarm run   the Judge   tools alone x3   swarm beyond the tools");
+    println!(
+        "fixture       requests   swarm run   the Judge   tools alone x3   swarm beyond the tools"
+    );
     for (name, target, file) in FIXTURES {
         let (_dir, repo, home, first) = repository(name);
         let seen = Arc::new(Seen::default());
@@ -222,8 +224,9 @@ fn main() {
             alone.push(run_tools(&mut tools).as_secs_f64());
         }
         let (wall, alone) = (median(walls), median(alone));
+        let requests = seen.counts().0 / (RUNS + 1);
         println!(
-            "{name:<13} {wall:>9.2}   {:>9.2}   {alone:>14.2}   {:>+22.2}",
+            "{name:<13} {requests:>8}   {wall:>9.2}   {:>9.2}   {alone:>14.2}   {:>+22.2}",
             median(judges),
             wall - alone
         );
