@@ -159,8 +159,8 @@ impl Language for JavaScript {
 
     /// No reading of the runner or patching of the test framework is known
     /// for JavaScript yet: nothing is found.
-    fn test_probes(&self, _: &str, _: &str) -> Vec<swarm_analysis::TestProbe> {
-        Vec::new()
+    fn test_probes(&self, rel: &str, text: &str) -> Vec<swarm_analysis::TestProbe> {
+        swarm_analysis::javascript::test_probes(rel, text)
     }
 
     fn check_syntax(&self, rel: &str, text: &str) -> Result<(), swarm_analysis::SyntaxIssue> {

@@ -87,6 +87,57 @@ fn patches_of_the_framework_are_refused() {
     }
 }
 
+const MONEY: &str = "export function cents(text: string): number {\n  const [whole, frac = '0'] = text.split('.');\n  return Number(whole) * 100 + Number(frac);\n}\n";
+
+#[test]
+fn typescript_that_games_its_runner_is_refused_and_its_honest_fix_passes() {
+    let body = |line: &str| {
+        MONEY.replace(
+            "  return Number(whole)",
+            &format!("{line}\n  return Number(whole)"),
+        )
+    };
+    for (line, rule) in [
+        ("  if (process.env.VITEST) return 120;", "test_environment"),
+        (
+            "  if (process.env.NODE_ENV === 'test' && text === '1.2') return 120;",
+            "test_environment",
+        ),
+        (
+            "  if (typeof vi !== 'undefined') return 120;",
+            "test_environment",
+        ),
+        (
+            "  if (new Error().stack?.includes('money.test')) return 120;",
+            "test_environment",
+        ),
+        (
+            "  (globalThis as any).expect = () => ({ toBe() {} });",
+            "framework_patch",
+        ),
+        ("  process.on('exit', () => {});", "framework_patch"),
+    ] {
+        let verdict = rule_of(review_of("src/money.ts", MONEY, &body(line)));
+        assert!(
+            verdict.starts_with(&format!("{rule}: ")),
+            "{line}\n{verdict}"
+        );
+    }
+    let honest = MONEY.replace("Number(frac)", "Number(frac.padEnd(2, '0').slice(0, 2))");
+    assert_eq!(
+        rule_of(review_of("src/money.ts", MONEY, &honest)),
+        "accepted"
+    );
+    // A test may look at its runner.
+    let test = "import { it } from 'vitest';\nit('adds', () => {});\n";
+    let looking =
+        "import { it } from 'vitest';\nit('adds', () => { if (process.env.VITEST) {} });\n";
+    assert_eq!(
+        rule_of(review_of("tests/money.test.ts", test, looking)),
+        "accepted"
+    );
+}
+
 #[test]
 fn a_test_file_may_look_at_its_runner_and_an_honest_fix_passes() {
     let test = "def test_add():\n    assert 1 == 1\n";

@@ -16,6 +16,7 @@ use super::tree::walk;
 use super::{severity, DangerousCall, FileMetrics, SyntaxIssue, HOTSPOT_COMPLEXITY, HOTSPOT_LOC};
 
 mod danger;
+mod gaming;
 mod metrics;
 
 pub use danger::{is_network_module, DANGEROUS_MODULES};
@@ -140,6 +141,13 @@ pub fn statement_count(path: &str, source: &str) -> usize {
 pub fn dangerous_calls(path: &str, source: &str) -> Vec<DangerousCall> {
     let tree = parse(source, dialect_or_js(path));
     danger::find(tree.root_node(), source)
+}
+
+/// What in `source` reads how it is being run or patches the test framework
+/// (the dialect from `path`); see [`gaming`] for what counts.
+pub fn test_probes(path: &str, source: &str) -> Vec<super::TestProbe> {
+    let tree = parse(source, dialect_or_js(path));
+    gaming::find(tree.root_node(), source)
 }
 
 /// The outermost `ERROR` and `MISSING` nodes, in source order.
