@@ -121,7 +121,7 @@ pub fn metrics(rel: &str, text: &str) -> swarm_analysis::FileMetrics {
 /// before any model call and prepared once the run's worktree exists.
 #[derive(Debug, Default)]
 pub struct FoundSuites {
-    javascript: Option<javascript::suite::Found>,
+    javascript: Vec<javascript::suite::Found>,
 }
 
 impl FoundSuites {
@@ -136,7 +136,7 @@ impl FoundSuites {
 
     /// Whether any language beyond the interpreter's has a suite here.
     pub fn is_empty(&self) -> bool {
-        self.javascript.is_none()
+        self.javascript.is_empty()
     }
 
     /// The suites, prepared in the run's worktree (see
@@ -151,10 +151,16 @@ impl FoundSuites {
         cancel: &crate::cancel::Cancel,
     ) -> Result<Vec<Box<dyn Suite>>, crate::tools::ToolError> {
         let mut suites: Vec<Box<dyn Suite>> = Vec::new();
-        if let Some(found) = self.javascript {
-            suites.push(Box::new(
-                found.prepare(checkout, worktree, cache_dir, policy, progress, cancel)?,
-            ));
+        for found in self.javascript {
+            let suite = found.prepare(
+                checkout,
+                worktree,
+                cache_dir,
+                policy.clone(),
+                progress,
+                cancel,
+            )?;
+            suites.push(Box::new(suite));
         }
         Ok(suites)
     }

@@ -63,27 +63,40 @@ impl Language for JavaScript {
         has_source_extension(rel)
     }
 
-    /// Committed sources under the target when a `package.json` is
-    /// committed in the target or a folder above it; never dependencies,
-    /// build output, type declarations, minified bundles, or the runner's
-    /// and the linter's configuration (the harness, never worked on).
+    /// Committed sources under the target that belong to a package: a
+    /// `package.json` is committed in their folder or a folder above it
+    /// (the target's, one above the target, or one inside it such as a
+    /// front end's `web/`); never dependencies, build output, type
+    /// declarations, minified bundles, or the runner's and the linter's
+    /// configuration (the harness, never worked on).
     fn sources(&self, tracked: &[String], target: &TargetDir) -> Vec<String> {
-        let has_package = tracked.iter().any(|p| {
-            let folder = p
-                .strip_suffix("package.json")
-                .map(|f| f.trim_end_matches('/'));
-            folder.is_some_and(|f| {
-                (p == "package.json" || p.ends_with("/package.json"))
-                    && (f.is_empty()
-                        || target.as_str() == f
-                        || target.as_str().starts_with(&format!("{f}/")))
+        let packages: std::collections::HashSet<&str> = tracked
+            .iter()
+            .filter_map(|p| {
+                if p == "package.json" {
+                    Some("")
+                } else {
+                    p.strip_suffix("/package.json")
+                }
             })
-        });
-        if !has_package {
+            .filter(|folder| !in_dependencies(folder))
+            .collect();
+        if packages.is_empty() {
             return Vec::new();
         }
+        let in_package = |repo_path: &str| {
+            let mut folder = repo_path;
+            while let Some((parent, _)) = folder.rsplit_once('/') {
+                if packages.contains(parent) {
+                    return true;
+                }
+                folder = parent;
+            }
+            packages.contains("")
+        };
         let mut files: Vec<String> = tracked
             .iter()
+            .filter(|p| in_package(p))
             .filter_map(|p| target.relative(p))
             .filter(|p| {
                 is_source_path(p) && !is_runner_config_name(p) && !self.is_lint_configuration(p)
@@ -212,6 +225,19 @@ mod tests {
         assert_eq!(
             JavaScript.sources(&monorepo, &TargetDir::new("packages/core")),
             ["src/a.ts"]
+        );
+        // A front end's package inside a Python service's target; static
+        // scripts outside any package are not sources.
+        let mixed = tracked(&[
+            "api/app.py",
+            "web/package.json",
+            "web/src/app.ts",
+            "web/vitest.config.ts",
+            "static/legacy.js",
+        ]);
+        assert_eq!(
+            JavaScript.sources(&mixed, &TargetDir::default()),
+            ["web/src/app.ts"]
         );
     }
 

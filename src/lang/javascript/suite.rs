@@ -18,51 +18,146 @@ use crate::pipeline::{LintReport, TestRun};
 use crate::tools::node::{install_pinned_linter, NodeInstall};
 use crate::tools::{Sandbox, SandboxPolicy, TestLimits, ToolError};
 
-/// What [`find`] learned of a target before the run's worktree exists.
+/// What [`find`] learned of one package before the run's worktree exists.
 #[derive(Clone, Debug)]
 pub struct Found {
     pub project: Project,
     pub runner: Runner,
     pub install: NodeInstall,
-    /// The target relative to the package's folder (`""` when it is the
-    /// package; `src` when the target is below it).
-    pub target_in_package: String,
+    /// Where the package stands from the target.
+    pub place: Place,
     /// The package's folder relative to the repository's root (`""` at the
     /// root).
     pub package_in_repo: String,
 }
 
-/// The JS/TS suite of the target `target` (canonical, in the checkout
-/// whose root is `checkout`) with `files` (target-relative sources of every
-/// language): `Ok(None)` when it has no JS/TS source or no test runner
-/// says it is run; `Err` with one line saying what to do when node is
-/// missing or the dependencies are not installed.
-pub fn find(target: &Path, checkout: &Path, files: &[String]) -> Result<Option<Found>, String> {
-    if !files.iter().any(|f| is_source_path(f)) {
-        return Ok(None);
+/// Where a package's folder stands from the target's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// The package holds the target: the target relative to the package
+    /// (`""` when it is the package; `src` when the target is below it).
+    Holds(String),
+    /// The package is a folder inside the target, relative to it (`web`).
+    Inside(String),
+}
+
+impl Place {
+    /// A package-relative path as a target-relative one (unchanged when
+    /// it is outside the target).
+    pub fn in_target(&self, rel: &str) -> String {
+        match self {
+            Place::Holds(prefix) if prefix.is_empty() => rel.to_string(),
+            Place::Holds(prefix) => rel
+                .strip_prefix(prefix.as_str())
+                .and_then(|r| r.strip_prefix('/'))
+                .unwrap_or(rel)
+                .to_string(),
+            Place::Inside(folder) => format!("{folder}/{rel}"),
+        }
     }
-    let project = match Project::find(target, checkout) {
-        Ok(Some(project)) => project,
-        Ok(None) => return Ok(None),
-        Err(e) => return Err(format!("{e}: fix package.json, then run swarm again")),
-    };
-    let Some(runner) = Runner::detect(&project) else {
-        return Ok(None);
-    };
+
+    /// A target-relative path as a package-relative one.
+    pub fn in_package(&self, rel: &str) -> String {
+        match self {
+            Place::Holds(prefix) if prefix.is_empty() => rel.to_string(),
+            Place::Holds(prefix) => format!("{prefix}/{rel}"),
+            Place::Inside(folder) => rel
+                .strip_prefix(folder.as_str())
+                .and_then(|r| r.strip_prefix('/'))
+                .unwrap_or(rel)
+                .to_string(),
+        }
+    }
+
+    /// The package's folder for the target folder `root` in the worktree.
+    pub fn package_dir(&self, root: &Path) -> PathBuf {
+        match self {
+            Place::Holds(prefix) => {
+                let depth = Path::new(prefix).components().count();
+                root.ancestors().nth(depth).unwrap_or(root).to_path_buf()
+            }
+            Place::Inside(folder) => root.join(folder),
+        }
+    }
+
+    /// Whether a target-relative file is in the package.
+    pub fn contains(&self, rel: &str) -> bool {
+        match self {
+            Place::Holds(_) => true,
+            Place::Inside(folder) => rel
+                .strip_prefix(folder.as_str())
+                .is_some_and(|r| r.starts_with('/')),
+        }
+    }
+}
+
+/// The JS/TS suites of the target `target` (canonical, in the checkout
+/// whose root is `checkout`) with `files` (target-relative sources of every
+/// language): one per package (the nearest `package.json` of a source) that
+/// names a test runner, the outermost when packages nest (a workspace
+/// root's runner runs its members' tests). None when there is no JS/TS
+/// source or no runner says how it is tested; `Err` with one line saying
+/// what to do when node is missing or a package's dependencies are not
+/// installed.
+pub fn find(target: &Path, checkout: &Path, files: &[String]) -> Result<Vec<Found>, String> {
+    let mut roots: Vec<PathBuf> = Vec::new();
+    for file in files.iter().filter(|f| is_source_path(f)) {
+        let dir = target.join(file);
+        let Some(parent) = dir.parent() else { continue };
+        if let Some(root) = parent
+            .ancestors()
+            .take_while(|d| d.starts_with(checkout))
+            .find(|d| d.join("package.json").is_file())
+        {
+            if !roots.iter().any(|r| r == root) {
+                roots.push(root.to_path_buf());
+            }
+        }
+    }
+    roots.sort();
+    let mut packages: Vec<(Project, Runner)> = Vec::new();
+    for root in &roots {
+        let project = match Project::find(root, checkout) {
+            Ok(Some(project)) => project,
+            Ok(None) => continue,
+            Err(e) => return Err(format!("{e}: fix package.json, then run swarm again")),
+        };
+        if let Some(runner) = Runner::detect(&project) {
+            // Sorted: an enclosing package comes first and runs this one's tests.
+            if !packages
+                .iter()
+                .any(|(p, _)| project.root.starts_with(&p.root))
+            {
+                packages.push((project, runner));
+            }
+        }
+    }
+    if packages.is_empty() {
+        return Ok(Vec::new());
+    }
     let install = NodeInstall::from_env().map_err(|e| e.to_string())?;
-    project.check_installed().map_err(|e| e.to_string())?;
     let rel = |path: &Path, base: &Path| {
         path.strip_prefix(base)
             .map(|p| p.to_string_lossy().replace('\\', "/"))
             .unwrap_or_default()
     };
-    Ok(Some(Found {
-        target_in_package: rel(target, &project.root),
-        package_in_repo: rel(&project.root, checkout),
-        project,
-        runner,
-        install,
-    }))
+    let mut found = Vec::new();
+    for (project, runner) in packages {
+        project.check_installed().map_err(|e| e.to_string())?;
+        let place = if target.starts_with(&project.root) {
+            Place::Holds(rel(target, &project.root))
+        } else {
+            Place::Inside(rel(&project.root, target))
+        };
+        found.push(Found {
+            package_in_repo: rel(&project.root, checkout),
+            place,
+            project,
+            runner,
+            install: install.clone(),
+        });
+    }
+    Ok(found)
 }
 
 impl Found {
@@ -134,33 +229,6 @@ impl Found {
     }
 }
 
-/// The package's folder for the target folder `root`, the target being
-/// `target_in_package` below it.
-fn package_dir(root: &Path, target_in_package: &str) -> PathBuf {
-    let depth = Path::new(target_in_package).components().count();
-    root.ancestors().nth(depth).unwrap_or(root).to_path_buf()
-}
-
-/// A package-relative path as a target-relative one (unchanged when it is
-/// outside the target).
-fn in_target(rel: &str, target_in_package: &str) -> String {
-    if target_in_package.is_empty() {
-        return rel.to_string();
-    }
-    rel.strip_prefix(target_in_package)
-        .and_then(|r| r.strip_prefix('/'))
-        .unwrap_or(rel)
-        .to_string()
-}
-
-/// A target-relative path as a package-relative one.
-fn in_package(rel: &str, target_in_package: &str) -> String {
-    match target_in_package {
-        "" => rel.to_string(),
-        prefix => format!("{prefix}/{rel}"),
-    }
-}
-
 /// The project's runner, eslint and `tsc`, in the run's worktree.
 pub struct NodeSuite {
     found: Found,
@@ -173,17 +241,16 @@ pub struct NodeSuite {
 }
 
 impl NodeSuite {
-    /// The package's folder for the target folder `root` in the worktree.
     fn package_dir(&self, root: &Path) -> PathBuf {
-        package_dir(root, &self.found.target_in_package)
+        self.found.place.package_dir(root)
     }
 
     fn in_target(&self, rel: &str) -> String {
-        in_target(rel, &self.found.target_in_package)
+        self.found.place.in_target(rel)
     }
 
     fn in_package(&self, rel: &str) -> String {
-        in_package(rel, &self.found.target_in_package)
+        self.found.place.in_package(rel)
     }
 
     /// The runner found.
@@ -203,6 +270,10 @@ impl Suite for NodeSuite {
 
     fn linter(&self) -> &str {
         "eslint"
+    }
+
+    fn owns(&self, rel: &str) -> bool {
+        self.language().is_source(rel) && self.found.place.contains(rel)
     }
 
     fn test(&self, root: &Path, limits: TestLimits, cancel: &Cancel) -> Result<TestRun, ToolError> {
@@ -325,12 +396,23 @@ mod tests {
     #[test]
     fn paths_move_between_the_target_and_its_package() {
         let root = Path::new("/w/run/web/src");
-        assert_eq!(package_dir(root, "src"), Path::new("/w/run/web"));
-        assert_eq!(package_dir(root, ""), root);
-        assert_eq!(in_target("src/a.ts", "src"), "a.ts");
-        assert_eq!(in_target("tests/a.test.ts", "src"), "tests/a.test.ts");
-        assert_eq!(in_target("src/a.ts", ""), "src/a.ts");
-        assert_eq!(in_package("a.ts", "src"), "src/a.ts");
-        assert_eq!(in_package("a.ts", ""), "a.ts");
+        let holds = Place::Holds("src".into());
+        assert_eq!(holds.package_dir(root), Path::new("/w/run/web"));
+        assert_eq!(holds.in_target("src/a.ts"), "a.ts");
+        assert_eq!(holds.in_target("tests/a.test.ts"), "tests/a.test.ts");
+        assert_eq!(holds.in_package("a.ts"), "src/a.ts");
+        assert!(holds.contains("anything.ts"));
+        let same = Place::Holds(String::new());
+        assert_eq!(same.package_dir(root), root);
+        assert_eq!(same.in_target("src/a.ts"), "src/a.ts");
+        assert_eq!(same.in_package("a.ts"), "a.ts");
+        let inside = Place::Inside("web".into());
+        let repo = Path::new("/w/run");
+        assert_eq!(inside.package_dir(repo), Path::new("/w/run/web"));
+        assert_eq!(inside.in_target("src/a.ts"), "web/src/a.ts");
+        assert_eq!(inside.in_package("web/src/a.ts"), "src/a.ts");
+        assert!(inside.contains("web/src/a.ts"));
+        assert!(!inside.contains("webapp/a.ts"));
+        assert!(!inside.contains("api/app.py"));
     }
 }

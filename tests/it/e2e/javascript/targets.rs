@@ -52,14 +52,28 @@ const GREET_TESTS: &str = "import { describe, expect, it } from 'vitest';\n\n\
 
 #[test]
 fn a_python_and_typescript_target_is_judged_by_both_runners() {
+    judged_by_both("");
+}
+
+#[test]
+fn a_front_end_package_inside_a_python_target_is_judged_by_its_runner() {
+    judged_by_both("web/");
+}
+
+/// A Python package with pytest tests and a TypeScript package with vitest
+/// tests in one target, the TypeScript package's folder `front` (`""`: the
+/// target itself, `web/`: a folder inside it), one bug in each: both fixed
+/// and delivered, both runners measuring every state.
+fn judged_by_both(front: &str) {
     let repo = TestRepo::empty();
     let vitest = node::installed("vitest_ts");
+    std::fs::create_dir_all(repo.root.join(front)).expect("create the front end's folder");
     for file in ["package.json", "package-lock.json", "tsconfig.json"] {
-        std::fs::copy(vitest.join(file), repo.root.join(file)).expect("copy");
+        std::fs::copy(vitest.join(file), repo.root.join(front).join(file)).expect("copy");
     }
     node::copy(
         &vitest.join("node_modules"),
-        &repo.root.join("node_modules"),
+        &repo.root.join(front).join("node_modules"),
         Deps::Linked,
     );
     repo.write(".gitignore", "node_modules/\n__pycache__/\n");
@@ -71,15 +85,19 @@ fn a_python_and_typescript_target_is_judged_by_both_runners() {
     repo.write("calc/__init__.py", "\"\"\"Arithmetic.\"\"\"\n");
     repo.write("calc/ops.py", CALC);
     repo.write("tests/test_ops.py", CALC_TESTS);
-    repo.write("src/greet.ts", GREET);
-    repo.write("tests/greet.test.ts", GREET_TESTS);
+    let (greet, greet_tests) = (
+        format!("{front}src/greet.ts"),
+        format!("{front}tests/greet.test.ts"),
+    );
+    repo.write(&greet, GREET);
+    repo.write(&greet_tests, GREET_TESTS);
     let fx = committed(repo, "mixed", "");
     let start = fx.repo.head();
     let fixed_py = CALC.replace("a - b", "a + b");
     let fixed_ts = GREET.replace("`Hello ${name}!`", "`Hello, ${name}!`");
     let fixes = BTreeMap::from([
         ("calc/ops.py".to_string(), fixed_py.clone()),
-        ("src/greet.ts".to_string(), fixed_ts.clone()),
+        (greet.clone(), fixed_ts.clone()),
     ]);
     let server = LlmServer::start(model(fixes, vec![]));
     let out = run_openai(&fx, &server, &[]);
@@ -90,12 +108,12 @@ fn a_python_and_typescript_target_is_judged_by_both_runners() {
     assert_eq!(summary["linter"], "pylint and eslint", "{summary}");
     assert_ne!(fx.repo.head(), start);
     assert_eq!(fx.repo.read("calc/ops.py"), fixed_py);
-    assert_eq!(fx.repo.read("src/greet.ts"), fixed_ts);
+    assert_eq!(fx.repo.read(&greet), fixed_ts);
     assert_eq!(summary["tests_before"]["passed"], 2, "{summary}");
     assert_eq!(summary["tests_after"]["passed"], 4, "{summary}");
     assert_eq!(summary["tests_after"]["total"], 4, "{summary}");
     // Each file was asked about in its own language.
-    for (file, fence) in [("calc/ops.py", "python"), ("src/greet.ts", "ts")] {
+    for (file, fence) in [("calc/ops.py", "python"), (greet.as_str(), "ts")] {
         let shown = format!("## Current text of `{file}`\n```{fence}\n");
         assert!(
             server
@@ -108,7 +126,7 @@ fn a_python_and_typescript_target_is_judged_by_both_runners() {
     }
 
     // Both runners measured the baseline (each failing test named by its
-    // runner's id) and the final state, green.
+    // runner's id, relative to the target) and the final state, green.
     let log = fx.log();
     let tests: Vec<&Value> = log
         .iter()
@@ -125,10 +143,8 @@ fn a_python_and_typescript_target_is_judged_by_both_runners() {
         failing.contains(&"tests/test_ops.py::test_add"),
         "{failing:?}"
     );
-    assert!(
-        failing.contains(&"tests/greet.test.ts::greet > puts a comma after Hello"),
-        "{failing:?}"
-    );
+    let comma = format!("{greet_tests}::greet > puts a comma after Hello");
+    assert!(failing.contains(&comma.as_str()), "{failing:?}");
     // The final check's measurement names every passing test, of both
     // runners.
     let last = tests.last().expect("a final measurement");
@@ -141,13 +157,14 @@ fn a_python_and_typescript_target_is_judged_by_both_runners() {
         .iter()
         .filter_map(Value::as_str)
         .collect();
+    let shout = format!("{greet_tests}::shout > shouts the name");
     assert_eq!(
         passing,
         BTreeSet::from([
             "tests/test_ops.py::test_add",
             "tests/test_ops.py::test_double",
-            "tests/greet.test.ts::greet > puts a comma after Hello",
-            "tests/greet.test.ts::shout > shouts the name",
+            comma.as_str(),
+            shout.as_str(),
         ])
     );
     assert!(
