@@ -44,17 +44,7 @@ impl Printer {
     /// The final summary (always shown, even with -q).
     pub fn summary(&self, s: &Summary) {
         let score = |v: Option<f64>| v.map(|x| format!("{x:.2}")).unwrap_or_else(|| "n/a".into());
-        let tests = if s.verified_by_tests || s.tests_before.total > 0 {
-            format!(
-                "{}/{} passed -> {}/{} passed",
-                s.tests_before.passed,
-                s.tests_before.total,
-                s.tests_after.passed,
-                s.tests_after.total
-            )
-        } else {
-            format!("no tests: result NOT verified by tests (checked: every file compiles and imports, {} not lower)", s.linter)
-        };
+        let tests = tests_line(s);
         let mut out = vec![
             String::new(),
             format!("{} — run {}", first_line(s), s.run_id),
@@ -126,6 +116,21 @@ impl Printer {
         }
         out.push(format!("  log:      {}", s.log_file));
         self.line(&out.join("\n"));
+    }
+}
+
+/// The summary's tests line: before and after, or what stood in for tests.
+fn tests_line(s: &Summary) -> String {
+    if s.verified_by_tests || s.tests_before.total > 0 {
+        format!(
+            "{}/{} passed -> {}/{} passed",
+            s.tests_before.passed, s.tests_before.total, s.tests_after.passed, s.tests_after.total
+        )
+    } else {
+        format!(
+            "no tests: result NOT verified by tests (checked: every file compiles and imports, {} not lower)",
+            s.linter
+        )
     }
 }
 

@@ -323,11 +323,7 @@ pub async fn run(
     let found = std::mem::take(&mut opened.suites);
     let (env, mut ws, sandbox, suites) =
         setup::start_workspace(config, &opened, found, events, cancel)?;
-    let mut safety = Safety::new(sandbox.report(), crate::harden::report());
-    for suite in &suites {
-        let tools = format!("{}, {}", suite.runner(), suite.linter());
-        safety.add_runtime(tools, suite.sandbox_report());
-    }
+    let safety = safety_of(&sandbox, &suites);
     announce(events, &opened, &ws, &safety, model.model());
     let root = match opened.info.target_rel.as_str() {
         "" => ws.path().to_path_buf(),
@@ -388,6 +384,17 @@ pub async fn run(
         cancel,
         &mut rec,
     )
+}
+
+/// What confines the run's tools: the interpreter's sandbox, each other
+/// suite's, and swarm's own hardening.
+fn safety_of(sandbox: &Sandbox, suites: &[Box<dyn crate::lang::Suite>]) -> Safety {
+    let mut safety = Safety::new(sandbox.report(), crate::harden::report());
+    for suite in suites {
+        let tools = format!("{}, {}", suite.runner(), suite.linter());
+        safety.add_runtime(tools, suite.sandbox_report());
+    }
+    safety
 }
 
 /// Tells the user what the run's confinement lacks, and that the run

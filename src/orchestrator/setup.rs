@@ -208,25 +208,7 @@ pub(crate) fn start_workspace(
             // status of the whole working tree).
             let uncommitted =
                 scope.spawn(|| uncommitted_under_target(&opened.repo, &opened.scope.target));
-            let progress = |m: &str| notice(m.to_string());
-            let env = if config.install_deps {
-                let settings = tools::EnvSettings::from_env();
-                tools::declared_env(&opened.target, &opened.info.root, &settings, &progress)
-            } else {
-                tools::resolve_env(&opened.target, config.bootstrap, &progress)
-            };
-            let tools = env.map_err(SwarmError::from).and_then(|env| {
-                let mut policy = config.sandbox.clone();
-                policy.writable = vec![planned.clone()];
-                policy.scratch_parent = Some(RunWorkspace::scratch_dir_of(&planned));
-                let memo = config.cache_dir.as_deref().map(ProbeMemo::new);
-                let mut sandbox = Sandbox::remembering(policy, &env, memo.as_ref())?;
-                // The worktree stands for the user's checkout: an
-                // editable install's paths into it are moved to the
-                // worktree when the tools run.
-                sandbox.set_checkout(&opened.info.root);
-                Ok((env, sandbox))
-            });
+            let tools = interpreter_tools(config, opened, &planned, &notice);
             let ws = joined(checkout, "create the run worktree");
             let uncommitted = joined(uncommitted, "read the status of the working tree");
             let tools = tools.and_then(|made| {
@@ -245,14 +227,7 @@ pub(crate) fn start_workspace(
     match (tools, ws) {
         (Ok((env, sandbox, suites)), Ok(mut ws)) => {
             announce_empty_submodules(&ws, &notice);
-            ws.keep_untracked(
-                suites
-                    .iter()
-                    .flat_map(|s| s.laid())
-                    .filter_map(|p| p.strip_prefix(ws.path()).ok())
-                    .map(|p| p.to_string_lossy().replace('\\', "/"))
-                    .collect(),
-            );
+            keep_laid(&mut ws, &suites);
             Ok((env, ws, sandbox, suites))
         }
         (Err(e), Ok(ws)) => {
@@ -279,6 +254,43 @@ pub(crate) fn start_workspace(
             Err(error)
         }
     }
+}
+
+/// The interpreter's tools (found, or made in swarm's cache) and the
+/// sandbox around them, writable the worktree planned at `planned`.
+fn interpreter_tools(
+    config: &RunConfig,
+    opened: &Opened,
+    planned: &Path,
+    notice: &dyn Fn(String),
+) -> Result<(Toolchain, Sandbox), SwarmError> {
+    let progress = |m: &str| notice(m.to_string());
+    let env = if config.install_deps {
+        let settings = tools::EnvSettings::from_env();
+        tools::declared_env(&opened.target, &opened.info.root, &settings, &progress)
+    } else {
+        tools::resolve_env(&opened.target, config.bootstrap, &progress)
+    }?;
+    let mut policy = config.sandbox.clone();
+    policy.writable = vec![planned.to_path_buf()];
+    policy.scratch_parent = Some(RunWorkspace::scratch_dir_of(planned));
+    let memo = config.cache_dir.as_deref().map(ProbeMemo::new);
+    let mut sandbox = Sandbox::remembering(policy, &env, memo.as_ref())?;
+    // The worktree stands for the user's checkout: an editable install's
+    // paths into it are moved to the worktree when the tools run.
+    sandbox.set_checkout(&opened.info.root);
+    Ok((env, sandbox))
+}
+
+/// Keeps the folders the suites laid in the worktree across its resets.
+fn keep_laid(ws: &mut RunWorkspace, suites: &[Box<dyn lang::Suite>]) {
+    let folders = suites
+        .iter()
+        .flat_map(|s| s.laid())
+        .filter_map(|p| p.strip_prefix(ws.path()).ok())
+        .map(|p| p.to_string_lossy().replace('\\', "/"))
+        .collect();
+    ws.keep_untracked(folders);
 }
 
 /// The suites of the target's other languages, prepared in the run's

@@ -93,18 +93,10 @@ fn measure_linted(
     baseline: Option<&TestState>,
     linted: Option<LintReport>,
 ) -> Result<Measurement, tools::ToolError> {
-    let Tools {
-        env,
-        sandbox,
-        lint_cache,
-        known,
-        suites,
-        ..
-    } = tools;
+    let (env, sandbox, suites) = (tools.env, tools.sandbox, tools.suites);
     // The files pytest and pylint judge; each suite judges its own.
     let own = crate::lang::judged_by_interpreter(suites, files);
     let interpreter = !own.is_empty() || suites.is_empty();
-    let lint_settings = LintSettings::new(limits.lint);
     let test_limits = tools::TestLimits {
         run: limits.tests,
         case: limits.test_case,
@@ -115,49 +107,19 @@ fn measure_linted(
         let others: Vec<_> = suites
             .iter()
             .map(|suite| {
-                scope.spawn(move || {
-                    let mine: Vec<String> =
-                        files.iter().filter(|f| suite.owns(f)).cloned().collect();
-                    let step = tools.step(suite.runner());
-                    let run = suite.test(root, test_limits, cancel)?;
-                    drop(step);
-                    let _step = tools.step(suite.linter());
-                    let lint = suite.lint(root, &mine, limits.lint, cancel)?;
-                    Ok::<_, tools::ToolError>((run, lint))
-                })
+                let suite = suite.as_ref();
+                scope.spawn(move || suite_run(tools, suite, root, files, limits, cancel))
             })
             .collect();
         let lint = scope.spawn(|| match linted {
             Some(report) => Ok(report),
             None if !interpreter => Ok(LintReport::default()),
-            None => {
-                let _step = tools.step("pylint");
-                tools::run_pylint_on(
-                    env,
-                    sandbox,
-                    tools::LintTarget {
-                        root,
-                        files: &own,
-                        known,
-                    },
-                    &lint_settings,
-                    lint_cache,
-                    cancel,
-                )
-            }
+            None => pylint(tools, root, &own, limits, cancel),
         });
-        let run = if interpreter {
+        let run = interpreter.then(|| {
             let _step = tools.step("pytest");
-            Some(tools::run_pytest_with(
-                env,
-                sandbox,
-                root,
-                test_limits,
-                cancel,
-            ))
-        } else {
-            None
-        };
+            tools::run_pytest_with(env, sandbox, root, test_limits, cancel)
+        });
         let lint = lint.join().unwrap_or_else(|_| Err(panicked("pylint")));
         let others: Vec<_> = others
             .into_iter()
@@ -165,21 +127,7 @@ fn measure_linted(
             .collect();
         (run, lint, others)
     });
-    let (mut runs, mut lints) = (Vec::new(), Vec::new());
-    if let Some(run) = run {
-        runs.push(run?);
-        lints.push(lint?);
-    }
-    for other in others {
-        let (run, lint) = other?;
-        runs.push(run);
-        lints.push(lint);
-    }
-    let run = crate::lang::suite::merge_runs(runs);
-    let lint = match lints.len() {
-        1 => lints.remove(0),
-        _ => crate::lang::suite::merge_lints(lints),
-    };
+    let (run, lint) = merged(run.map(|run| (run, lint)), others)?;
     let check = if run.no_tests && interpreter {
         let sources = sources_of(&own);
         let _step = tools.step("import checks (no tests)");
@@ -195,6 +143,79 @@ fn measure_linted(
         None
     };
     Ok(assemble(root, &own, run, lint, check, baseline))
+}
+
+/// One suite of another language on its files among `files`: its tests,
+/// then its lint.
+fn suite_run(
+    tools: Tools<'_>,
+    suite: &dyn crate::lang::Suite,
+    root: &Path,
+    files: &[String],
+    limits: Limits,
+    cancel: &Cancel,
+) -> Result<(TestRun, LintReport), tools::ToolError> {
+    let mine: Vec<String> = files.iter().filter(|f| suite.owns(f)).cloned().collect();
+    let test_limits = tools::TestLimits {
+        run: limits.tests,
+        case: limits.test_case,
+    };
+    let step = tools.step(suite.runner());
+    let run = suite.test(root, test_limits, cancel)?;
+    drop(step);
+    let _step = tools.step(suite.linter());
+    let lint = suite.lint(root, &mine, limits.lint, cancel)?;
+    Ok((run, lint))
+}
+
+/// pylint over the interpreter's `files`, through the run's lint cache.
+fn pylint(
+    tools: Tools<'_>,
+    root: &Path,
+    files: &[String],
+    limits: Limits,
+    cancel: &Cancel,
+) -> Result<LintReport, tools::ToolError> {
+    let _step = tools.step("pylint");
+    tools::run_pylint_on(
+        tools.env,
+        tools.sandbox,
+        tools::LintTarget {
+            root,
+            files,
+            known: tools.known,
+        },
+        &LintSettings::new(limits.lint),
+        tools.lint_cache,
+        cancel,
+    )
+}
+
+/// One test run and one lint of the interpreter's (when it ran) and every
+/// other suite's: a lone one as it is, several merged.
+fn merged(
+    interpreter: Option<(
+        Result<TestRun, tools::ToolError>,
+        Result<LintReport, tools::ToolError>,
+    )>,
+    others: Vec<Result<(TestRun, LintReport), tools::ToolError>>,
+) -> Result<(TestRun, LintReport), tools::ToolError> {
+    let (mut runs, mut lints) = (Vec::new(), Vec::new());
+    if let Some((run, lint)) = interpreter {
+        runs.push(run?);
+        lints.push(lint?);
+    }
+    for other in others {
+        let (run, lint) = other?;
+        runs.push(run);
+        lints.push(lint);
+    }
+    let run = crate::lang::suite::merge_runs(runs);
+    let lint = match lints.len() {
+        1 => lints.remove(0),
+        _ => crate::lang::suite::merge_lints(lints),
+    };
+    Ok((run, lint))
 }
 
 /// The error of a tool's thread that panicked.

@@ -357,14 +357,8 @@ impl Suite for NodeSuite {
                 }
             }
             // Type errors weigh as lint errors in the score.
-            let counted: usize = files
-                .iter()
-                .filter_map(|f| {
-                    let text = std::fs::read_to_string(root.join(f)).ok()?;
-                    Some(swarm_analysis::javascript::statement_count(f, &text))
-                })
-                .sum();
-            report.score = super::lint::score(&report.messages, counted).or(report.score);
+            let statements = super::statements_in(root, files);
+            report.score = super::lint::score(&report.messages, statements).or(report.score);
         }
         Ok(report)
     }
