@@ -128,10 +128,19 @@ impl FoundSuites {
     /// The suites `files` (target-relative sources) of the target `target`
     /// in the checkout rooted at `checkout` need; `Err` is one line saying
     /// what to do (install node, install the dependencies).
+    /// A target whose only sources are JavaScript/TypeScript with no
+    /// runner to judge them is refused the same way: nothing could tell a
+    /// fix from a break.
     pub fn find(target: &Path, checkout: &Path, files: &[String]) -> Result<Self, String> {
-        Ok(Self {
-            javascript: javascript::suite::find(target, checkout, files)?,
-        })
+        let javascript = javascript::suite::find(target, checkout, files)?;
+        let interpreted = files.iter().any(|f| python::Python.is_source(f));
+        if javascript.is_empty() && !interpreted {
+            return Err(format!(
+                "no test runner found for the JavaScript/TypeScript files under {}: swarm runs vitest, jest or node --test, named by package.json's `scripts.test`, a config file (vitest.config.*, jest.config.*) or a dev dependency",
+                target.display()
+            ));
+        }
+        Ok(Self { javascript })
     }
 
     /// Whether any language beyond the interpreter's has a suite here.
@@ -166,11 +175,14 @@ impl FoundSuites {
     }
 }
 
-/// The files among `files` no suite judges: the interpreter's.
+/// The interpreter's files among `files` (Python's: pytest and pylint
+/// judge them) that no suite judges. A file of another language no suite
+/// owns (a package without a test runner) is judged by no tool: pylint
+/// never sees it.
 pub fn judged_by_interpreter(suites: &[Box<dyn Suite>], files: &[String]) -> Vec<String> {
     files
         .iter()
-        .filter(|f| !suites.iter().any(|s| s.owns(f)))
+        .filter(|f| python::Python.is_source(f) && !suites.iter().any(|s| s.owns(f)))
         .cloned()
         .collect()
 }

@@ -169,7 +169,7 @@ fn suite_run(
 }
 
 /// pylint over the interpreter's `files`, through the run's lint cache.
-fn pylint(
+pub(super) fn pylint(
     tools: Tools<'_>,
     root: &Path,
     files: &[String],

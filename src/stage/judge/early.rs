@@ -34,7 +34,7 @@ use crate::pipeline::bar::{pylint_higher, pylint_lower};
 use crate::pipeline::state::PYTEST_ITSELF;
 use crate::pipeline::{EarlyStop, Measurement, Snapshot, TestState, Verdict};
 use crate::pipeline::{LintReport, TestOutcome};
-use crate::tools::{self, LintSettings, SelectedRun, ToolError};
+use crate::tools::{self, SelectedRun, ToolError};
 
 /// Measures an attempt against `best`: the previously failing tests first,
 /// and the full suite (see [`measure`]) unless the attempt is certain not
@@ -85,27 +85,15 @@ fn first_pass(
     cancel: &Cancel,
     rerun: &[String],
 ) -> Result<(SelectedRun, LintReport), ToolError> {
-    let lint_settings = LintSettings::new(limits.lint);
     let test_limits = tools::TestLimits {
         run: limits.tests,
         case: limits.test_case,
     };
+    // pylint lints the interpreter's files only (a script of a package no
+    // runner tests is no file of pylint's).
+    let own = crate::lang::judged_by_interpreter(tools.suites, files);
     let (selected, lint) = std::thread::scope(|scope| {
-        let lint = scope.spawn(|| {
-            let _step = tools.step("pylint");
-            tools::run_pylint_on(
-                tools.env,
-                tools.sandbox,
-                tools::LintTarget {
-                    root,
-                    files,
-                    known: tools.known,
-                },
-                &lint_settings,
-                tools.lint_cache,
-                cancel,
-            )
-        });
+        let lint = scope.spawn(|| super::pylint(tools, root, &own, limits, cancel));
         let step = tools.step("pytest (the failing tests first)");
         let selected =
             tools::run_pytest_only(tools.env, tools.sandbox, root, test_limits, rerun, cancel);

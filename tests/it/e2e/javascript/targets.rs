@@ -32,6 +32,67 @@ fn dependencies_not_installed_stop_the_run_before_any_request() {
     );
 }
 
+#[test]
+fn a_package_no_runner_tests_is_refused_and_beside_python_left_to_the_reviewer() {
+    // JavaScript alone, with no runner named anywhere: nothing could judge
+    // a fix, so the run stops before any request.
+    let repo = TestRepo::empty();
+    repo.write("package.json", "{\"name\": \"tools\", \"private\": true}\n");
+    repo.write(
+        "src/slug.js",
+        "export const slug = (s) => s.toLowerCase();\n",
+    );
+    let fx = committed(repo, "no-runner", "");
+    let server = LlmServer::start(model(BTreeMap::new(), vec![]));
+    let out = run_openai(&fx, &server, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr:\n{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.contains("no test runner found"), "{stderr}");
+    assert!(server.requests().is_empty(), "{:?}", server.requests());
+
+    // Beside a Python package the script is a source under the Reviewer's
+    // rules, judged by no tool: pylint never lints it, and the Python fix
+    // is delivered.
+    let repo = TestRepo::empty();
+    repo.write("package.json", "{\"name\": \"tools\", \"private\": true}\n");
+    repo.write(
+        "scripts/slug.js",
+        "export const slug = (s) => s.toLowerCase();\n",
+    );
+    repo.write(
+        "pyproject.toml",
+        "[tool.pytest.ini_options]\npythonpath = [\".\"]\ntestpaths = [\"tests\"]\n",
+    );
+    repo.write("calc/__init__.py", "\"\"\"Arithmetic.\"\"\"\n");
+    repo.write("calc/ops.py", CALC);
+    repo.write("tests/test_ops.py", CALC_TESTS);
+    repo.write(".gitignore", "__pycache__/\n");
+    let fx = committed(repo, "python-with-scripts", "");
+    let fixed = CALC.replace("a - b", "a + b");
+    let server = LlmServer::start(model(
+        BTreeMap::from([("calc/ops.py".to_string(), fixed.clone())]),
+        vec![],
+    ));
+    let out = run_openai(&fx, &server, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{stderr}");
+    assert_eq!(fx.repo.read("calc/ops.py"), fixed);
+    let summary = summary_of(&out.stdout);
+    assert_eq!(summary["linter"], "pylint and eslint", "{summary}");
+    let linted: Vec<String> = fx
+        .log()
+        .iter()
+        .filter(|e| e["details"]["kind"] == "tool" && e["details"]["tool"] == "pylint")
+        .filter_map(|e| e["details"]["input_prompt"].as_str().map(str::to_string))
+        .collect();
+    assert!(!linted.is_empty());
+    assert!(
+        linted.iter().all(|command| !command.contains("slug.js")),
+        "{linted:?}"
+    );
+}
+
 /// A Python package with one failing pytest test.
 const CALC: &str = "\"\"\"Small arithmetic helpers.\"\"\"\n\n\ndef add(a, b):\n    \
                     \"\"\"Return the sum of a and b.\"\"\"\n    return a - b\n\n\ndef double(a):\n    \
