@@ -48,9 +48,11 @@ pub trait Suite: Send + Sync {
     fn laid(&self) -> &[std::path::PathBuf];
     /// The layers of the sandbox its tools run in (for the safety summary).
     fn sandbox_report(&self) -> crate::tools::SandboxReport;
-    /// What verifies a change to one of its files, in words ("vitest's
-    /// tests, tsc's type check and eslint"), for the per-file verification.
-    fn verified_by(&self) -> String;
+    /// What verified a change to `file`, one of its files among `files`
+    /// (target-relative, read under `root`), in words: `vitest's tests,
+    /// tsc's type check, eslint` when a test reaches it, else `tsc's type
+    /// check and eslint only: no vitest test reaches it`.
+    fn verified_by(&self, root: &Path, file: &str, files: &[String]) -> String;
 }
 
 /// One test run made of several runners' runs (in the order given): every

@@ -21,7 +21,7 @@ pub(super) fn adopt(
     best: Snapshot,
     behaviour: Option<&BehaviourRun>,
     files: Vec<String>,
-    suites: &[Box<dyn crate::lang::Suite>],
+    (suites, root): (&[Box<dyn crate::lang::Suite>], &std::path::Path),
 ) {
     let progress = &mut state.progress;
     progress.best = best;
@@ -37,8 +37,8 @@ pub(super) fn adopt(
     }
     for file in &change.files {
         if let Some(suite) = suites.iter().find(|s| s.owns(file)) {
-            let by = suite.verified_by();
-            progress_verified(state, file, Verification::LanguageTools { tools: by });
+            let tools = suite.verified_by(root, file, &files);
+            progress_verified(state, file, Verification::LanguageTools { tools });
         }
     }
     state.facts.files = files;

@@ -416,7 +416,7 @@ fn judge_and_commit(
         measured.snapshot,
         behaviour.as_ref(),
         files,
-        cx.suites,
+        (cx.suites, cx.root),
     );
     Ok(true)
 }

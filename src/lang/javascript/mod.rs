@@ -24,6 +24,7 @@ pub mod language;
 pub mod lint;
 pub mod manifest;
 pub mod project;
+pub mod reach;
 pub mod results;
 pub mod rules;
 pub mod runner;

@@ -371,15 +371,25 @@ impl Suite for NodeSuite {
         &self.laid
     }
 
-    fn verified_by(&self) -> String {
-        let mut by = vec![format!("{}'s tests", self.found.runner.name())];
+    fn verified_by(&self, root: &Path, file: &str, files: &[String]) -> String {
+        let runner = self.found.runner.name();
+        let mut checks = Vec::new();
         if self.found.project.root.join("tsconfig.json").is_file() {
-            by.push("tsc's type check".to_string());
+            checks.push("tsc's type check");
         }
         if self.linter.is_some() {
-            by.push("eslint".to_string());
+            checks.push("eslint");
         }
-        by.join(", ")
+        if super::reach::reached_by_tests(root, files).contains(file) {
+            let mut by = vec![format!("{runner}'s tests")];
+            by.extend(checks.iter().map(|c| c.to_string()));
+            return by.join(", ");
+        }
+        let checked = match checks.as_slice() {
+            [] => "that it parses".to_string(),
+            _ => checks.join(" and "),
+        };
+        format!("{checked} only: no {runner} test reaches it")
     }
 }
 

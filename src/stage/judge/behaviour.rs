@@ -155,7 +155,8 @@ pub enum Verification {
     /// nothing more.
     CompilesAndImportsOnly { reason: String },
     /// A language with no behaviour check or Tester in swarm yet: what its
-    /// own tools checked (`vitest's tests, tsc's type check, eslint`).
+    /// own tools checked (`vitest's tests, tsc's type check, eslint`, or
+    /// `tsc's type check and eslint only: no vitest test reaches it`).
     LanguageTools { tools: String },
 }
 
@@ -191,7 +192,7 @@ impl std::fmt::Display for Verification {
             Verification::CompilesAndImportsOnly { reason } => {
                 write!(f, "compiles and imports only ({reason})")
             }
-            Verification::LanguageTools { tools } => write!(f, "{tools} only"),
+            Verification::LanguageTools { tools } => f.write_str(tools),
         }
     }
 }

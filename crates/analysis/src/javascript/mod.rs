@@ -143,6 +143,30 @@ pub fn dangerous_calls(path: &str, source: &str) -> Vec<DangerousCall> {
     danger::find(tree.root_node(), source)
 }
 
+/// The modules `source` loads by a literal name (the dialect from `path`):
+/// `import … from '…'`, `import '…'`, `export … from '…'`, `require('…')`
+/// and `import('…')`, in source order.
+pub fn imported_modules(path: &str, source: &str) -> Vec<String> {
+    let tree = parse(source, dialect_or_js(path));
+    let mut found = Vec::new();
+    walk(tree.root_node(), |node| {
+        let module = match node.kind() {
+            "import_statement" | "export_statement" => {
+                node.child_by_field_name("source").map(|s| {
+                    super::tree::text(s, source)
+                        .trim_matches(['"', '\''])
+                        .to_string()
+                })
+            }
+            "call_expression" => danger::required_module(node, source).flatten(),
+            _ => None,
+        };
+        found.extend(module);
+        true
+    });
+    found
+}
+
 /// What in `source` reads how it is being run or patches the test framework
 /// (the dialect from `path`); see [`gaming`] for what counts.
 pub fn test_probes(path: &str, source: &str) -> Vec<super::TestProbe> {

@@ -200,3 +200,12 @@ const f = new Formatter();
 ";
     assert!(dangerous_calls("a.ts", source).is_empty());
 }
+
+#[test]
+fn imported_modules_are_read_in_every_form() {
+    let source = "import { a } from './a.js';\nimport './side';\nexport { b } from \"../b\";\nconst c = require('./c');\nconst d = await import('./d');\nconst e = require(name);\n";
+    assert_eq!(
+        super::imported_modules("x.ts", source),
+        ["./a.js", "./side", "../b", "./c", "./d"]
+    );
+}

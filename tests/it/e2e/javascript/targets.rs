@@ -93,6 +93,11 @@ fn a_package_no_runner_tests_is_refused_and_beside_python_left_to_the_reviewer()
     );
 }
 
+/// A TypeScript module no test imports, with an unused variable.
+const BANNER: &str =
+    "/** A banner around a title. */\nexport function banner(title: string): string {\n  \
+                      const width = 4;\n  return `** ${title} **`;\n}\n";
+
 /// A Python package with one failing pytest test.
 const CALC: &str = "\"\"\"Small arithmetic helpers.\"\"\"\n\n\ndef add(a, b):\n    \
                     \"\"\"Return the sum of a and b.\"\"\"\n    return a - b\n\n\ndef double(a):\n    \
@@ -152,13 +157,18 @@ fn judged_by_both(front: &str) {
     );
     repo.write(&greet, GREET);
     repo.write(&greet_tests, GREET_TESTS);
+    // A module no test imports, with a variable eslint flags.
+    let banner = format!("{front}src/banner.ts");
+    repo.write(&banner, BANNER);
     let fx = committed(repo, "mixed", "");
     let start = fx.repo.head();
     let fixed_py = CALC.replace("a - b", "a + b");
     let fixed_ts = GREET.replace("`Hello ${name}!`", "`Hello, ${name}!`");
+    let fixed_banner = BANNER.replace("  const width = 4;\n", "");
     let fixes = BTreeMap::from([
         ("calc/ops.py".to_string(), fixed_py.clone()),
         (greet.clone(), fixed_ts.clone()),
+        (banner.clone(), fixed_banner.clone()),
     ]);
     let server = LlmServer::start(model(fixes, vec![]));
     let out = run_openai(&fx, &server, &[]);
@@ -170,6 +180,19 @@ fn judged_by_both(front: &str) {
     assert_ne!(fx.repo.head(), start);
     assert_eq!(fx.repo.read("calc/ops.py"), fixed_py);
     assert_eq!(fx.repo.read(&greet), fixed_ts);
+    assert_eq!(fx.repo.read(&banner), fixed_banner);
+    // What verified each TypeScript change, honestly: the tests reach
+    // greet.ts; nothing but tsc and eslint checked banner.ts.
+    let verification = &summary["verification"];
+    assert_eq!(
+        verification[&greet]["tools"], "vitest's tests, tsc's type check, eslint",
+        "{verification}"
+    );
+    assert_eq!(
+        verification[&banner]["tools"],
+        "tsc's type check and eslint only: no vitest test reaches it",
+        "{verification}"
+    );
     assert_eq!(summary["tests_before"]["passed"], 2, "{summary}");
     assert_eq!(summary["tests_after"]["passed"], 4, "{summary}");
     assert_eq!(summary["tests_after"]["total"], 4, "{summary}");
