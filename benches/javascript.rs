@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 #[path = "support/loopback.rs"]
 mod loopback;
-use loopback::{git, serve, Seen};
+use loopback::{git, serve, swarm, Seen};
 
 const RUNS: usize = 3;
 
@@ -90,16 +90,8 @@ fn run_swarm(repo: &Path, home: &Path, first: &str, target: &str, base: &str) ->
     git(repo, home, &["reset", "--quiet", "--hard", first]);
     let _ = std::fs::remove_dir_all(repo.join("logs"));
     let started = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_swarm"))
+    let out = swarm(repo, home, base)
         .args(["--target_dir", target, "--no-preflight", "--json", "-q"])
-        .current_dir(repo)
-        .env("HOME", home)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("SWARM_CACHE_DIR", home.join(".cache/swarm"))
-        .env("OPENAI_API_KEY", "sk-bench")
-        .env("OPENAI_BASE_URL", base)
-        .env_remove("GEMINI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
         .output()
         .expect("swarm runs");
     let wall = started.elapsed();

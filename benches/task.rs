@@ -7,13 +7,12 @@
 //! Most of the wall time is pytest, pylint and the public-name check; the
 //! requests and characters say what a directive costs in model calls.
 
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[path = "support/loopback.rs"]
 mod loopback;
-use loopback::{git, serve, Seen};
+use loopback::{git, serve, swarm, Seen};
 
 const RUNS: usize = 3;
 
@@ -112,7 +111,7 @@ fn run_once(module: &str, split: &str) -> (Duration, usize, usize) {
     };
     let base = serve(answer, Arc::clone(&seen));
     let started = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_swarm"))
+    let out = swarm(&repo, &home, &base)
         .args([
             "--target_dir",
             ".",
@@ -125,14 +124,6 @@ fn run_once(module: &str, split: &str) -> (Duration, usize, usize) {
             "--task",
             "split textkit.py into a package with one module per kind of helper",
         ])
-        .current_dir(&repo)
-        .env("HOME", &home)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("SWARM_CACHE_DIR", home.join(".cache/swarm"))
-        .env("OPENAI_API_KEY", "sk-bench")
-        .env("OPENAI_BASE_URL", &base)
-        .env_remove("GEMINI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
         .output()
         .expect("swarm runs");
     let wall = started.elapsed();

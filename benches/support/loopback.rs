@@ -88,3 +88,19 @@ pub fn git(dir: &std::path::Path, home: &std::path::Path, args: &[&str]) -> Stri
     assert!(out.status.success(), "git {args:?} failed");
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
+
+/// swarm in `repo` with `home` as HOME and its cache there, asking the
+/// loopback model at `base` (no other provider's key reaches it).
+pub fn swarm(repo: &std::path::Path, home: &std::path::Path, base: &str) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_swarm"));
+    command
+        .current_dir(repo)
+        .env("HOME", home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("SWARM_CACHE_DIR", home.join(".cache/swarm"))
+        .env("OPENAI_API_KEY", "sk-bench")
+        .env("OPENAI_BASE_URL", base)
+        .env_remove("GEMINI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY");
+    command
+}

@@ -12,7 +12,7 @@ use crate::cancel::Cancel;
 use crate::pipeline::{LintKind, LintMessage, LintReport, TestCase, TestOutcome, TestRun};
 use crate::tools::{TestLimits, ToolError};
 
-pub use crate::pipeline::bar::{added_type_errors, is_type_error, TYPE_ERROR_KIND};
+use crate::pipeline::bar::TYPE_ERROR_KIND;
 
 /// One language's suite in a run: prepared once per run (its tools found,
 /// its dependencies visible in the worktree), then asked by the Judge for
@@ -48,11 +48,16 @@ pub trait Suite: Send + Sync {
     fn laid(&self) -> &[std::path::PathBuf];
     /// The layers of the sandbox its tools run in (for the safety summary).
     fn sandbox_report(&self) -> crate::tools::SandboxReport;
-    /// What verified a change to `file`, one of its files among `files`
-    /// (target-relative, read under `root`), in words: `vitest's tests,
-    /// tsc's type check, eslint` when a test reaches it, else `tsc's type
+    /// What verified the change to each of `changed` it owns (`files` are
+    /// the target's, read under `root`), in words: `vitest's tests, tsc's
+    /// type check, eslint` when a test reaches the file, else `tsc's type
     /// check and eslint only: no vitest test reaches it`.
-    fn verified_by(&self, root: &Path, file: &str, files: &[String]) -> String;
+    fn verified_by(
+        &self,
+        root: &Path,
+        changed: &[String],
+        files: &[String],
+    ) -> Vec<(String, String)>;
 }
 
 /// One test run made of several runners' runs (in the order given): every
@@ -202,18 +207,6 @@ mod tests {
         ]);
         assert_eq!(none_then_some.exit_code, Some(0));
         assert!(!none_then_some.no_tests);
-    }
-
-    #[test]
-    fn only_type_errors_a_change_adds_count() {
-        let before = vec![type_error_message("a.ts".into(), 3, 1, "TS2322", "x")];
-        let after = vec![
-            type_error_message("a.ts".into(), 9, 1, "TS2322", "x"),
-            type_error_message("a.ts".into(), 4, 1, "TS2345", "y"),
-        ];
-        let added = added_type_errors(&before, &after);
-        assert_eq!(added.len(), 1);
-        assert_eq!(added[0].symbol, "TS2345");
     }
 
     #[test]

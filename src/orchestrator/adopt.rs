@@ -35,10 +35,10 @@ pub(super) fn adopt(
             progress_verified(state, file, run.verification(file));
         }
     }
-    for file in &change.files {
-        if let Some(suite) = suites.iter().find(|s| s.owns(file)) {
-            let tools = suite.verified_by(root, file, &files);
-            progress_verified(state, file, Verification::LanguageTools { tools });
+    let changed: Vec<String> = change.files.iter().map(|f| f.to_string()).collect();
+    for suite in suites {
+        for (file, tools) in suite.verified_by(root, &changed, &files) {
+            progress_verified(state, &file, Verification::LanguageTools { tools });
         }
     }
     state.facts.files = files;

@@ -271,15 +271,22 @@ fn interpreter_tools(
     } else {
         tools::resolve_env(&opened.target, config.bootstrap, &progress)
     }?;
-    let mut policy = config.sandbox.clone();
-    policy.writable = vec![planned.to_path_buf()];
-    policy.scratch_parent = Some(RunWorkspace::scratch_dir_of(planned));
+    let policy = run_policy(config, planned);
     let memo = config.cache_dir.as_deref().map(ProbeMemo::new);
     let mut sandbox = Sandbox::remembering(policy, &env, memo.as_ref())?;
     // The worktree stands for the user's checkout: an editable install's
     // paths into it are moved to the worktree when the tools run.
     sandbox.set_checkout(&opened.info.root);
     Ok((env, sandbox))
+}
+
+/// The run's sandbox policy for every tool: the user's settings, writable
+/// the run's worktree at `worktree`, cells in its scratch folder.
+fn run_policy(config: &RunConfig, worktree: &Path) -> crate::tools::SandboxPolicy {
+    let mut policy = config.sandbox.clone();
+    policy.writable = vec![worktree.to_path_buf()];
+    policy.scratch_parent = Some(RunWorkspace::scratch_dir_of(worktree));
+    policy
 }
 
 /// Keeps the folders the suites laid in the worktree across its resets.
@@ -306,9 +313,7 @@ fn prepare_suites(
     if suites.is_empty() {
         return Ok(Vec::new());
     }
-    let mut policy = config.sandbox.clone();
-    policy.writable = vec![ws.path().to_path_buf()];
-    policy.scratch_parent = Some(RunWorkspace::scratch_dir_of(ws.path()));
+    let policy = run_policy(config, ws.path());
     let progress = |m: &str| {
         events.emit(Event::Notice {
             message: m.to_string(),

@@ -351,6 +351,30 @@ mod tests {
         );
     }
 
+    fn type_error(path: &str, line: u32, code: &str, text: &str) -> LintMessage {
+        LintMessage {
+            path: path.into(),
+            line,
+            column: 0,
+            kind: LintKind::Error,
+            symbol: code.into(),
+            message_id: TYPE_ERROR_KIND.into(),
+            message: text.into(),
+        }
+    }
+
+    #[test]
+    fn only_type_errors_a_change_adds_count() {
+        let before = vec![type_error("a.ts", 3, "TS2322", "x")];
+        let after = vec![
+            type_error("a.ts", 9, "TS2322", "x"),
+            type_error("a.ts", 4, "TS2345", "y"),
+        ];
+        let added = added_type_errors(&before, &after);
+        assert_eq!(added.len(), 1);
+        assert_eq!(added[0].symbol, "TS2345");
+    }
+
     fn run_of(cases: &[(&str, TestOutcome)]) -> TestRun {
         TestRun {
             cases: cases

@@ -17,7 +17,7 @@ use swarm::lang::javascript::{
     self as js, lint, project, rules, typecheck, Linter, Project, Runner,
 };
 use swarm::tools::node::NodeInstall;
-use swarm::tools::{Sandbox, TestLimits, TestOutcome, TestRun};
+use swarm::tools::{Sandbox, SandboxPolicy, TestLimits, TestOutcome, TestRun};
 
 use crate::support::node::{copy, installed, snapshot, Deps};
 
@@ -51,8 +51,8 @@ impl Setup {
         project.check_installed().expect("installed");
         let user_modules = project.node_modules();
         let laid = js::lay(&checkout, &worktree, &user_modules).expect("links laid");
-        let sandbox =
-            js::sandbox_for(&node, &worktree, laid.readable, true).expect("sandbox for node");
+        let sandbox = js::sandbox_for(&node, SandboxPolicy::for_worktree(&worktree), laid.readable)
+            .expect("sandbox for node");
         Self {
             _dirs: (user, tree),
             checkout,
@@ -234,7 +234,7 @@ fn jest_with_the_projects_eslint_names_failing_tests_and_messages() {
         &setup.node,
         &setup.sandbox,
         &setup.root(),
-        &files,
+        (&files, js::statements_in(&setup.root(), &files)),
         &linter,
         Duration::from_secs(120),
         &Cancel::new(),
@@ -254,7 +254,7 @@ fn jest_with_the_projects_eslint_names_failing_tests_and_messages() {
         &setup.node,
         &setup.sandbox,
         &setup.root(),
-        &files,
+        (&files, js::statements_in(&setup.root(), &files)),
         &linter,
         Duration::from_secs(120),
         &Cancel::new(),
@@ -449,18 +449,23 @@ fn pinned_linter_installs_from_the_registry_and_lints_a_project_without_eslint()
         &Cancel::new(),
     )
     .expect("installs");
-    let sandbox = js::sandbox_for(&setup.node, &setup.worktree, vec![pinned.dir.clone()], true)
-        .expect("sandbox");
+    let sandbox = js::sandbox_for(
+        &setup.node,
+        SandboxPolicy::for_worktree(&setup.worktree),
+        vec![pinned.dir.clone()],
+    )
+    .expect("sandbox");
     std::fs::write(
         setup.root().join("src/extra.js"),
         "export function f(a) {\n  const unused = 1;\n  return a;\n}\n",
     )
     .expect("write");
+    let linted = ["src/cart.js".to_string(), "src/extra.js".to_string()];
     let report = js::lint_files(
         &setup.node,
         &sandbox,
         &setup.root(),
-        &["src/cart.js".to_string(), "src/extra.js".to_string()],
+        (&linted, js::statements_in(&setup.root(), &linted)),
         &Linter::Pinned(pinned),
         Duration::from_secs(120),
         &Cancel::new(),

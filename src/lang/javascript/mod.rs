@@ -41,10 +41,10 @@ pub use typecheck::TypeError;
 /// How much of a tool's output a report keeps.
 const OUTPUT_CAP: usize = 32 * 1024;
 
-/// The sandbox node's tools run under in `worktree`: writable only there
-/// (and in each process's cell), `readable` (the user's dependencies, the
-/// pinned linter) and node's installation readable, with every layer as
-/// for pytest (`isolate: false` is `--no-sandbox`) but one limit: the
+/// The sandbox node's tools run under: `policy` (the run's, writable the
+/// worktree and each process's cell), `readable` (the user's dependencies,
+/// the pinned linter) and node's installation readable, with every layer as
+/// for pytest but one limit: the
 /// address space is not capped, because V8 reserves about 10 GiB of it for
 /// each WebAssembly memory (the module lexers vitest and jest load are
 /// WebAssembly) and fails under the 4 GiB cap Python runs with; node's
@@ -52,14 +52,9 @@ const OUTPUT_CAP: usize = 32 * 1024;
 /// the runners' worker processes inherit).
 pub fn sandbox_for(
     install: &NodeInstall,
-    worktree: &Path,
+    mut policy: SandboxPolicy,
     readable: Vec<PathBuf>,
-    isolate: bool,
 ) -> Result<Sandbox, ToolError> {
-    let mut policy = SandboxPolicy {
-        isolate,
-        ..SandboxPolicy::for_worktree(worktree)
-    };
     policy.limits.address_space = None;
     let mut runtime = install.runtime(readable);
     runtime.env.push((
@@ -194,12 +189,12 @@ pub fn project_eslint(node_modules: &[PathBuf], folders: &[PathBuf]) -> Option<L
 
 /// Lints `files` (relative to `root`, the package's folder in the
 /// worktree) with `linter` under `sandbox`: the messages, and the score
-/// over the statements of the files ([`lint::score`]).
+/// over the files' `statements` ([`statements_in`], [`lint::score`]).
 pub fn lint_files(
     install: &NodeInstall,
     sandbox: &Sandbox,
     root: &Path,
-    files: &[String],
+    (files, statements): (&[String], usize),
     linter: &Linter,
     timeout: Duration,
     cancel: &Cancel,
@@ -223,7 +218,7 @@ pub fn lint_files(
             last_line: None,
             source,
         })?;
-    let score = lint::score(&messages, statements_in(root, files));
+    let score = lint::score(&messages, statements);
     Ok(LintReport {
         output: lint_output(&messages, files.len(), score),
         score,

@@ -211,14 +211,7 @@ impl Found {
                 None => None,
             },
         };
-        let mut policy = policy;
-        policy.limits.address_space = None;
-        let mut runtime = self.install.runtime(readable);
-        runtime.env.push((
-            "NODE_OPTIONS".into(),
-            format!("--max-old-space-size={}", super::NODE_HEAP_MB).into(),
-        ));
-        let sandbox = Sandbox::for_runtime(policy, runtime)?;
+        let sandbox = super::sandbox_for(&self.install, policy, readable)?;
         Ok(NodeSuite {
             found: self,
             sandbox,
@@ -251,11 +244,6 @@ impl NodeSuite {
 
     fn in_package(&self, rel: &str) -> String {
         self.found.place.in_package(rel)
-    }
-
-    /// The runner found.
-    pub fn runner_found(&self) -> &Runner {
-        &self.found.runner
     }
 }
 
@@ -313,12 +301,13 @@ impl Suite for NodeSuite {
     ) -> Result<LintReport, ToolError> {
         let package = self.package_dir(root);
         let in_package: Vec<String> = files.iter().map(|f| self.in_package(f)).collect();
+        let statements = super::statements_in(root, files);
         let mut report = match &self.linter {
             Some(linter) if !files.is_empty() => lint_files(
                 &self.found.install,
                 &self.sandbox,
                 &package,
-                &in_package,
+                (&in_package, statements),
                 linter,
                 timeout,
                 cancel,
@@ -337,7 +326,7 @@ impl Suite for NodeSuite {
             cancel,
         )?;
         if let Some(errors) = errors {
-            let statements = report.messages.len();
+            let from_eslint = report.messages.len();
             for e in errors {
                 report.messages.push(type_error_message(
                     self.in_target(&e.path),
@@ -347,9 +336,9 @@ impl Suite for NodeSuite {
                     &e.message,
                 ));
             }
-            if report.messages.len() > statements {
+            if report.messages.len() > from_eslint {
                 report.output.push_str("\n[type check]");
-                for m in &report.messages[statements..] {
+                for m in &report.messages[from_eslint..] {
                     report.output.push_str(&format!(
                         "\n{}:{}: {} {}",
                         m.path, m.line, m.symbol, m.message
@@ -357,7 +346,6 @@ impl Suite for NodeSuite {
                 }
             }
             // Type errors weigh as lint errors in the score.
-            let statements = super::statements_in(root, files);
             report.score = super::lint::score(&report.messages, statements).or(report.score);
         }
         Ok(report)
@@ -371,7 +359,16 @@ impl Suite for NodeSuite {
         &self.laid
     }
 
-    fn verified_by(&self, root: &Path, file: &str, files: &[String]) -> String {
+    fn verified_by(
+        &self,
+        root: &Path,
+        changed: &[String],
+        files: &[String],
+    ) -> Vec<(String, String)> {
+        let mine: Vec<&String> = changed.iter().filter(|f| self.owns(f)).collect();
+        if mine.is_empty() {
+            return Vec::new();
+        }
         let runner = self.found.runner.name();
         let mut checks = Vec::new();
         if self.found.project.root.join("tsconfig.json").is_file() {
@@ -380,16 +377,26 @@ impl Suite for NodeSuite {
         if self.linter.is_some() {
             checks.push("eslint");
         }
-        if super::reach::reached_by_tests(root, files).contains(file) {
-            let mut by = vec![format!("{runner}'s tests")];
-            by.extend(checks.iter().map(|c| c.to_string()));
-            return by.join(", ");
-        }
+        let tested = std::iter::once(format!("{runner}'s tests"))
+            .chain(checks.iter().map(|c| c.to_string()))
+            .collect::<Vec<_>>()
+            .join(", ");
         let checked = match checks.as_slice() {
             [] => "that it parses".to_string(),
             _ => checks.join(" and "),
         };
-        format!("{checked} only: no {runner} test reaches it")
+        let untested = format!("{checked} only: no {runner} test reaches it");
+        let reached = super::reach::reached_by_tests(root, files);
+        mine.into_iter()
+            .map(|file| {
+                let by = if reached.contains(file) {
+                    &tested
+                } else {
+                    &untested
+                };
+                (file.clone(), by.clone())
+            })
+            .collect()
     }
 }
 
