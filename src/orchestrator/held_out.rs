@@ -16,16 +16,15 @@
 
 use std::time::Instant;
 
-use super::cancellable;
 use super::record::Recorder;
 use super::{RunContext, RunState};
 use crate::error::SwarmError;
 use crate::git::{FileWrite, RunWorkspace};
-use crate::log::{Action, Agent, Event};
+use crate::log::Event;
 use crate::pipeline::{Change, Snapshot, TestCase};
 use crate::stage::tester::held_out::{self, HeldOut, HeldOutCheck, Origin, Overfit};
 use crate::stage::tester::Generated;
-use crate::stage::{is_test_path, reach, read_source_text, restore_secrets};
+use crate::stage::{is_test_path, reach, read_source_text};
 use crate::tools::imports::is_importable_module;
 
 /// Asks for, validates and keeps the held-out tests of the modules the
@@ -103,39 +102,27 @@ async fn generate_for(
             .take(held_out::MAX_FAILING_SHOWN)
             .map(|case| (case.clone(), held_out::test_code(case, &read)))
             .collect();
+    // Owned, so the request does not hold the run's state while it is asked.
+    let plan_item = state.work.plan.items.get(file).cloned();
     let ask = held_out::Ask {
         file,
         text: &text,
-        plan_item: state.work.plan.items.get(file).map(String::as_str),
+        plan_item: plan_item.as_deref(),
         failing: &concerning,
         allowance: cx.budget.tests,
     };
     if !cx.model.holds_reply_for(&held_out::request(&ask)) {
         return Ok(None);
     }
-    let (call, reply) = cancellable(cx.cancel, held_out::ask(cx.model.as_ref(), &ask)).await?;
-    rec.model_call(Agent::Judge, Action::CodeGen, &call, Some(file), None)?;
-    let reply = match reply {
+    let asked = held_out::ask(cx.model.as_ref(), &ask);
+    let reply = match super::tester::ask_tester(cx, rec, state, file, asked).await? {
         Ok(reply) => reply,
-        Err(e) => {
-            let why = format!("the model call failed: {}", SwarmError::from(e));
-            return Ok(Some(skipped(file, &why)));
-        }
+        Err(why) => return Ok(Some(skipped(file, &why))),
     };
-    state.add_usage(&reply.usage, &cx.config.prices);
     let visible: Vec<String> = concerning.iter().filter_map(|(_, c)| c.clone()).collect();
-    let reply = restore_secrets(cx.model.as_ref(), &reply.text);
     let mut generated = held_out::prepare(file, &reply, &visible);
     if generated.kept() > 0 {
-        let candidate = FileWrite {
-            path: state
-                .facts
-                .target
-                .repo_path(&generated.test_file)
-                .into_string(),
-            content: Some(generated.source.clone().into_bytes()),
-        };
-        ws.write_files(&[candidate])?;
+        super::tester::write_candidate(ws, state, &generated)?;
         let exceptions = held_out::bug_exceptions(&concerning);
         let checked = tokio::task::block_in_place(|| {
             held_out::validate(

@@ -185,24 +185,20 @@ async fn generate_for(
         .filter_map(|f| read_source_text(cx.root, &f).map(|t| (f, t)))
         .collect();
     let sites = tester::call_sites(file, &text, &sources);
+    // Owned, so the request does not hold the run's state while it is asked.
+    let plan_item = state.work.plan.items.get(file).cloned();
     let ask = tester::Ask {
         file,
         text: &text,
-        plan_item: state.work.plan.items.get(file).map(String::as_str),
+        plan_item: plan_item.as_deref(),
         call_sites: &sites,
         allowance: cx.budget.tests,
     };
-    let (call, reply) = cancellable(cx.cancel, tester::ask(cx.model.as_ref(), &ask)).await?;
-    rec.model_call(Agent::Judge, Action::CodeGen, &call, Some(file), None)?;
-    let reply = match reply {
+    let asked = tester::ask(cx.model.as_ref(), &ask);
+    let reply = match ask_tester(cx, rec, state, file, asked).await? {
         Ok(reply) => reply,
-        Err(e) => {
-            let failed = format!("the model call failed: {}", SwarmError::from(e));
-            return Ok(Some(skipped(file, &failed)));
-        }
+        Err(why) => return Ok(Some(skipped(file, &why))),
     };
-    state.add_usage(&reply.usage, &cx.config.prices);
-    let reply = crate::stage::restore_secrets(cx.model.as_ref(), &reply.text);
     let mut generated = tester::prepare(file, &reply);
     if let Some(place) = place_for(state, file) {
         generated.test_file = place;
@@ -210,15 +206,7 @@ async fn generate_for(
     if generated.kept() == 0 {
         return Ok(Some(generated));
     }
-    let candidate = FileWrite {
-        path: state
-            .facts
-            .target
-            .repo_path(&generated.test_file)
-            .into_string(),
-        content: Some(generated.source.clone().into_bytes()),
-    };
-    ws.write_files(&[candidate])?;
+    write_candidate(ws, state, &generated)?;
     let validating = Instant::now();
     let checked = tokio::task::block_in_place(|| {
         tester::run::check(
@@ -241,6 +229,57 @@ async fn generate_for(
         ));
     }
     Ok(Some(generated))
+}
+
+/// The Tester's reply to `asked` (a request about `file`): the call logged,
+/// its usage counted, withheld secrets put back in the text; `Err` says
+/// why there is none (the call failed), for the caller to skip the file.
+pub(super) async fn ask_tester(
+    cx: &RunContext<'_>,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+    file: &str,
+    asked: impl std::future::Future<
+        Output = (
+            crate::stage::ModelCall,
+            Result<crate::llm::ChatResponse, crate::llm::LlmError>,
+        ),
+    >,
+) -> Result<Result<String, String>, SwarmError> {
+    let (call, reply) = cancellable(cx.cancel, asked).await?;
+    rec.model_call(Agent::Judge, Action::CodeGen, &call, Some(file), None)?;
+    let reply = match reply {
+        Ok(reply) => reply,
+        Err(e) => {
+            return Ok(Err(format!(
+                "the model call failed: {}",
+                SwarmError::from(e)
+            )));
+        }
+    };
+    state.add_usage(&reply.usage, &cx.config.prices);
+    Ok(Ok(crate::stage::restore_secrets(
+        cx.model.as_ref(),
+        &reply.text,
+    )))
+}
+
+/// Writes the generated test file into the worktree, to be validated there.
+pub(super) fn write_candidate(
+    ws: &RunWorkspace,
+    state: &RunState,
+    generated: &Generated,
+) -> Result<(), SwarmError> {
+    let candidate = FileWrite {
+        path: state
+            .facts
+            .target
+            .repo_path(&generated.test_file)
+            .into_string(),
+        content: Some(generated.source.clone().into_bytes()),
+    };
+    ws.write_files(&[candidate])?;
+    Ok(())
 }
 
 /// Commits the kept tests of `done` in one attempt commit that becomes the
