@@ -28,7 +28,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Instant;
 
-use super::run::{case_limits, RUNS};
+use super::run::{by_id, run_kept, RUNS};
 use super::{module_of, Generated, Step, StepResult};
 use crate::cancel::Cancel;
 use crate::llm::{ChatModel, ChatRequest, ChatResponse, LlmError};
@@ -37,7 +37,7 @@ use crate::stage::judge::{Limits, Tools};
 use crate::stage::prompt::held_out::{held_out_request, FailingTest, HeldOutInput};
 use crate::stage::prompt::one_line;
 use crate::stage::{call_model, ModelCall};
-use crate::tools::{self, ToolError};
+use crate::tools::ToolError;
 
 pub mod check;
 pub use check::{judge, run, HeldOut, HeldOutCheck, Origin, Overfit};
@@ -215,29 +215,10 @@ pub fn validate(
     let started = Instant::now();
     let mut first: BTreeMap<String, bool> = BTreeMap::new();
     for round in 1..=RUNS {
-        let ids: Vec<String> = generated
-            .tests
-            .iter()
-            .filter(|t| t.kept)
-            .map(|t| format!("{}::{}", generated.test_file, t.test))
-            .collect();
-        if ids.is_empty() {
+        let Some(selected) = run_kept(tools, root, generated, limits, cancel)? else {
             break;
-        }
-        let selected = tools::run_pytest_only(
-            tools.env,
-            tools.sandbox,
-            root,
-            case_limits(limits),
-            &ids,
-            cancel,
-        )?;
-        let cases: BTreeMap<&str, &TestCase> = selected
-            .run
-            .cases
-            .iter()
-            .map(|c| (c.id.as_str(), c))
-            .collect();
+        };
+        let cases = by_id(&selected.run);
         let test_file = generated.test_file.clone();
         for fate in generated.tests.iter_mut().filter(|t| t.kept) {
             let case = cases

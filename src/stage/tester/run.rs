@@ -31,25 +31,11 @@ pub fn check(
     cancel: &Cancel,
 ) -> Result<(), ToolError> {
     let started = Instant::now();
-    let test_limits = case_limits(limits);
     for round in 1..=RUNS {
-        let ids: Vec<String> = generated
-            .tests
-            .iter()
-            .filter(|t| t.kept)
-            .map(|t| format!("{}::{}", generated.test_file, t.test))
-            .collect();
-        if ids.is_empty() {
+        let Some(selected) = run_kept(tools, root, generated, limits, cancel)? else {
             break;
-        }
-        let selected =
-            tools::run_pytest_only(tools.env, tools.sandbox, root, test_limits, &ids, cancel)?;
-        let cases: BTreeMap<&str, &TestCase> = selected
-            .run
-            .cases
-            .iter()
-            .map(|c| (c.id.as_str(), c))
-            .collect();
+        };
+        let cases = by_id(&selected.run);
         let output = one_line(last_error_line(&selected.run.output));
         for fate in generated.tests.iter_mut().filter(|t| t.kept) {
             let id = format!("{}::{}", generated.test_file, fate.test);
@@ -114,6 +100,40 @@ pub fn rerun(
         }
     }
     Ok(verdicts)
+}
+
+/// The kept tests of `generated` (in place under `root`), run once by id
+/// under the generated tests' limits; `None` when none is kept.
+pub(super) fn run_kept(
+    tools: Tools<'_>,
+    root: &Path,
+    generated: &Generated,
+    limits: Limits,
+    cancel: &Cancel,
+) -> Result<Option<tools::SelectedRun>, ToolError> {
+    let ids: Vec<String> = generated
+        .tests
+        .iter()
+        .filter(|t| t.kept)
+        .map(|t| format!("{}::{}", generated.test_file, t.test))
+        .collect();
+    if ids.is_empty() {
+        return Ok(None);
+    }
+    let selected = tools::run_pytest_only(
+        tools.env,
+        tools.sandbox,
+        root,
+        case_limits(limits),
+        &ids,
+        cancel,
+    )?;
+    Ok(Some(selected))
+}
+
+/// A run's cases by id.
+pub(super) fn by_id(run: &crate::pipeline::TestRun) -> BTreeMap<&str, &TestCase> {
+    run.cases.iter().map(|c| (c.id.as_str(), c)).collect()
 }
 
 /// The run's limits with the short per-test timeout of generated tests.
