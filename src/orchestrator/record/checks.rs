@@ -16,17 +16,30 @@ impl Recorder<'_> {
         attempt: u32,
     ) -> Result<(), SwarmError> {
         let files: Vec<&str> = check.files.iter().map(|f| f.file.as_str()).collect();
+        let what = format!(
+            "behaviour check of {}: the best state's functions and the changed ones on the same inputs",
+            files.join(", ")
+        );
+        self.behaviour_entry(what, check.describe(), attempt, as_json(check))
+    }
+
+    /// A `behaviour_check` entry of attempt `attempt`: what was compared,
+    /// the outcome in words, and the check as JSON.
+    pub(super) fn behaviour_entry(
+        &mut self,
+        what: String,
+        outcome: String,
+        attempt: u32,
+        behaviour: serde_json::Value,
+    ) -> Result<(), SwarmError> {
         let e = self.entry(
             Agent::Judge,
             Action::CodeAnalysis,
-            format!(
-                "behaviour check of {}: the best state's functions and the changed ones on the same inputs",
-                files.join(", ")
-            ),
-            check.describe(),
+            what,
+            outcome,
             Kind::Tool(ToolRun::BehaviourCheck(crate::log::BehaviourCheckRun {
                 attempt,
-                behaviour: as_json(check),
+                behaviour,
             })),
         );
         self.write(e)

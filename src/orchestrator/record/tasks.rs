@@ -4,7 +4,7 @@
 
 use super::{as_json, Recorder};
 use crate::error::SwarmError;
-use crate::log::{Action, Agent, Kind, TaskPlanRecord, TaskRecord, ToolRun};
+use crate::log::{Action, Agent, Kind, TaskPlanRecord, TaskRecord};
 use crate::pipeline::{Task, TaskPlan, TaskStatus};
 use crate::stage::judge::api::ApiCheck;
 
@@ -87,19 +87,10 @@ impl Recorder<'_> {
     /// [`crate::stage::judge::api`]).
     pub fn api_check(&mut self, check: &ApiCheck, attempt: u32) -> Result<(), SwarmError> {
         let files: Vec<&str> = check.modules.iter().map(|m| m.file.as_str()).collect();
-        let e = self.entry(
-            Agent::Judge,
-            Action::CodeAnalysis,
-            format!(
-                "public-name check of {}: every public name at its old path, compared with the best state",
-                files.join(", ")
-            ),
-            check.describe(),
-            Kind::Tool(ToolRun::BehaviourCheck(crate::log::BehaviourCheckRun {
-                attempt,
-                behaviour: as_json(check),
-            })),
+        let what = format!(
+            "public-name check of {}: every public name at its old path, compared with the best state",
+            files.join(", ")
         );
-        self.write(e)
+        self.behaviour_entry(what, check.describe(), attempt, as_json(check))
     }
 }
