@@ -78,17 +78,9 @@ pub fn rerun(
             .filter(|(_, failed)| failed.is_none())
             .map(|(name, _)| format!("{test_file}::{name}"))
             .collect();
-        if ids.is_empty() {
+        let Some(selected) = run_ids(tools, root, &ids, limits, cancel)? else {
             break;
-        }
-        let selected = tools::run_pytest_only(
-            tools.env,
-            tools.sandbox,
-            root,
-            case_limits(limits),
-            &ids,
-            cancel,
-        )?;
+        };
         for (name, failed) in verdicts.iter_mut().filter(|(_, f)| f.is_none()) {
             let id = format!("{test_file}::{name}");
             let case = selected.run.cases.iter().find(|c| c.id == id);
@@ -103,7 +95,7 @@ pub fn rerun(
 }
 
 /// The kept tests of `generated` (in place under `root`), run once by id
-/// under the generated tests' limits; `None` when none is kept.
+/// (see [`run_ids`]); `None` when none is kept.
 pub(super) fn run_kept(
     tools: Tools<'_>,
     root: &Path,
@@ -117,6 +109,18 @@ pub(super) fn run_kept(
         .filter(|t| t.kept)
         .map(|t| format!("{}::{}", generated.test_file, t.test))
         .collect();
+    run_ids(tools, root, &ids, limits, cancel)
+}
+
+/// The tests `ids` run once by id under the generated tests' limits
+/// ([`case_limits`]); `None` when there are none.
+pub(super) fn run_ids(
+    tools: Tools<'_>,
+    root: &Path,
+    ids: &[String],
+    limits: Limits,
+    cancel: &Cancel,
+) -> Result<Option<tools::SelectedRun>, ToolError> {
     if ids.is_empty() {
         return Ok(None);
     }
@@ -125,7 +129,7 @@ pub(super) fn run_kept(
         tools.sandbox,
         root,
         case_limits(limits),
-        &ids,
+        ids,
         cancel,
     )?;
     Ok(Some(selected))

@@ -16,9 +16,9 @@ use crate::cancel::Cancel;
 use crate::pipeline::{TestCase, TestOutcome};
 use crate::stage::judge::{Limits, Tools};
 use crate::stage::prompt::one_line;
-use crate::stage::tester::run::case_limits;
+use crate::stage::tester::run::run_ids;
 use crate::stage::tester::{module_of, Generated};
-use crate::tools::{self, ToolError};
+use crate::tools::ToolError;
 
 /// Where a held-out suite comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -120,14 +120,9 @@ pub fn run(
     cancel: &Cancel,
 ) -> Result<Vec<TestCase>, ToolError> {
     let ids = held.ids();
-    let first = tools::run_pytest_only(
-        tools.env,
-        tools.sandbox,
-        root,
-        case_limits(limits),
-        &ids,
-        cancel,
-    )?;
+    let Some(first) = run_ids(tools, root, &ids, limits, cancel)? else {
+        return Ok(Vec::new());
+    };
     let again: Vec<String> = ids
         .iter()
         .filter(|id| {
@@ -139,17 +134,9 @@ pub fn run(
         })
         .cloned()
         .collect();
-    if again.is_empty() {
+    let Some(second) = run_ids(tools, root, &again, limits, cancel)? else {
         return Ok(first.run.cases);
-    }
-    let second = tools::run_pytest_only(
-        tools.env,
-        tools.sandbox,
-        root,
-        case_limits(limits),
-        &again,
-        cancel,
-    )?;
+    };
     let mut cases = first.run.cases;
     for case in second.run.cases {
         if case.outcome == TestOutcome::Passed {
