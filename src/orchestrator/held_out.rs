@@ -115,14 +115,14 @@ async fn generate_for(
         return Ok(None);
     }
     let asked = held_out::ask(cx.model.as_ref(), &ask);
-    let reply = match super::tester::ask_tester(cx, rec, state, file, asked).await? {
+    let reply = match super::tests_asked::ask_tester(cx, rec, state, file, asked).await? {
         Ok(reply) => reply,
         Err(why) => return Ok(Some(skipped(file, &why))),
     };
     let visible: Vec<String> = concerning.iter().filter_map(|(_, c)| c.clone()).collect();
     let mut generated = held_out::prepare(file, &reply, &visible);
     if generated.kept() > 0 {
-        super::tester::write_candidate(ws, state, &generated)?;
+        super::tests_asked::write_candidate(ws, state, &generated)?;
         let exceptions = held_out::bug_exceptions(&concerning);
         let checked = tokio::task::block_in_place(|| {
             held_out::validate(

@@ -31,6 +31,7 @@ mod subset;
 pub mod summary;
 mod task;
 mod tester;
+mod tests_asked;
 mod timing;
 mod verify;
 mod withhold;

@@ -23,14 +23,13 @@
 
 use std::time::Instant;
 
-use super::cancellable;
 use super::record::Recorder;
 use super::timing::AttemptTimes;
 use super::{RunContext, RunState};
 use crate::error::SwarmError;
 use crate::git::{FileWrite, RunWorkspace};
 use crate::llm::ProviderKind;
-use crate::log::{Action, Agent, Event};
+use crate::log::{Agent, Event};
 use crate::pipeline::{RepoPath, Verdict};
 use crate::stage::executor::{self, AttemptRecord};
 use crate::stage::judge;
@@ -195,7 +194,7 @@ async fn generate_for(
         allowance: cx.budget.tests,
     };
     let asked = tester::ask(cx.model.as_ref(), &ask);
-    let reply = match ask_tester(cx, rec, state, file, asked).await? {
+    let reply = match super::tests_asked::ask_tester(cx, rec, state, file, asked).await? {
         Ok(reply) => reply,
         Err(why) => return Ok(Some(skipped(file, &why))),
     };
@@ -206,7 +205,7 @@ async fn generate_for(
     if generated.kept() == 0 {
         return Ok(Some(generated));
     }
-    write_candidate(ws, state, &generated)?;
+    super::tests_asked::write_candidate(ws, state, &generated)?;
     let validating = Instant::now();
     let checked = tokio::task::block_in_place(|| {
         tester::run::check(
@@ -229,57 +228,6 @@ async fn generate_for(
         ));
     }
     Ok(Some(generated))
-}
-
-/// The Tester's reply to `asked` (a request about `file`): the call logged,
-/// its usage counted, withheld secrets put back in the text; `Err` says
-/// why there is none (the call failed), for the caller to skip the file.
-pub(super) async fn ask_tester(
-    cx: &RunContext<'_>,
-    rec: &mut Recorder<'_>,
-    state: &mut RunState,
-    file: &str,
-    asked: impl std::future::Future<
-        Output = (
-            crate::stage::ModelCall,
-            Result<crate::llm::ChatResponse, crate::llm::LlmError>,
-        ),
-    >,
-) -> Result<Result<String, String>, SwarmError> {
-    let (call, reply) = cancellable(cx.cancel, asked).await?;
-    rec.model_call(Agent::Judge, Action::CodeGen, &call, Some(file), None)?;
-    let reply = match reply {
-        Ok(reply) => reply,
-        Err(e) => {
-            return Ok(Err(format!(
-                "the model call failed: {}",
-                SwarmError::from(e)
-            )));
-        }
-    };
-    state.add_usage(&reply.usage, &cx.config.prices);
-    Ok(Ok(crate::stage::restore_secrets(
-        cx.model.as_ref(),
-        &reply.text,
-    )))
-}
-
-/// Writes the generated test file into the worktree, to be validated there.
-pub(super) fn write_candidate(
-    ws: &RunWorkspace,
-    state: &RunState,
-    generated: &Generated,
-) -> Result<(), SwarmError> {
-    let candidate = FileWrite {
-        path: state
-            .facts
-            .target
-            .repo_path(&generated.test_file)
-            .into_string(),
-        content: Some(generated.source.clone().into_bytes()),
-    };
-    ws.write_files(&[candidate])?;
-    Ok(())
 }
 
 /// Commits the kept tests of `done` in one attempt commit that becomes the
