@@ -57,6 +57,11 @@ pub trait Language: Sync {
     fn sources(&self, tracked: &[String], target: &TargetDir) -> Vec<String>;
     /// Whether a path is a test file of this language.
     fn is_test(&self, rel: &str) -> bool;
+    /// Whether a path is the project's installed dependencies or their
+    /// lockfile, which no change may touch.
+    fn is_dependency(&self, _rel: &str) -> bool {
+        false
+    }
     /// Whether a path belongs to the test harness: tests, the runner's
     /// configuration, anything that decides which tests run and how.
     fn is_test_harness(&self, rel: &str) -> bool;
@@ -196,6 +201,12 @@ pub fn check_syntax(rel: &str, text: &str) -> Result<(), swarm_analysis::SyntaxI
 /// Whether any language counts the path as a test file.
 pub fn is_test(rel: &str) -> bool {
     LANGUAGES.iter().any(|l| l.is_test(rel))
+}
+
+/// Whether any language counts the path as installed dependencies or a
+/// lockfile.
+pub fn is_dependency(rel: &str) -> bool {
+    LANGUAGES.iter().any(|l| l.is_dependency(rel))
 }
 
 /// Whether any language counts the path as part of its test harness.
@@ -403,6 +414,16 @@ mod tests {
         assert!(configures_runner("tests/conftest.py"));
         assert!(!configures_runner("tests/test_a.py"));
         assert_eq!(module_name("pkg/mod.py"), "pkg.mod");
+    }
+
+    #[test]
+    fn typescript_is_measured_with_its_own_grammar() {
+        let text = "export function cents(text: string): number {\n  if (text.includes('.')) {\n    return 1;\n  }\n  return 2;\n}\n";
+        let metrics = metrics("src/money.ts", text);
+        assert!(metrics.syntax_errors.is_empty(), "{metrics:?}");
+        let names: Vec<&str> = metrics.functions.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["cents"]);
+        assert_eq!(metrics.functions[0].complexity, 2);
     }
 
     #[test]

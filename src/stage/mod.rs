@@ -37,7 +37,9 @@ pub mod reviewer;
 pub mod ruff_fixer;
 pub mod tester;
 
-pub use crate::tools::is_test_path;
+/// Whether a target-relative path is a test file of any language swarm
+/// knows (pytest's `test_*.py`, `tests/`…; `*.test.ts`, `__tests__/`…).
+pub use crate::lang::is_test as is_test_path;
 
 pub use crate::lang::python::files::is_startup_file;
 

@@ -111,13 +111,15 @@ impl Language for JavaScript {
         has_source_extension(rel) && is_test_path(rel)
     }
 
+    /// Lockfiles and anything under `node_modules`.
+    fn is_dependency(&self, rel: &str) -> bool {
+        lockfile_manager(rel).is_some() || in_dependencies(rel)
+    }
+
     /// Tests, the runner's configuration, lockfiles and installed
     /// dependencies.
     fn is_test_harness(&self, rel: &str) -> bool {
-        self.is_test(rel)
-            || is_runner_config_name(rel)
-            || lockfile_manager(rel).is_some()
-            || in_dependencies(rel)
+        self.is_test(rel) || is_runner_config_name(rel) || self.is_dependency(rel)
     }
 
     fn configures_runner(&self, rel: &str) -> bool {

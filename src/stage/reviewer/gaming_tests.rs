@@ -139,6 +139,28 @@ fn typescript_that_games_its_runner_is_refused_and_its_honest_fix_passes() {
 }
 
 #[test]
+fn typescript_dependencies_lockfiles_and_dangerous_calls_are_refused() {
+    // Even with test edits allowed (as here), dependencies stay the user's.
+    let lock = "{\n  \"lockfileVersion\": 3\n}\n";
+    let verdict = rule_of(review_of(
+        "package-lock.json",
+        lock,
+        &lock.replace('3', "2"),
+    ));
+    assert!(verdict.starts_with("dependencies: "), "{verdict}");
+    let module = "module.exports = 1;\n";
+    let verdict = rule_of(review_of(
+        "node_modules/left-pad/index.js",
+        module,
+        "module.exports = 2;\n",
+    ));
+    assert!(verdict.starts_with("dependencies: "), "{verdict}");
+    let spawned = format!("import {{ execSync }} from 'node:child_process';\n{MONEY}");
+    let verdict = rule_of(review_of("src/money.ts", MONEY, &spawned));
+    assert!(verdict.starts_with("dangerous_call: "), "{verdict}");
+}
+
+#[test]
 fn a_test_file_may_look_at_its_runner_and_an_honest_fix_passes() {
     let test = "def test_add():\n    assert 1 == 1\n";
     let with_runner = "import sys\n\n\ndef test_add():\n    assert 'pytest' in sys.modules\n";

@@ -50,6 +50,11 @@ pub enum Rejection {
          .pth); such files must not be added or changed — fix the code under test instead"
     )]
     StartupFile { path: String },
+    #[error(
+        "{path} is the project's installed dependencies or their lockfile, which are the \
+         user's; they must never be changed — fix the code instead"
+    )]
+    Dependencies { path: String },
     /// `part` says what was touched: `conftest.py`, `the [tool:pytest] section`, …
     #[error(
         "{path}: the change touches {part}, which configures {runner}; test configuration \
@@ -201,6 +206,7 @@ impl Rejection {
             Rejection::InsideSubmodule { .. } => "submodule",
             Rejection::SymlinkOut { .. } => "symlink_out",
             Rejection::StartupFile { .. } => "startup_file",
+            Rejection::Dependencies { .. } => "dependencies",
             Rejection::TestConfig { .. } => "test_config",
             Rejection::TestFile { .. } => "test_file",
             Rejection::DoesNotApply(_) => "does_not_apply",
@@ -245,6 +251,7 @@ pub(super) const PATH_RULES: &[PathRule] = &[
     inside_submodule,
     symlink_out,
     startup_file,
+    dependencies,
     test_config_file,
     test_file,
 ];
@@ -361,6 +368,15 @@ fn symlink_out(path: &str, ctx: &ReviewContext<'_>) -> Result<(), Rejection> {
                 return Err(Rejection::SymlinkOut { path: path.into() });
             }
         }
+    }
+    Ok(())
+}
+
+/// Installed dependencies and lockfiles (`node_modules`, `package-lock.json`):
+/// never changed, not even with `--allow-test-edits`.
+fn dependencies(path: &str, _: &ReviewContext<'_>) -> Result<(), Rejection> {
+    if crate::lang::is_dependency(path) {
+        return Err(Rejection::Dependencies { path: path.into() });
     }
     Ok(())
 }

@@ -241,6 +241,28 @@ fn tests_are_left_alone_unless_allowed() {
 }
 
 #[test]
+fn javascript_tests_are_left_alone_unless_allowed() {
+    let fx = Fixture::new();
+    let before = "test('adds', () => {\n  expect(1).toBe(1);\n});\n";
+    let after = "test('adds', () => {\n  expect(1).toBe(2);\n});\n";
+    for path in [
+        "src/money.test.ts",
+        "lib/cart.spec.js",
+        "__tests__/inventory.test.js",
+    ] {
+        std::fs::create_dir_all(fx.dir.path().join(path).parent().unwrap()).unwrap();
+        std::fs::write(fx.dir.path().join(path), before).unwrap();
+        let reply = diff(path, before, after);
+        assert_eq!(
+            rejected(fx.review(&reply, false)),
+            Rejection::TestFile { path: path.into() },
+            "{path}"
+        );
+        accepted(fx.review(&reply, true));
+    }
+}
+
+#[test]
 fn a_file_the_project_s_pytest_collects_is_a_test_whatever_its_name() {
     // `testpaths = ["test.py"]`: the root `test.py` holds the tests.
     let mut fx = Fixture::new();
@@ -537,6 +559,7 @@ fn every_rule_has_a_distinct_snake_case_name_and_says_what_to_do() {
         },
         Rejection::SymlinkOut { path: path() },
         Rejection::StartupFile { path: path() },
+        Rejection::Dependencies { path: path() },
         Rejection::TestConfig {
             path: path(),
             part: "conftest.py".into(),

@@ -33,6 +33,41 @@ fn dependencies_not_installed_stop_the_run_before_any_request() {
 }
 
 #[test]
+fn node_missing_stops_the_run_before_any_request_saying_how_to_install_it() {
+    let fx = js_repo("node_test", Deps::Linked);
+    let before = fx.repo.snapshot();
+    // A PATH with git and nothing else: no node to be found.
+    let bin = tempfile::tempdir().expect("temp dir");
+    let git = std::process::Command::new("sh")
+        .args(["-c", "command -v git"])
+        .output()
+        .expect("sh runs");
+    let git = String::from_utf8_lossy(&git.stdout).trim().to_string();
+    std::os::unix::fs::symlink(&git, bin.path().join("git")).expect("link git");
+    let server = LlmServer::start(model(fixes_of(&fx), vec![]));
+    let base = format!("{}/v1", server.base_url());
+    let target = fx.target.to_string_lossy().into_owned();
+    let out = fx.swarm(
+        &["--target_dir", &target],
+        &[
+            ("OPENAI_API_KEY", "sk-test"),
+            ("OPENAI_BASE_URL", &base),
+            ("PATH", &bin.path().to_string_lossy()),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr:\n{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    assert!(
+        stderr.contains("node is not installed") && stderr.contains("install Node.js"),
+        "{stderr}"
+    );
+    assert!(server.requests().is_empty(), "{:?}", server.requests());
+    assert!(server.preflights().is_empty(), "the preflight was sent");
+    assert_eq!(fx.repo.snapshot(), before, "the repository changed");
+}
+
+#[test]
 fn a_package_no_runner_tests_is_refused_and_beside_python_left_to_the_reviewer() {
     // JavaScript alone, with no runner named anywhere: nothing could judge
     // a fix, so the run stops before any request.
@@ -177,6 +212,10 @@ fn judged_by_both(front: &str) {
     let summary = summary_of(&out.stdout);
     assert_eq!(summary["status"], "success", "{summary}");
     assert_eq!(summary["linter"], "pylint and eslint", "{summary}");
+    // The safety summary names node's sandbox beside pytest's.
+    let runtimes = summary["safety"]["runtimes"].as_array().expect("runtimes");
+    assert_eq!(runtimes.len(), 1, "{runtimes:?}");
+    assert_eq!(runtimes[0]["tools"], "vitest, eslint", "{runtimes:?}");
     assert_ne!(fx.repo.head(), start);
     assert_eq!(fx.repo.read("calc/ops.py"), fixed_py);
     assert_eq!(fx.repo.read(&greet), fixed_ts);
