@@ -80,40 +80,12 @@ pub(crate) fn parse_diffs(lines: &[&str], origin: Origin) -> Vec<RawFileDiff> {
         let line = lines[i];
         if let Some(rest) = line.strip_prefix("diff --git ") {
             files.extend(current.take());
-            let (old, new) = git_paths(rest);
-            let unread = (old.is_none() && new.is_none() && !rest.trim().is_empty())
-                .then(|| rest.trim().to_string());
-            current = Some(RawFileDiff {
-                old,
-                new,
-                unread_git_header: unread,
-                ..RawFileDiff::default()
-            });
+            current = Some(git_header(rest));
             i += 1;
             continue;
         }
         if let Some(file) = current.as_mut().filter(|f| f.hunks.is_empty()) {
-            if line.starts_with("new file mode") {
-                file.git_new = true;
-                i += 1;
-                continue;
-            }
-            if line.starts_with("deleted file mode") {
-                file.git_deleted = true;
-                i += 1;
-                continue;
-            }
-            if let Some(from) = line.strip_prefix("rename from ") {
-                file.rename_from = Some(from.trim().to_string());
-                i += 1;
-                continue;
-            }
-            if let Some(to) = line.strip_prefix("rename to ") {
-                file.rename_to = Some(to.trim().to_string());
-                i += 1;
-                continue;
-            }
-            if GIT_EXTENDED.iter().any(|p| line.starts_with(p)) {
+            if git_extended(file, line) {
                 i += 1;
                 continue;
             }
@@ -132,21 +104,14 @@ pub(crate) fn parse_diffs(lines: &[&str], origin: Origin) -> Vec<RawFileDiff> {
             i += 2;
             continue;
         }
-        if line.starts_with("@@") {
-            let (hunk, next) = parse_hunk(lines, i + 1, Some(line), origin);
-            current
-                .get_or_insert_with(RawFileDiff::default)
-                .hunks
-                .push(hunk);
-            i = next;
-            continue;
-        }
+        let hunk_header = line.starts_with("@@").then_some(line);
         let headerless_start = match &current {
             Some(f) => f.hunks.is_empty() && f.has_plain_header && is_body_line(line),
             None => origin == Origin::DiffBlock && (line.starts_with('+') || line.starts_with('-')),
         };
-        if headerless_start {
-            let (hunk, next) = parse_hunk(lines, i, None, origin);
+        if hunk_header.is_some() || headerless_start {
+            let body = if hunk_header.is_some() { i + 1 } else { i };
+            let (hunk, next) = parse_hunk(lines, body, hunk_header, origin);
             current
                 .get_or_insert_with(RawFileDiff::default)
                 .hunks
@@ -158,6 +123,36 @@ pub(crate) fn parse_diffs(lines: &[&str], origin: Origin) -> Vec<RawFileDiff> {
     }
     files.extend(current);
     files
+}
+
+/// The file diff a `diff --git <rest>` line starts.
+fn git_header(rest: &str) -> RawFileDiff {
+    let (old, new) = git_paths(rest);
+    let unread = (old.is_none() && new.is_none() && !rest.trim().is_empty())
+        .then(|| rest.trim().to_string());
+    RawFileDiff {
+        old,
+        new,
+        unread_git_header: unread,
+        ..RawFileDiff::default()
+    }
+}
+
+/// Reads a line of git's extended header into `file` (new and deleted
+/// file modes, renames; the others are skipped): whether it was one.
+fn git_extended(file: &mut RawFileDiff, line: &str) -> bool {
+    if line.starts_with("new file mode") {
+        file.git_new = true;
+    } else if line.starts_with("deleted file mode") {
+        file.git_deleted = true;
+    } else if let Some(from) = line.strip_prefix("rename from ") {
+        file.rename_from = Some(from.trim().to_string());
+    } else if let Some(to) = line.strip_prefix("rename to ") {
+        file.rename_to = Some(to.trim().to_string());
+    } else {
+        return GIT_EXTENDED.iter().any(|p| line.starts_with(p));
+    }
+    true
 }
 
 /// True for a line that starts with a diff body marker.

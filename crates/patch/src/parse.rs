@@ -50,11 +50,6 @@ fn edits_from_diffs(
     let mut edits = Vec::new();
     let mut empty: Vec<String> = Vec::new();
     for raw in raws {
-        let resolve = |p: &Option<RawPath>| match p {
-            Some(RawPath::Path(p)) if !p.is_empty() => Some(paths::resolve(p, ctx)),
-            _ => None,
-        };
-        let (old, new) = (resolve(&raw.old), resolve(&raw.new));
         if let Some((from, to)) = renamed(&raw, ctx) {
             let hunks = raw.hunks.into_iter().filter(Hunk::changes_something);
             edits.push(FileEdit {
@@ -70,64 +65,10 @@ fn edits_from_diffs(
             });
             continue;
         }
-        let deleted = raw.new == Some(RawPath::DevNull) || raw.git_deleted;
-        let created = raw.old == Some(RawPath::DevNull) || raw.git_new;
-        // A side that names an unsafe place wins, so the Reviewer refuses
-        // it by name instead of the change landing on the other side's file.
-        let unsafe_side = [&old, &new]
-            .into_iter()
-            .flatten()
-            .find(|p| paths::is_unsafe(p))
-            .cloned();
-        let path = match (&old, &new) {
-            _ if unsafe_side.is_some() => unsafe_side,
-            _ if deleted => old.clone().or(new.clone()),
-            _ if created => new.clone().or(old.clone()),
-            (Some(o), Some(n)) if o != n && ctx.requested.contains(o) => Some(o.clone()),
-            _ => new.clone().or(old.clone()),
-        };
-        let path = match (path, ctx.requested.as_slice()) {
-            (Some(p), _) => p,
-            (None, _) if raw.unread_git_header.is_some() => {
-                return Err(PatchError::Parse(format!(
-                    "the line `diff --git {}` names no file in the `a/<path> b/<path>` form, so \
-                     it is unclear which file the diff changes; start each file's diff with \
-                     `--- a/<path>` and `+++ b/<path>` lines",
-                    raw.unread_git_header.unwrap_or_default()
-                )))
-            }
-            (None, [only]) => only.clone(),
-            (None, requested) => {
-                return Err(PatchError::Parse(format!(
-                    "a hunk has no `--- a/<path>` and `+++ b/<path>` header lines, and {} files \
-                     were shown, so it is unclear which file it changes; start each file's diff \
-                     with those two lines",
-                    requested.len()
-                )))
-            }
-        };
-        if deleted {
-            edits.push(FileEdit {
-                path,
-                op: EditOp::Delete,
-            });
-            continue;
+        match edit_of(raw, ctx)? {
+            Ok(edit) => edits.push(edit),
+            Err(nothing) => empty.push(nothing),
         }
-        let hunks: Vec<Hunk> = raw
-            .hunks
-            .into_iter()
-            .filter(Hunk::changes_something)
-            .collect();
-        if hunks.is_empty() {
-            empty.push(path);
-            continue;
-        }
-        let op = if created {
-            EditOp::Create(created_text(&path, &hunks)?)
-        } else {
-            EditOp::Patch(hunks)
-        };
-        edits.push(FileEdit { path, op });
     }
     if edits.is_empty() {
         let names = empty
@@ -141,6 +82,78 @@ fn edits_from_diffs(
         )));
     }
     merge(edits)
+}
+
+/// The edit one file's diff (not a rename) makes: `Ok(Err(path))` when it
+/// changes nothing.
+fn edit_of(raw: RawFileDiff, ctx: &ReplyContext) -> Result<Result<FileEdit, String>, PatchError> {
+    let deleted = raw.new == Some(RawPath::DevNull) || raw.git_deleted;
+    let created = raw.old == Some(RawPath::DevNull) || raw.git_new;
+    let path = path_of(&raw, ctx, deleted, created)?;
+    if deleted {
+        return Ok(Ok(FileEdit {
+            path,
+            op: EditOp::Delete,
+        }));
+    }
+    let hunks: Vec<Hunk> = raw
+        .hunks
+        .into_iter()
+        .filter(Hunk::changes_something)
+        .collect();
+    if hunks.is_empty() {
+        return Ok(Err(path));
+    }
+    let op = if created {
+        EditOp::Create(created_text(&path, &hunks)?)
+    } else {
+        EditOp::Patch(hunks)
+    };
+    Ok(Ok(FileEdit { path, op }))
+}
+
+/// The file one diff changes: the side its headers name (an unsafe side
+/// first, so the Reviewer refuses it by name instead of the change
+/// landing on the other side's file), else the only file requested.
+fn path_of(
+    raw: &RawFileDiff,
+    ctx: &ReplyContext,
+    deleted: bool,
+    created: bool,
+) -> Result<String, PatchError> {
+    let resolve = |p: &Option<RawPath>| match p {
+        Some(RawPath::Path(p)) if !p.is_empty() => Some(paths::resolve(p, ctx)),
+        _ => None,
+    };
+    let (old, new) = (resolve(&raw.old), resolve(&raw.new));
+    let unsafe_side = [&old, &new]
+        .into_iter()
+        .flatten()
+        .find(|p| paths::is_unsafe(p))
+        .cloned();
+    let path = match (&old, &new) {
+        _ if unsafe_side.is_some() => unsafe_side,
+        _ if deleted => old.clone().or(new.clone()),
+        _ if created => new.clone().or(old.clone()),
+        (Some(o), Some(n)) if o != n && ctx.requested.contains(o) => Some(o.clone()),
+        _ => new.clone().or(old.clone()),
+    };
+    match (path, ctx.requested.as_slice()) {
+        (Some(p), _) => Ok(p),
+        (None, _) if raw.unread_git_header.is_some() => Err(PatchError::Parse(format!(
+            "the line `diff --git {}` names no file in the `a/<path> b/<path>` form, so \
+             it is unclear which file the diff changes; start each file's diff with \
+             `--- a/<path>` and `+++ b/<path>` lines",
+            raw.unread_git_header.clone().unwrap_or_default()
+        ))),
+        (None, [only]) => Ok(only.clone()),
+        (None, requested) => Err(PatchError::Parse(format!(
+            "a hunk has no `--- a/<path>` and `+++ b/<path>` header lines, and {} files \
+             were shown, so it is unclear which file it changes; start each file's diff \
+             with those two lines",
+            requested.len()
+        ))),
+    }
 }
 
 /// The two paths of a git rename (`rename from` / `rename to`, which
