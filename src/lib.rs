@@ -1,4 +1,5 @@
-//! swarm: a git-native refactoring bot for Python repositories.
+//! swarm: a git-native refactoring bot for Python and JavaScript/TypeScript
+//! repositories.
 //!
 //! The library runs the pipeline (Auditor → Fixer → Reviewer → Executor →
 //! Judge) and returns values and events; only `cli` writes to the terminal.

@@ -19,8 +19,8 @@ use clap::{ArgAction, Args, Parser, Subcommand};
 
 use crate::error::{ExitKind, SwarmError};
 
-/// swarm: hands back a clean version of a Python project whose tests pass,
-/// as commits you can inspect with `git log`.
+/// swarm: hands back a clean version of a Python or JavaScript/TypeScript
+/// project whose tests pass, as commits you can inspect with `git log`.
 #[derive(Debug, Parser)]
 #[command(name = "swarm", version, about, args_conflicts_with_subcommands = true)]
 pub struct Cli {
@@ -38,7 +38,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Refactor the Python code under --target_dir (the default command).
+    /// Refactor the code under --target_dir (Python, JavaScript/TypeScript): repair what the
+    /// tests and linters point at, or carry out --task (the default command).
     Run(RunArgs),
     /// Run the whole pipeline on a bundled fixture with its recorded model replies (no key needed).
     Demo(demo::DemoArgs),

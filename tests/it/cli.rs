@@ -527,3 +527,18 @@ fn completions_load_in_a_real_bash_and_the_man_page_covers_every_command() {
     let out = swarm(&repo, &["completions", "tcsh"], &[]);
     assert_eq!(out.status.code(), Some(1), "an unknown shell is bad input");
 }
+
+/// `swarm --help` and `swarm run --help` name every language swarm
+/// handles, not Python alone.
+#[test]
+fn the_help_names_every_language() {
+    let repo = TestRepo::empty();
+    for args in [&["--help"][..], &["run", "--help"][..]] {
+        let out = swarm(&repo, args, &[]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{stdout}");
+        assert!(stdout.contains("JavaScript/TypeScript"), "{args:?}: {stdout}");
+        assert!(!stdout.contains("for Python repositories"), "{stdout}");
+        assert!(!stdout.contains("the Python code"), "{stdout}");
+    }
+}
