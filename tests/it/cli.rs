@@ -537,7 +537,10 @@ fn the_help_names_every_language() {
         let out = swarm(&repo, args, &[]);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(0), "{stdout}");
-        assert!(stdout.contains("JavaScript/TypeScript"), "{args:?}: {stdout}");
+        assert!(
+            stdout.contains("JavaScript/TypeScript"),
+            "{args:?}: {stdout}"
+        );
         assert!(!stdout.contains("for Python repositories"), "{stdout}");
         assert!(!stdout.contains("the Python code"), "{stdout}");
     }
