@@ -15,6 +15,7 @@ mod patch_corpus;
 mod patch_props;
 mod patch_support;
 mod report;
+mod rooms;
 mod settings;
 mod support;
 mod tools;
