@@ -122,7 +122,7 @@ pub struct ReviewContext<'a> {
     pub tests: &'a crate::tools::TestFiles,
 }
 
-/// What the Reviewer holds a task's change to (see [`task_size`]).
+/// What the Reviewer holds a task's change to (see `rules/task_size.rs`).
 #[derive(Clone, Copy, Debug)]
 pub struct TaskReview<'a> {
     /// Changed lines allowed for the whole change, lines moved unchanged
