@@ -10,8 +10,8 @@
 //!   of a file and of the evidence: [`excerpt`], [`prompt`]; the token
 //!   allowances: [`budget`];
 //! - asking for a fix and reading the reply into edits: [`fixer`];
-//! - the Reviewer's rules, one function each, named by
-//!   [`reviewer::Rejection`] (`reviewer/rules.rs`): [`reviewer`];
+//! - the Reviewer's rules, one table entry each (`reviewer/rules/`), their
+//!   reasons [`reviewer::Rejection`]: [`reviewer`];
 //! - applying a proposal to the worktree: [`executor`];
 //! - measuring and deciding (tests, pylint, the verdict, the early stop):
 //!   [`judge`];

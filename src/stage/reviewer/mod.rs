@@ -1,37 +1,21 @@
 //! The Reviewer: rules, no model. A proposal is accepted only when every
 //! rule holds; otherwise the first rule that fails gives a typed
 //! [`Rejection`] (its `Display` goes back to the model, its
-//! [`Rejection::rule`] name into the log). The order is fixed:
+//! [`Rejection::rule`] name into the log). Each rule is one entry of
+//! `rules::RULES` (name, when it runs, whether `--allow-test-edits` lifts
+//! it, doc, checks). The order is fixed, by kind, then table order:
 //!
-//! 1. `unusable_reply` — the reply holds a readable change;
-//! 2. on every path the reply names (nothing applied yet): `empty_path`,
-//!    `absolute_path`, `outside_target` (`..`), `inside_git`, `submodule`,
-//!    `symlink_out`, then — unless `--allow-test-edits` — `startup_file`
-//!    (`sitecustomize.py`, `usercustomize.py`, `*.pth`), `test_config`
-//!    (`conftest.py`, `pytest.ini`, `.pytest.ini`, `pytest.toml`) and
-//!    `test_file` (a test by name, or by what the project's pytest
-//!    collects: [`ReviewContext::tests`]);
-//! 3. `does_not_apply` — every hunk applies exactly once (in memory); a
-//!    diff that fits only a version of the file the model was shown earlier
-//!    in the run is rebased onto the current text by a three-way merge
-//!    ([`rebase`]), and `merge_conflict` refuses it when the merge conflicts;
-//! 4. on every file the change alters: `test_config` (the pytest sections of
-//!    `setup.cfg`, `tox.ini`, `pyproject.toml`, `pytest11` entry points),
-//!    `doctest` (a docstring example pytest runs, with `--doctest-modules`),
-//!    `too_many_lines` and `too_many_bytes` (the severity's limits),
-//!    `syntax_error`, `pytest_plugin` (plugin or hook code, or a pytest
-//!    import, in a module that is not a test), `dangerous_call` (new
-//!    dangerous calls and dynamic access, see `analysis`),
-//!    `test_environment` and `framework_patch` (new reads of the test
-//!    runner or the caller, new patches of the test framework, assertions,
-//!    builtins or the exit, in a module that is not a test) and
-//!    `secret_changed` (a secret of the file altered or dropped, or a
-//!    placeholder that stands for none, see `crate::secrets`);
-//!    For a task (`--task`), `too_many_lines` and `too_many_bytes` hold for
-//!    the change as a whole, lines moved unchanged not counted
-//!    ([`task_size`]), and `shadows_module` refuses a new module that takes
-//!    the name of a standard-library module or an installed package;
-//! 5. `no_change`, `whitespace_only`, `repeat` — on the change as a whole.
+//! 1. the reply holds a readable change (`unusable_reply`);
+//! 2. the path checks, on every path the reply names (nothing applied yet);
+//! 3. the hunks apply exactly once, in memory (`does_not_apply`); a diff
+//!    that fits only a version of the file the model was shown earlier in
+//!    the run is rebased onto the current text by a three-way merge
+//!    ([`rebase`]), refused as `merge_conflict` when the merge conflicts;
+//! 4. the file checks, on every file the change alters;
+//! 5. for a task (`--task`), the checks on its change as a whole (its size,
+//!    lines moved unchanged not counted; the names of its new modules);
+//! 6. the checks on every change as a whole (`no_change`,
+//!    `whitespace_only`, `repeat`).
 //!
 //! A proposal refused for its size alone may be [`split`] into steps that
 //! each pass every rule, the size rules included; when no split fits, the
@@ -45,7 +29,6 @@ mod rebase;
 mod rules;
 mod split;
 mod subset;
-mod task_size;
 
 use crate::pipeline::{TargetDir, TargetPath};
 use std::collections::{BTreeMap, HashSet};
@@ -60,7 +43,7 @@ pub use subset::{subset, Focus, Pointer, Subset, SubsetFailure};
 
 use crate::git::FileWrite;
 use crate::pipeline::{Change, Proposal, ReplyProblem};
-use rules::{ChangedFile, FILE_RULES, PATH_RULES};
+use rules::{ChangedFile, WholeChange};
 use swarm_analysis::Severity;
 use swarm_patch::{self as patch, PatchError};
 
@@ -139,7 +122,7 @@ pub struct ReviewContext<'a> {
     pub tests: &'a crate::tools::TestFiles,
 }
 
-/// What the Reviewer holds a task's change to (see [`task_size`]).
+/// What the Reviewer holds a task's change to (see `rules/task_size.rs`).
 #[derive(Clone, Copy, Debug)]
 pub struct TaskReview<'a> {
     /// Changed lines allowed for the whole change, lines moved unchanged
@@ -181,31 +164,23 @@ fn check_edits(
     ctx: &ReviewContext<'_>,
     read: &dyn Fn(&str) -> Option<Vec<u8>>,
 ) -> Result<Change, Rejection> {
-    for rule in PATH_RULES {
-        for edit in edits {
-            rule(&edit.path, ctx)?;
-        }
-    }
+    rules::check_paths(edits, ctx)?;
     let (applied, rebased) = rebase::apply_or_rebase(edits, ctx.shown, read)?;
     let outcomes: Vec<&patch::FileOutcome> =
         applied.iter().filter(|o| o.before != o.after).collect();
     let texts = texts_of(&outcomes);
     let files = changed_files(&outcomes, &texts, ctx);
-    for rule in FILE_RULES {
-        for file in &files {
-            rule(file, ctx)?;
-        }
-    }
-    if let Some(task) = &ctx.task {
-        task_size::check(&files, task)?;
-        rules::shadows_module(&files, ctx)?;
-    }
-    is_a_change(&files)?;
-    let mut change = change_of(&outcomes, &files, ctx);
+    rules::check_files(&files, ctx)?;
+    let hash = hash_of(&outcomes, ctx.base);
+    rules::check_change(
+        &WholeChange {
+            files: &files,
+            hash: &hash,
+        },
+        ctx,
+    )?;
+    let mut change = change_of(&outcomes, &files, ctx, hash);
     change.rebased = rebased;
-    if ctx.seen.contains(&change.hash) {
-        return Err(Rejection::Repeat);
-    }
     Ok(change)
 }
 
@@ -256,47 +231,38 @@ fn changed_files<'a>(
         .collect()
 }
 
-/// `no_change` and `whitespace_only`: the change as a whole alters code.
-fn is_a_change(files: &[ChangedFile<'_>]) -> Result<(), Rejection> {
-    if files.is_empty() {
-        return Err(Rejection::NoChange);
+/// The hash of the base and every file's new content, so the same change
+/// is never tried twice on the same state.
+fn hash_of(outcomes: &[&patch::FileOutcome], base: &str) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(base.as_bytes());
+    hasher.update([0]);
+    for outcome in outcomes {
+        hasher.update(outcome.path.as_bytes());
+        hasher.update([0]);
+        hasher.update(outcome.after.as_deref().unwrap_or(b"\x00deleted"));
+        hasher.update([0]);
     }
-    let meaningful = files.iter().any(|f| {
-        f.before.is_none()
-            || f.after.is_none()
-            || squeeze(f.before.unwrap_or("")) != squeeze(f.after.unwrap_or(""))
-    });
-    if meaningful {
-        Ok(())
-    } else {
-        Err(Rejection::WhitespaceOnly)
-    }
+    hex::encode(hasher.finalize())
 }
 
-/// The accepted change: its writes, diff, size and hash (of the base and
-/// every file's new content, so the same change is never tried twice).
+/// The accepted change: its writes, diff, size and `hash` ([`hash_of`]).
 fn change_of(
     outcomes: &[&patch::FileOutcome],
     files: &[ChangedFile<'_>],
     ctx: &ReviewContext<'_>,
+    hash: String,
 ) -> Change {
-    let mut hasher = Sha256::new();
-    hasher.update(ctx.base.as_bytes());
-    hasher.update([0]);
     let mut change = Change {
         writes: Vec::new(),
         files: Vec::new(),
         changed_lines: 0,
         diff: String::new(),
-        hash: String::new(),
+        hash,
         rebased: Vec::new(),
     };
     for (outcome, file) in outcomes.iter().zip(files) {
         let (b, a) = (file.before.unwrap_or(""), file.after.unwrap_or(""));
-        hasher.update(outcome.path.as_bytes());
-        hasher.update([0]);
-        hasher.update(outcome.after.as_deref().unwrap_or(b"\x00deleted"));
-        hasher.update([0]);
         change.changed_lines += patch::changed_lines(b, a);
         change
             .diff
@@ -307,13 +273,7 @@ fn change_of(
         });
         change.files.push(TargetPath::new(outcome.path.as_str()));
     }
-    change.hash = hex::encode(hasher.finalize());
     change
-}
-
-/// Text without any whitespace, to spot whitespace-only changes.
-fn squeeze(text: &str) -> String {
-    text.chars().filter(|c| !c.is_whitespace()).collect()
 }
 
 #[cfg(test)]

@@ -499,6 +499,33 @@ fn syntax_danger_whitespace_and_repeats() {
 }
 
 #[test]
+fn a_file_that_does_not_parse_is_told_its_language() {
+    let fx = Fixture::new();
+    let broken_ts = "export function total(xs: number[]): number {\n  return xs.reduce((a, b) => a + b, 0;\n}\n";
+    let reply = diff("src/money.ts", "", broken_ts).replace("--- a/src/money.ts", "--- /dev/null");
+    let rejection = rejected(fx.review_file("src/money.ts", &reply, false));
+    assert!(
+        matches!(
+            &rejection,
+            Rejection::SyntaxError { path, language: "JavaScript/TypeScript", .. } if path == "src/money.ts"
+        ),
+        "{rejection:?}"
+    );
+    assert!(
+        rejection
+            .to_string()
+            .starts_with("after the change src/money.ts does not parse as JavaScript/TypeScript ("),
+        "{rejection}"
+    );
+    let broken_py = "def mean(xs)\n    return sum(xs) / len(xs)\n";
+    let rejection = rejected(fx.review(&diff("stats.py", STATS, broken_py), false));
+    assert_eq!(
+        rejection.to_string(),
+        "after the change stats.py does not parse as Python (syntax error at line 1, column 1)"
+    );
+}
+
+#[test]
 fn dynamic_imports_are_dangerous_calls() {
     let fx = Fixture::new();
     let dynamic = "import importlib\n\ndef mean(xs):\n    importlib.import_module('os').system('id')\n    return sum(xs) / len(xs)\n";
@@ -581,6 +608,7 @@ fn every_rule_has_a_distinct_snake_case_name_and_says_what_to_do() {
         },
         Rejection::SyntaxError {
             path: path(),
+            language: "Python",
             line: 1,
             column: 1,
         },

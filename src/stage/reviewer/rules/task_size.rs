@@ -7,8 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use super::rules::{ChangedFile, Rejection};
-use super::TaskReview;
+use super::{ChangedFile, Rejection};
+use crate::stage::reviewer::TaskReview;
 
 /// What a task's change writes anew.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -21,8 +21,11 @@ pub(super) struct TaskSize {
     pub moved: usize,
 }
 
-/// `too_many_lines` and `too_many_bytes` for a task's change as a whole.
-pub(super) fn check(files: &[ChangedFile<'_>], task: &TaskReview<'_>) -> Result<(), Rejection> {
+/// `too_many_lines` for a task's change as a whole.
+pub(super) fn lines_within(
+    files: &[ChangedFile<'_>],
+    task: &TaskReview<'_>,
+) -> Result<(), Rejection> {
     let size = measure(files);
     if size.lines > task.max_changed_lines {
         return Err(Rejection::TaskTooManyLines {
@@ -31,6 +34,15 @@ pub(super) fn check(files: &[ChangedFile<'_>], task: &TaskReview<'_>) -> Result<
             limit: task.max_changed_lines,
         });
     }
+    Ok(())
+}
+
+/// `too_many_bytes` for a task's change as a whole.
+pub(super) fn bytes_within(
+    files: &[ChangedFile<'_>],
+    task: &TaskReview<'_>,
+) -> Result<(), Rejection> {
+    let size = measure(files);
     if size.bytes > task.max_changed_bytes {
         return Err(Rejection::TaskTooManyBytes {
             bytes: size.bytes,
@@ -139,7 +151,7 @@ mod tests {
             file("shop/money.py", None, Some(&rewritten)),
         ];
         assert!(matches!(
-            check(&files, &task),
+            lines_within(&files, &task),
             Err(Rejection::TaskTooManyLines { .. })
         ));
     }
