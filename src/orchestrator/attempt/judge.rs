@@ -1,0 +1,399 @@
+//! The Judge's part of an attempt: the change written into the worktree
+//! and measured, its verdict asked of the run's bar for the attempt's
+//! purpose ([`crate::pipeline::Bar::judge`]), then what is checked beyond
+//! the tests — for a repair the behaviour of changed modules no test
+//! reaches and the held-out tests (see `super::super::held_out`), for a
+//! behaviour-preserving task the public names — each finding handed to the
+//! bar again. It runs the checks and logs them; it decides nothing itself.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use super::Purpose;
+use crate::error::SwarmError;
+use crate::git::RunWorkspace;
+use crate::lang;
+use crate::log::Agent;
+use crate::orchestrator::record::Recorder;
+use crate::orchestrator::timing::AttemptTimes;
+use crate::orchestrator::{RunContext, RunState};
+use crate::pipeline::{Change, Snapshot, Task, TaskKind, Verdict};
+use crate::stage::executor;
+use crate::stage::judge as stage_judge;
+use crate::stage::judge::api::{self, ApiCheck};
+use crate::stage::judge::behaviour::{self, BehaviourRun, ChangedModule};
+use crate::tools::imports::is_importable_module;
+
+/// What the Judge made of an attempt.
+pub(super) struct Judgement {
+    /// The state measured with the change.
+    pub result: Snapshot,
+    pub verdict: Verdict,
+    /// What the checks beyond the tests found, as told with the tests
+    /// (`; …`, or empty).
+    pub note: String,
+    /// Why, in one line for the Fixer's next prompt.
+    pub why: String,
+    /// What the behaviour check ran on (a repair the tests accept).
+    pub behaviour: Option<BehaviourRun>,
+    /// The source files of the target with the change.
+    pub files: Vec<String>,
+    /// Writing and judging; the rest is filled in by the commit.
+    pub times: AttemptTimes,
+}
+
+/// Writes `change` (proposed for `file`) into the worktree, measures it,
+/// and has the bar and the checks beyond the tests judge attempt `k`.
+pub(super) fn judge(
+    cx: &RunContext<'_>,
+    ws: &RunWorkspace,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+    purpose: Purpose<'_>,
+    (file, change): (&str, &Change),
+    k: u32,
+) -> Result<Judgement, SwarmError> {
+    let stage = purpose.stage(k, file);
+    let started = Instant::now();
+    executor::write_to_worktree(ws, change)?;
+    let apply = started.elapsed();
+    let files = files_after(state, change);
+    let started = Instant::now();
+    let measured = measured(cx, ws, state, purpose, &files, &stage)?;
+    let measuring = started.elapsed();
+    let judging = Instant::now();
+    rec.measurement(Agent::Judge, &measured, Some(k))?;
+    let snapshot = measured.snapshot;
+    let verdict = state
+        .facts
+        .bar
+        .judge(purpose.judging(), &state.progress.best, &snapshot);
+    let found = match purpose {
+        Purpose::Repair => {
+            let checked = (change, &snapshot, files.as_slice());
+            beyond_repair(cx, ws, rec, state, checked, (verdict, k, &stage))?
+        }
+        Purpose::Task(task) => {
+            let checked = (change, &snapshot, files.as_slice());
+            beyond_task(cx, ws, rec, state, task, checked, (verdict, k, &stage))?
+        }
+    };
+    let why = match purpose {
+        Purpose::Repair => format!("{}{}", snapshot.describe(), found.note),
+        Purpose::Task(_) => found
+            .why
+            .unwrap_or_else(|| why_regressed(&state.progress.best, &snapshot)),
+    };
+    let times = AttemptTimes {
+        review: Duration::ZERO,
+        apply,
+        // The measurement and the checks beyond the tests.
+        judge: measuring + judging.elapsed(),
+        commit: Duration::ZERO,
+        worktree: Duration::ZERO,
+    };
+    Ok(Judgement {
+        result: snapshot,
+        verdict: found.verdict,
+        note: found.note,
+        why,
+        behaviour: found.behaviour,
+        files,
+        times,
+    })
+}
+
+/// The measurement of the worktree as it is: a repair's may stop early
+/// once it cannot be better (see `stage::judge::early`); a task's runs the
+/// full suite.
+fn measured(
+    cx: &RunContext<'_>,
+    ws: &RunWorkspace,
+    state: &RunState,
+    purpose: Purpose<'_>,
+    files: &[String],
+    stage: &str,
+) -> Result<crate::pipeline::Measurement, SwarmError> {
+    let known = executor::worktree_content(ws, &state.facts.target)?;
+    let tools = cx.tools_knowing(stage, &known);
+    let (root, limits, cancel) = (cx.root, cx.config.limits, cx.cancel);
+    let baseline = state.facts.baseline.tests.as_ref();
+    let best = &state.progress.best;
+    let measured = tokio::task::block_in_place(|| match purpose {
+        Purpose::Repair => {
+            stage_judge::measure_attempt(tools, root, files, limits, cancel, baseline, best)
+        }
+        Purpose::Task(_) => stage_judge::measure(tools, root, files, limits, cancel, baseline),
+    })?;
+    Ok(measured)
+}
+
+/// The source files of the target once `change` is applied: those it
+/// deletes gone, those it creates added.
+fn files_after(state: &RunState, change: &Change) -> Vec<String> {
+    let deleted: Vec<&str> = change
+        .writes
+        .iter()
+        .zip(&change.files)
+        .filter(|(w, _)| w.content.is_none())
+        .map(|(_, f)| f.as_str())
+        .collect();
+    let mut files: Vec<String> = state
+        .facts
+        .files
+        .iter()
+        .filter(|f| !deleted.contains(&f.as_str()))
+        .cloned()
+        .collect();
+    for f in &change.files {
+        if lang::is_source(f) && !deleted.contains(&f.as_str()) && !files.iter().any(|g| f == g) {
+            files.push(f.to_string());
+        }
+    }
+    files
+}
+
+/// The verdict once the Judge looked beyond the tests, and what it found.
+struct Beyond {
+    verdict: Verdict,
+    behaviour: Option<BehaviourRun>,
+    /// What is told with the tests (`; …`, or empty).
+    note: String,
+    /// Why the checks refused it, when that replaces the tests' account.
+    why: Option<String>,
+}
+
+/// What the Judge checks of a repair the tests would accept: the behaviour
+/// of modules no test reaches (see [`behaviour`]), then the held-out tests
+/// that apply to it; a held-out failure is kept for the summary. Of one
+/// the tests refuse, the type errors it adds.
+fn beyond_repair(
+    cx: &RunContext<'_>,
+    ws: &RunWorkspace,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+    (change, snapshot, files): (&Change, &Snapshot, &[String]),
+    (verdict, k, stage): (Verdict, u32, &str),
+) -> Result<Beyond, SwarmError> {
+    if !verdict.is_accepted() {
+        let note = type_errors_note(&state.progress.best, snapshot);
+        return Ok(Beyond {
+            verdict,
+            behaviour: None,
+            note,
+            why: None,
+        });
+    }
+    let behaviour = check_behaviour(cx, ws, state, change, (snapshot, files), stage)?;
+    let (mut verdict, mut note) = (verdict, String::new());
+    if let Some(check) = &behaviour.check {
+        rec.behaviour(check, k)?;
+        verdict = state.facts.bar.after_behaviour(verdict, check.outcome);
+        note = format!("; {}", check.describe());
+    }
+    if verdict.is_accepted() {
+        let held = crate::orchestrator::held_out::check(
+            cx,
+            ws,
+            rec,
+            state,
+            (change, snapshot),
+            (k, stage),
+        )?;
+        for check in held.iter().filter(|c| c.is_failed()) {
+            verdict = state.facts.bar.after_held_out(verdict, true);
+            note.push_str(&format!("; {}", check.fixer_note()));
+            let overfit = crate::orchestrator::held_out::overfit_of(check, k);
+            state.progress.overfitted.extend(overfit);
+        }
+    }
+    Ok(Beyond {
+        verdict,
+        behaviour: Some(behaviour),
+        note,
+        why: None,
+    })
+}
+
+/// What the Judge checks of a behaviour-preserving task's change the tests
+/// and lint accept: the public names of the modules it touched.
+fn beyond_task(
+    cx: &RunContext<'_>,
+    ws: &RunWorkspace,
+    rec: &mut Recorder<'_>,
+    state: &RunState,
+    task: &Task,
+    (change, _, files): (&Change, &Snapshot, &[String]),
+    (verdict, k, stage): (Verdict, u32, &str),
+) -> Result<Beyond, SwarmError> {
+    let mut found = Beyond {
+        verdict,
+        behaviour: None,
+        note: String::new(),
+        why: None,
+    };
+    if !verdict.is_accepted() || task.kind != TaskKind::Preserving {
+        return Ok(found);
+    }
+    let check = public_names(cx, ws, state, task, change, files, stage)?;
+    rec.api_check(&check, k)?;
+    found.verdict = state.facts.bar.after_behaviour(verdict, check.outcome);
+    found.note = format!("; {}", check.describe());
+    if found.verdict == Verdict::Regressed {
+        found.why = Some(check.describe());
+    }
+    Ok(found)
+}
+
+/// The Judge's behaviour check (see [`behaviour`]) of the changed
+/// modules no test reaches, against their text at the best state.
+fn check_behaviour(
+    cx: &RunContext<'_>,
+    ws: &RunWorkspace,
+    state: &RunState,
+    change: &Change,
+    (snapshot, files): (&Snapshot, &[String]),
+    stage: &str,
+) -> Result<BehaviourRun, SwarmError> {
+    let read = |p: &str| crate::stage::read_source_text(cx.root, p);
+    let untested = behaviour::untested_modules(
+        &change.files,
+        files,
+        &state.facts.tests,
+        snapshot.has_tests(),
+        &read,
+    );
+    let mut modules = Vec::new();
+    for file in &untested {
+        let path = state.facts.target.repo_path(file);
+        if let Some(bytes) = ws.file_at_best(&path)? {
+            let best = String::from_utf8_lossy(&bytes).into_owned();
+            let original = crate::orchestrator::reference::original_for(state, file, best);
+            let file = file.clone();
+            modules.push(ChangedModule { file, original });
+        }
+    }
+    let check = if modules.is_empty() {
+        None
+    } else {
+        Some(tokio::task::block_in_place(|| {
+            behaviour::check(
+                cx.tools(stage),
+                cx.root,
+                &modules,
+                files,
+                cx.config.limits,
+                cx.cancel,
+            )
+        })?)
+    };
+    Ok(BehaviourRun { untested, check })
+}
+
+/// The public-name check of the modules the change touched that existed
+/// at the best state.
+fn public_names(
+    cx: &RunContext<'_>,
+    ws: &RunWorkspace,
+    state: &RunState,
+    task: &Task,
+    change: &Change,
+    files: &[String],
+    stage: &str,
+) -> Result<ApiCheck, SwarmError> {
+    let mut modules = Vec::new();
+    for file in change.files.iter().filter(|f| is_importable_module(f)) {
+        let path = state.facts.target.repo_path(file);
+        if let Some(bytes) = ws.file_at_best(path.as_str())? {
+            modules.push(ChangedModule {
+                file: file.to_string(),
+                original: String::from_utf8_lossy(&bytes).into_owned(),
+            });
+        }
+    }
+    let renames: BTreeMap<String, String> = task
+        .renames
+        .iter()
+        .map(|r| (r.from.clone(), r.to.clone()))
+        .collect();
+    let check = tokio::task::block_in_place(|| {
+        api::check_api(
+            cx.tools(stage),
+            cx.root,
+            &modules,
+            files,
+            &renames,
+            cx.config.limits,
+            cx.cancel,
+        )
+    })?;
+    Ok(check)
+}
+
+/// The line that stops the run when a task's intended behaviour change
+/// breaks tests that expect the old behaviour (decided by
+/// [`crate::pipeline::task::test_conflict`]); `None` for a repair.
+pub(super) fn test_conflict(
+    cx: &RunContext<'_>,
+    state: &RunState,
+    purpose: Purpose<'_>,
+    new: &Snapshot,
+) -> Option<String> {
+    let Purpose::Task(task) = purpose else {
+        return None;
+    };
+    let broke: Vec<String> = crate::stage::prompt::broken_tests(&state.progress.best, new)
+        .into_iter()
+        .map(|t| t.id)
+        .collect();
+    crate::pipeline::task::test_conflict(task, cx.config.allow_test_edits, &broke)
+}
+
+/// What the Judge tells of the type errors a change adds (`; adds 1 type
+/// error: src/a.ts:3 TS2322 …`), or nothing.
+fn type_errors_note(best: &Snapshot, new: &Snapshot) -> String {
+    let added = crate::pipeline::bar::added_type_errors(&best.lint.messages, &new.lint.messages);
+    if added.is_empty() {
+        return String::new();
+    }
+    let shown: Vec<String> = added
+        .iter()
+        .take(5)
+        .map(|m| {
+            let text = m.message.trim_end_matches('.');
+            format!("{}:{} {} {text}", m.path, m.line, m.symbol)
+        })
+        .collect();
+    format!("; adds {} type error(s): {}", added.len(), shown.join("; "))
+}
+
+/// What the Judge found a task's change lost, in one line for the next
+/// prompt.
+fn why_regressed(best: &Snapshot, new: &Snapshot) -> String {
+    let broke: Vec<String> = crate::stage::prompt::broken_tests(best, new)
+        .into_iter()
+        .map(|t| t.id)
+        .collect();
+    let risen = crate::pipeline::bar::risen_errors(best, new);
+    let errors: Vec<String> = risen
+        .iter()
+        .take(6)
+        .map(|m| format!("{}:{}: {} ({})", m.path, m.line, m.message, m.symbol))
+        .collect();
+    let mut parts = Vec::new();
+    if !broke.is_empty() {
+        parts.push(format!("tests that passed now fail: {}", broke.join(", ")));
+    }
+    if !errors.is_empty() {
+        let paths: Vec<String> = risen.iter().map(|m| m.path.clone()).collect();
+        parts.push(format!(
+            "new {} errors: {}",
+            lang::linters_of(&paths, " and "),
+            errors.join("; ")
+        ));
+    }
+    if parts.is_empty() {
+        parts.push(new.describe());
+    }
+    parts.join("; ")
+}

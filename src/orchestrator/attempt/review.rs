@@ -1,0 +1,218 @@
+//! The Reviewer's part of an attempt: the proposal checked against the
+//! best state with the purpose's limits (a task's change is held to the
+//! task's size and may not take a taken module name), the decision logged
+//! and told. For a repair, a proposal refused for its size alone is split
+//! into reviewer-sized steps ([`reviewer::split`]), and one no split can
+//! carry is tried as the part of it the evidence points at
+//! ([`reviewer::subset`], see `super::super::subset`). A refusal is
+//! remembered for the Fixer.
+
+use super::{remember, Part, Purpose};
+use crate::error::SwarmError;
+use crate::git::RunWorkspace;
+use crate::log::Event;
+use crate::orchestrator::record::{Recorder, ReviewNote};
+use crate::orchestrator::subset;
+use crate::orchestrator::{RunContext, RunState};
+use crate::pipeline::{Change, Proposal};
+use crate::stage::prompt::PastAttempt;
+use crate::stage::reviewer::{
+    self, Rejection, Review, ReviewContext, Step, Subset, SubsetFailure, TaskReview,
+};
+
+/// What the Reviewer made of a proposal.
+pub(super) enum Reviewed {
+    Accepted(Change),
+    /// Too big as a whole; these steps each pass.
+    Split(Vec<Step>),
+    /// Too big and no split fits; the part the evidence points at passes.
+    Subset(Subset),
+    /// Refused: what the Fixer is told.
+    Rejected(String),
+    /// The reply leaves every file as it is: what the Fixer is told.
+    Unchanged(String),
+}
+
+/// The Reviewer's verdict on the proposal against the best state; a
+/// rejection is logged and remembered. A repair's proposal refused for its
+/// size alone is split into steps, unless it is a step (`part`) itself.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn review(
+    cx: &RunContext<'_>,
+    ws: &RunWorkspace,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+    purpose: Purpose<'_>,
+    proposal: &Proposal,
+    summary: &str,
+    part: Option<Part>,
+) -> Result<Reviewed, SwarmError> {
+    let iteration = state.progress.iterations;
+    let base = ws.best().0.clone();
+    let taken = taken_names(state, purpose);
+    let limits = cx.config.size_limits;
+    let ctx = ReviewContext {
+        base: &base,
+        root: cx.root,
+        target: &state.facts.target,
+        severities: &state.facts.severities,
+        limits,
+        allow_test_edits: cx.config.allow_test_edits,
+        seen: &state.progress.seen,
+        submodules: &state.facts.submodules,
+        shown: &state.progress.shown,
+        task: task_review(purpose, limits, &taken),
+        tests: &state.facts.tests,
+    };
+    let file = &proposal.file;
+    let step = part.map(|p| (p.index, p.total));
+    let splits = matches!(purpose, Purpose::Repair) && part.is_none();
+    let (reason, split) = match reviewer::review(proposal, &ctx) {
+        Review::Accepted(change) => {
+            let note = ReviewNote {
+                step,
+                split_into: None,
+            };
+            rec.review(file, iteration, Ok(&change), note)?;
+            if let Purpose::Repair = purpose {
+                for rebased in &change.rebased {
+                    cx.events.emit(Event::Notice {
+                        message: format!("{file}: reply rebased: {rebased}"),
+                    });
+                }
+            }
+            state.progress.seen.insert(change.hash.clone());
+            return Ok(Reviewed::Accepted(change));
+        }
+        Review::Rejected(reason) if reason.is_size() && splits => {
+            let split = reviewer::split(proposal, &ctx);
+            let focus = || subset::focus(cx, state, proposal);
+            let part = split
+                .is_err()
+                .then(|| reviewer::subset(proposal, &ctx, &focus()));
+            (reason, Some((split, part)))
+        }
+        Review::Rejected(reason) => (reason, None),
+    };
+    let refusal = Refusal {
+        reason,
+        split,
+        step,
+    };
+    refused(cx, rec, state, purpose, proposal, summary, refusal)
+}
+
+/// The names a task's new module may not take (none for a repair).
+fn taken_names(state: &RunState, purpose: Purpose<'_>) -> std::collections::BTreeSet<String> {
+    match (purpose, &state.work.tasks) {
+        (Purpose::Task(_), Some(book)) => book.taken.clone(),
+        _ => Default::default(),
+    }
+}
+
+/// The Reviewer's limits for a task's change as a whole: the
+/// high-severity size, and the names taken (`None` for a repair).
+fn task_review<'a>(
+    purpose: Purpose<'_>,
+    limits: reviewer::SizeLimits,
+    taken: &'a std::collections::BTreeSet<String>,
+) -> Option<TaskReview<'a>> {
+    let Purpose::Task(_) = purpose else {
+        return None;
+    };
+    Some(TaskReview {
+        max_changed_lines: limits.high,
+        max_changed_bytes: limits.bytes_for_severity(swarm_analysis::Severity::High),
+        taken_names: taken,
+    })
+}
+
+/// A rejection, and what splitting the proposal gave when it was too big
+/// (and, when no split fits, what the part the evidence points at gave).
+struct Refusal {
+    reason: Rejection,
+    split: Option<(Split, Option<Result<Subset, SubsetFailure>>)>,
+    step: Option<(usize, usize)>,
+}
+
+type Split = Result<Vec<Step>, reviewer::SplitFailure>;
+
+/// Logs and tells a rejection; a proposal that splits into reviewer-sized
+/// steps goes on as those steps, any other is remembered for the Fixer.
+fn refused(
+    cx: &RunContext<'_>,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+    purpose: Purpose<'_>,
+    proposal: &Proposal,
+    summary: &str,
+    refusal: Refusal,
+) -> Result<Reviewed, SwarmError> {
+    let Refusal {
+        reason,
+        split,
+        step,
+    } = refusal;
+    let (file, iteration) = (&proposal.file, state.progress.iterations);
+    let split_into = match &split {
+        Some((Ok(steps), _)) => Some(steps.len()),
+        _ => None,
+    };
+    let note = ReviewNote { step, split_into };
+    rec.review(file, iteration, Err(&reason), note)?;
+    cx.events.emit(Event::Rejected {
+        file: file.to_string(),
+        reason: reason.to_string(),
+        rule: reason.rule(),
+    });
+    let outcome = match split {
+        Some((Ok(steps), _)) => {
+            let sizes: Vec<String> = steps.iter().map(|s| s.changed_lines.to_string()).collect();
+            cx.events.emit(Event::Notice {
+                message: format!(
+                    "{file}: the proposal is split into {} reviewer-sized steps ({} changed lines)",
+                    steps.len(),
+                    sizes.join(", ")
+                ),
+            });
+            return Ok(Reviewed::Split(steps));
+        }
+        Some((Err(failure), part)) => {
+            let (note, part) = subset::take(cx, rec, state, file, part)?;
+            let outcome = format!(
+                "rejected by the Reviewer: {reason}; it could not be split into reviewer-sized \
+                 steps: {failure}{note}"
+            );
+            if let Some(part) = part {
+                remember_refusal(state, purpose, file, summary, outcome);
+                return Ok(Reviewed::Subset(part));
+            }
+            outcome
+        }
+        None => format!("rejected by the Reviewer: {reason}"),
+    };
+    remember_refusal(state, purpose, file, summary, outcome.clone());
+    if reason == Rejection::NoChange {
+        return Ok(Reviewed::Unchanged(outcome));
+    }
+    Ok(Reviewed::Rejected(outcome))
+}
+
+/// Adds a proposal the Reviewer refused to what the Fixer remembers.
+fn remember_refusal(
+    state: &mut RunState,
+    purpose: Purpose<'_>,
+    file: &str,
+    summary: &str,
+    outcome: String,
+) {
+    let iteration = state.progress.iterations;
+    let past = PastAttempt {
+        label: format!("proposal in round {iteration}"),
+        summary: summary.to_string(),
+        outcome,
+        diff: None,
+        broke: Vec::new(),
+    };
+    remember(state, purpose, file, past);
+}
