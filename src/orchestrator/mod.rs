@@ -27,7 +27,6 @@ mod record;
 mod reference;
 mod round;
 mod setup;
-mod subset;
 pub mod summary;
 mod task;
 mod tester;

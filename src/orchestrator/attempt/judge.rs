@@ -19,9 +19,9 @@ use crate::orchestrator::timing::AttemptTimes;
 use crate::orchestrator::{RunContext, RunState};
 use crate::pipeline::{Change, Snapshot, Task, TaskKind, Verdict};
 use crate::stage::executor;
-use crate::stage::judge as stage_judge;
 use crate::stage::judge::api::{self, ApiCheck};
 use crate::stage::judge::behaviour::{self, BehaviourRun, ChangedModule};
+use crate::stage::judge::{self as stage_judge, Tools};
 use crate::tools::imports::is_importable_module;
 
 /// What the Judge made of an attempt.
@@ -38,6 +38,10 @@ pub(super) struct Judgement {
     pub behaviour: Option<BehaviourRun>,
     /// The source files of the target with the change.
     pub files: Vec<String>,
+    /// The files whose error-class messages rose with it.
+    pub risen: Vec<String>,
+    /// A task's conflict with the tests: the line that stops the run.
+    pub conflict: Option<String>,
     /// Writing and judging; the rest is filled in by the commit.
     pub times: AttemptTimes,
 }
@@ -59,7 +63,10 @@ pub(super) fn judge(
     let apply = started.elapsed();
     let files = files_after(state, change);
     let started = Instant::now();
-    let measured = measured(cx, ws, state, purpose, &files, &stage)?;
+    let known = executor::worktree_content(ws, &state.facts.target)?;
+    // The measurement knows the worktree's files by their blob ids.
+    let (measuring, tools) = (cx.tools_knowing(&stage, &known), cx.tools(&stage));
+    let measured = measured(cx, state, purpose, measuring, &files)?;
     let measuring = started.elapsed();
     let judging = Instant::now();
     rec.measurement(Agent::Judge, &measured, Some(k))?;
@@ -71,18 +78,22 @@ pub(super) fn judge(
     let found = match purpose {
         Purpose::Repair => {
             let checked = (change, &snapshot, files.as_slice());
-            beyond_repair(cx, ws, rec, state, checked, (verdict, k, &stage))?
+            beyond_repair(cx, ws, rec, state, checked, (verdict, k, tools))?
         }
         Purpose::Task(task) => {
             let checked = (change, &snapshot, files.as_slice());
-            beyond_task(cx, ws, rec, state, task, checked, (verdict, k, &stage))?
+            beyond_task(cx, ws, rec, state, task, checked, (verdict, k, tools))?
         }
     };
-    let why = match purpose {
-        Purpose::Repair => format!("{}{}", snapshot.describe(), found.note),
-        Purpose::Task(_) => found
-            .why
-            .unwrap_or_else(|| why_regressed(&state.progress.best, &snapshot)),
+    let best = &state.progress.best;
+    let risen = crate::pipeline::bar::risen_errors(best, &snapshot);
+    let risen: Vec<String> = risen.iter().map(|m| m.path.clone()).collect();
+    let (why, conflict) = match purpose {
+        Purpose::Repair => (format!("{}{}", snapshot.describe(), found.note), None),
+        Purpose::Task(task) => {
+            let why = found.why.unwrap_or_else(|| why_regressed(best, &snapshot));
+            (why, test_conflict(cx, task, best, &snapshot))
+        }
     };
     let times = AttemptTimes {
         review: Duration::ZERO,
@@ -99,6 +110,8 @@ pub(super) fn judge(
         why,
         behaviour: found.behaviour,
         files,
+        risen,
+        conflict,
         times,
     })
 }
@@ -108,14 +121,11 @@ pub(super) fn judge(
 /// full suite.
 fn measured(
     cx: &RunContext<'_>,
-    ws: &RunWorkspace,
     state: &RunState,
     purpose: Purpose<'_>,
+    tools: Tools<'_>,
     files: &[String],
-    stage: &str,
 ) -> Result<crate::pipeline::Measurement, SwarmError> {
-    let known = executor::worktree_content(ws, &state.facts.target)?;
-    let tools = cx.tools_knowing(stage, &known);
     let (root, limits, cancel) = (cx.root, cx.config.limits, cx.cancel);
     let baseline = state.facts.baseline.tests.as_ref();
     let best = &state.progress.best;
@@ -173,7 +183,7 @@ fn beyond_repair(
     rec: &mut Recorder<'_>,
     state: &mut RunState,
     (change, snapshot, files): (&Change, &Snapshot, &[String]),
-    (verdict, k, stage): (Verdict, u32, &str),
+    (verdict, k, tools): (Verdict, u32, Tools<'_>),
 ) -> Result<Beyond, SwarmError> {
     if !verdict.is_accepted() {
         let note = type_errors_note(&state.progress.best, snapshot);
@@ -184,7 +194,7 @@ fn beyond_repair(
             why: None,
         });
     }
-    let behaviour = check_behaviour(cx, ws, state, change, (snapshot, files), stage)?;
+    let behaviour = check_behaviour(cx, ws, state, change, (snapshot, files), tools)?;
     let (mut verdict, mut note) = (verdict, String::new());
     if let Some(check) = &behaviour.check {
         rec.behaviour(check, k)?;
@@ -198,7 +208,7 @@ fn beyond_repair(
             rec,
             state,
             (change, snapshot),
-            (k, stage),
+            (k, tools),
         )?;
         for check in held.iter().filter(|c| c.is_failed()) {
             verdict = state.facts.bar.after_held_out(verdict, true);
@@ -224,7 +234,7 @@ fn beyond_task(
     state: &RunState,
     task: &Task,
     (change, _, files): (&Change, &Snapshot, &[String]),
-    (verdict, k, stage): (Verdict, u32, &str),
+    (verdict, k, tools): (Verdict, u32, Tools<'_>),
 ) -> Result<Beyond, SwarmError> {
     let mut found = Beyond {
         verdict,
@@ -235,7 +245,7 @@ fn beyond_task(
     if !verdict.is_accepted() || task.kind != TaskKind::Preserving {
         return Ok(found);
     }
-    let check = public_names(cx, ws, state, task, change, files, stage)?;
+    let check = public_names(cx, ws, state, task, (change, files), tools)?;
     rec.api_check(&check, k)?;
     found.verdict = state.facts.bar.after_behaviour(verdict, check.outcome);
     found.note = format!("; {}", check.describe());
@@ -253,7 +263,7 @@ fn check_behaviour(
     state: &RunState,
     change: &Change,
     (snapshot, files): (&Snapshot, &[String]),
-    stage: &str,
+    tools: Tools<'_>,
 ) -> Result<BehaviourRun, SwarmError> {
     let read = |p: &str| crate::stage::read_source_text(cx.root, p);
     let untested = behaviour::untested_modules(
@@ -277,14 +287,7 @@ fn check_behaviour(
         None
     } else {
         Some(tokio::task::block_in_place(|| {
-            behaviour::check(
-                cx.tools(stage),
-                cx.root,
-                &modules,
-                files,
-                cx.config.limits,
-                cx.cancel,
-            )
+            behaviour::check(tools, cx.root, &modules, files, cx.config.limits, cx.cancel)
         })?)
     };
     Ok(BehaviourRun { untested, check })
@@ -297,9 +300,8 @@ fn public_names(
     ws: &RunWorkspace,
     state: &RunState,
     task: &Task,
-    change: &Change,
-    files: &[String],
-    stage: &str,
+    (change, files): (&Change, &[String]),
+    tools: Tools<'_>,
 ) -> Result<ApiCheck, SwarmError> {
     let mut modules = Vec::new();
     for file in change.files.iter().filter(|f| is_importable_module(f)) {
@@ -318,7 +320,7 @@ fn public_names(
         .collect();
     let check = tokio::task::block_in_place(|| {
         api::check_api(
-            cx.tools(stage),
+            tools,
             cx.root,
             &modules,
             files,
@@ -332,17 +334,14 @@ fn public_names(
 
 /// The line that stops the run when a task's intended behaviour change
 /// breaks tests that expect the old behaviour (decided by
-/// [`crate::pipeline::task::test_conflict`]); `None` for a repair.
-pub(super) fn test_conflict(
+/// [`crate::pipeline::task::test_conflict`]).
+fn test_conflict(
     cx: &RunContext<'_>,
-    state: &RunState,
-    purpose: Purpose<'_>,
+    task: &Task,
+    best: &Snapshot,
     new: &Snapshot,
 ) -> Option<String> {
-    let Purpose::Task(task) = purpose else {
-        return None;
-    };
-    let broke: Vec<String> = crate::stage::prompt::broken_tests(&state.progress.best, new)
+    let broke: Vec<String> = crate::stage::prompt::broken_tests(best, new)
         .into_iter()
         .map(|t| t.id)
         .collect();

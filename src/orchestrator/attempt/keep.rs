@@ -3,14 +3,18 @@
 //! repair, what verified each file it changed; for a task, its commit and
 //! the test files it changed — and, for a task, the files its attempt
 //! reached beyond its own, so the next request shows them
-//! ([`note_reached`]). The verdict is the Judge's; nothing is judged here.
+//! ([`note_reached`]); for the part of an oversized proposal, the hunks
+//! left out, kept for the summary. The verdict is the Judge's; nothing is
+//! judged here.
 
 use super::judge::Judgement;
-use super::{Attempted, Purpose};
+use super::{Attempted, Purpose, Tried};
 use crate::lang;
+use crate::orchestrator::summary::LeftOutHunk;
 use crate::orchestrator::{RunContext, RunState};
 use crate::pipeline::{Change, RepoPath, Task};
 use crate::stage::judge::behaviour::{BehaviourRun, Verification};
+use crate::stage::reviewer::Subset;
 use crate::tools::imports::is_importable_module;
 
 /// Keeps an accepted attempt (committed as `commit`) as the best state;
@@ -20,24 +24,42 @@ pub(super) fn keep_or_reset(
     cx: &RunContext<'_>,
     state: &mut RunState,
     purpose: Purpose<'_>,
-    change: &Change,
+    tried: &Tried<'_>,
     judged: Judgement,
     commit: &str,
     outcome: String,
 ) -> Attempted {
-    if !judged.verdict.is_accepted() {
-        if let Purpose::Task(task) = purpose {
-            let risen = crate::pipeline::bar::risen_errors(&state.progress.best, &judged.result);
-            let paths: Vec<String> = risen.iter().map(|m| m.path.clone()).collect();
-            note_reached(state, task, paths);
-        }
+    let accepted = judged.verdict.is_accepted();
+    if let Purpose::Task(task) = purpose {
+        let reached = if accepted {
+            tried.change.files.iter().map(|f| f.to_string()).collect()
+        } else {
+            judged.risen.clone()
+        };
+        note_reached(state, task, reached);
+    }
+    if !accepted {
         return Attempted::NotMoved(outcome);
     }
-    if let Purpose::Task(task) = purpose {
-        note_reached(state, task, change.files.iter().map(|f| f.to_string()));
+    if let Some(subset) = tried.subset {
+        keep_left_out(state, tried.file, subset);
     }
-    adopt(cx, state, purpose, change, judged, commit);
+    adopt(cx, state, purpose, tried.change, judged, commit);
     Attempted::Moved
+}
+
+/// Keeps the hunks left out of the accepted attempt (the last committed)
+/// for the run's summary.
+fn keep_left_out(state: &mut RunState, file: &str, subset: &Subset) {
+    let attempt = state.progress.commits.len() as u32;
+    for left in &subset.left_out {
+        state.progress.left_out.push(LeftOutHunk {
+            file: file.to_string(),
+            attempt,
+            hunk: left.hunk.to_string(),
+            why: left.why.to_string(),
+        });
+    }
 }
 
 /// Makes an accepted change the run's best state: what it touched and the

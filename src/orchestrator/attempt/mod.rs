@@ -15,7 +15,9 @@
 mod judge;
 mod keep;
 mod review;
+mod subset;
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::record::Recorder;
@@ -26,7 +28,7 @@ use crate::log::{Action, Event};
 use crate::pipeline::{Change, Judging, Proposal, ReplyProblem, Snapshot, Task, Unusable, Verdict};
 use crate::stage::executor::{self, AttemptRecord};
 use crate::stage::prompt::PastAttempt;
-use crate::stage::reviewer::Step;
+use crate::stage::reviewer::{Step, Subset};
 use crate::stage::ModelCall;
 use judge::Judgement;
 use review::Reviewed;
@@ -92,7 +94,10 @@ struct Part {
 }
 
 /// Takes one proposal of this round (`state.progress.iterations`) through
-/// the pipeline for `purpose`.
+/// the pipeline for `purpose`: the proposal, or the reviewer-sized steps a
+/// repair's oversized one splits into, each reviewed, judged, committed
+/// and kept or reset on the best state the one before left, until one is
+/// refused or does not move the run branch. Moved when any did.
 pub(crate) fn attempt(
     cx: &RunContext<'_>,
     ws: &mut RunWorkspace,
@@ -103,90 +108,42 @@ pub(crate) fn attempt(
 ) -> Result<Attempted, SwarmError> {
     let summary = proposal.summary();
     if let Err(reason) = &proposal.edits {
-        return Ok(no_change(
-            cx,
-            state,
-            purpose,
-            &proposal.file,
-            summary,
-            reason,
-        ));
+        let file = &proposal.file;
+        return Ok(no_change(cx, state, purpose, file, summary, reason));
     }
-    let started = Instant::now();
-    let reviewed = review::review(cx, ws, rec, state, purpose, proposal, &summary, None)?;
-    let review_time = started.elapsed();
     let file = proposal.file.as_str();
-    match reviewed {
-        Reviewed::Accepted(change) => {
-            let tried = Tried::whole(file, &change, summary, review_time);
-            judge_and_commit(cx, ws, rec, state, purpose, tried)
-        }
-        Reviewed::Split(steps) => attempt_steps(cx, ws, rec, state, proposal, &summary, steps),
-        Reviewed::Subset(part) => {
-            let tried = Tried {
-                left_out: super::subset::trailers(&part),
-                ..Tried::whole(
-                    file,
-                    &part.change,
-                    format!("{summary} (the hunks the evidence points at)"),
-                    review_time,
-                )
-            };
-            let attempted = judge_and_commit(cx, ws, rec, state, purpose, tried)?;
-            if attempted.moved() {
-                let attempt = state.progress.commits.len();
-                super::subset::adopted(state, file, attempt, &part);
-            }
-            Ok(attempted)
-        }
-        Reviewed::Rejected(outcome) => Ok(Attempted::NotMoved(outcome)),
-        Reviewed::Unchanged(outcome) => Ok(Attempted::Unchanged(outcome)),
-    }
-}
-
-/// Attempts the steps of a split proposal in order, each on the best state
-/// the one before left; stops at the first that is refused or does not
-/// improve. Moved when at least one step moved the run branch.
-fn attempt_steps(
-    cx: &RunContext<'_>,
-    ws: &mut RunWorkspace,
-    rec: &mut Recorder<'_>,
-    state: &mut RunState,
-    proposal: &Proposal,
-    summary: &str,
-    steps: Vec<Step>,
-) -> Result<Attempted, SwarmError> {
-    let total = steps.len();
-    let mut last = Attempted::NotMoved(String::new());
-    let mut moved = false;
-    for (k, step) in steps.into_iter().enumerate() {
-        let part = Part {
-            index: k + 1,
-            total,
-        };
-        let step_proposal = Proposal {
-            edits: Ok(step.edits),
-            ..proposal.clone()
-        };
-        let summary = format!("{summary} (step {} of {total})", part.index);
+    let mut pieces = VecDeque::from([(proposal.clone(), summary.clone(), None)]);
+    let (mut last, mut moved) = (Attempted::NotMoved(String::new()), false);
+    while let Some((piece, said, part)) = pieces.pop_front() {
         let started = Instant::now();
-        let purpose = Purpose::Repair;
-        let reviewed = review::review(
-            cx,
-            ws,
-            rec,
-            state,
-            purpose,
-            &step_proposal,
-            &summary,
-            Some(part),
-        )?;
-        let Reviewed::Accepted(change) = reviewed else {
-            break;
+        let (change, subset) =
+            match review::review(cx, ws, rec, state, purpose, &piece, &said, part)? {
+                Reviewed::Accepted(change) => (change, None),
+                Reviewed::Split(steps) => {
+                    pieces.extend(steps_of(proposal, &summary, steps));
+                    continue;
+                }
+                Reviewed::Subset(part) => (part.change.clone(), Some(part)),
+                Reviewed::Rejected(why) => {
+                    last = Attempted::NotMoved(why);
+                    break;
+                }
+                Reviewed::Unchanged(why) => {
+                    last = Attempted::Unchanged(why);
+                    break;
+                }
+            };
+        let said = match subset {
+            Some(_) => format!("{said} (the hunks the evidence points at)"),
+            None => said,
         };
         let tried = Tried {
-            part: Some(part),
-            ..Tried::whole(&proposal.file, &change, summary, started.elapsed())
+            file,
+            change: &change,
+            summary: said,
+            part,
+            review_time: started.elapsed(),
+            subset: subset.as_ref(),
         };
         last = judge_and_commit(cx, ws, rec, state, purpose, tried)?;
         if !last.moved() {
@@ -195,6 +152,32 @@ fn attempt_steps(
         moved = true;
     }
     Ok(if moved { Attempted::Moved } else { last })
+}
+
+/// The steps of a split proposal as proposals of their own, each with its
+/// place among them.
+fn steps_of(
+    proposal: &Proposal,
+    summary: &str,
+    steps: Vec<Step>,
+) -> Vec<(Proposal, String, Option<Part>)> {
+    let total = steps.len();
+    steps
+        .into_iter()
+        .enumerate()
+        .map(|(k, step)| {
+            let part = Part {
+                index: k + 1,
+                total,
+            };
+            let step_proposal = Proposal {
+                edits: Ok(step.edits),
+                ..proposal.clone()
+            };
+            let summary = format!("{summary} (step {} of {total})", part.index);
+            (step_proposal, summary, Some(part))
+        })
+        .collect()
 }
 
 /// Nothing to review: the model found nothing to change (the file is left
@@ -230,7 +213,7 @@ fn no_change(
         diff: None,
         broke: Vec::new(),
     };
-    remember(state, purpose, file, past);
+    remember_attempt(state, purpose, file, past);
     Attempted::NotMoved(outcome)
 }
 
@@ -243,22 +226,8 @@ struct Tried<'a> {
     part: Option<Part>,
     /// What the Reviewer took.
     review_time: Duration,
-    /// Trailers naming the hunks of the proposal left out of it.
-    left_out: Vec<String>,
-}
-
-impl<'a> Tried<'a> {
-    /// The whole of an accepted change.
-    fn whole(file: &'a str, change: &'a Change, summary: String, review_time: Duration) -> Self {
-        Tried {
-            file,
-            change,
-            summary,
-            part: None,
-            review_time,
-            left_out: Vec::new(),
-        }
-    }
+    /// The part of an oversized proposal this is, with the hunks left out.
+    subset: Option<&'a Subset>,
 }
 
 /// Stages the change, has it judged, commits it on its attempt branch with
@@ -274,7 +243,6 @@ fn judge_and_commit(
 ) -> Result<Attempted, SwarmError> {
     let k = state.progress.commits.len() as u32 + 1;
     let mut judged = judge::judge(cx, ws, rec, state, purpose, (tried.file, tried.change), k)?;
-    let conflict = judge::test_conflict(cx, state, purpose, &judged.result);
     let verdict = judged.verdict;
     let message = commit_message(state, purpose, &tried, k, verdict, &judged.result);
     let settled = executor::settle(ws, tried.change, k, verdict, &message)?;
@@ -304,12 +272,11 @@ fn judge_and_commit(
     let outcome = format!("the Judge found it {verdict}: {}", judged.why);
     remember_judged(state, purpose, &tried, &judged, (k, &outcome));
     state.progress.commits.push(commit.0.clone());
-    if let Some(line) = conflict {
+    if let Some(line) = judged.conflict.take() {
         return Ok(Attempted::TestConflict(line));
     }
-    let change = tried.change;
     Ok(keep::keep_or_reset(
-        cx, state, purpose, change, judged, &commit.0, outcome,
+        cx, state, purpose, &tried, judged, &commit.0, outcome,
     ))
 }
 
@@ -334,7 +301,7 @@ fn remember_judged(
         diff: Some(tried.change.diff.clone()),
         broke,
     };
-    remember(state, purpose, tried.file, past);
+    remember_attempt(state, purpose, tried.file, past);
 }
 
 /// The attempt's commit message: the Executor's, with the purpose's
@@ -391,11 +358,9 @@ fn trailers(purpose: Purpose<'_>, tried: &Tried<'_>, total: usize) -> Vec<String
             .rebased
             .iter()
             .map(|r| format!("Swarm-Rebased: {r}"));
-        return step
-            .into_iter()
-            .chain(rebased)
-            .chain(tried.left_out.iter().cloned())
-            .collect();
+        let left_out = tried.subset.into_iter().flat_map(|s| &s.left_out);
+        let left_out = left_out.map(|left| format!("Swarm-Left-Out: {left}"));
+        return step.into_iter().chain(rebased).chain(left_out).collect();
     };
     let title = task.title.replace('\n', " ");
     vec![format!("Swarm-Task: {}/{total} {title}", task.number)]
@@ -403,7 +368,7 @@ fn trailers(purpose: Purpose<'_>, tried: &Tried<'_>, total: usize) -> Vec<String
 
 /// Adds an attempt to what the Fixer remembers: of its file for a repair,
 /// the last outcome of its task for a task.
-fn remember(state: &mut RunState, purpose: Purpose<'_>, file: &str, past: PastAttempt) {
+fn remember_attempt(state: &mut RunState, purpose: Purpose<'_>, file: &str, past: PastAttempt) {
     match purpose {
         Purpose::Repair => state
             .progress

@@ -7,17 +7,17 @@
 //! ([`reviewer::subset`], see `super::super::subset`). A refusal is
 //! remembered for the Fixer.
 
-use super::{remember, Part, Purpose};
+use super::subset;
+use super::{remember_attempt, Part, Purpose};
 use crate::error::SwarmError;
 use crate::git::RunWorkspace;
 use crate::log::Event;
 use crate::orchestrator::record::{Recorder, ReviewNote};
-use crate::orchestrator::subset;
 use crate::orchestrator::{RunContext, RunState};
 use crate::pipeline::{Change, Proposal};
 use crate::stage::prompt::PastAttempt;
 use crate::stage::reviewer::{
-    self, Rejection, Review, ReviewContext, Step, Subset, SubsetFailure, TaskReview,
+    self, Rejection, Review, ReviewContext, SplitFailure, Step, Subset, TaskReview,
 };
 
 /// What the Reviewer made of a proposal.
@@ -66,8 +66,7 @@ pub(super) fn review(
     };
     let file = &proposal.file;
     let step = part.map(|p| (p.index, p.total));
-    let splits = matches!(purpose, Purpose::Repair) && part.is_none();
-    let (reason, split) = match reviewer::review(proposal, &ctx) {
+    let reason = match reviewer::review(proposal, &ctx) {
         Review::Accepted(change) => {
             let note = ReviewNote {
                 step,
@@ -84,22 +83,63 @@ pub(super) fn review(
             state.progress.seen.insert(change.hash.clone());
             return Ok(Reviewed::Accepted(change));
         }
-        Review::Rejected(reason) if reason.is_size() && splits => {
-            let split = reviewer::split(proposal, &ctx);
-            let focus = || subset::focus(cx, state, proposal);
-            let part = split
-                .is_err()
-                .then(|| reviewer::subset(proposal, &ctx, &focus()));
-            (reason, Some((split, part)))
+        Review::Rejected(reason) => reason,
+    };
+    // Only a repair's whole proposal refused for its size is split.
+    let splits = reason.is_size() && matches!(purpose, Purpose::Repair) && part.is_none();
+    let split: Option<Result<Vec<Step>, SplitFailure>> =
+        splits.then(|| reviewer::split(proposal, &ctx));
+    let split_into = match &split {
+        Some(Ok(steps)) => Some(steps.len()),
+        _ => None,
+    };
+    rec.review(
+        file,
+        iteration,
+        Err(&reason),
+        ReviewNote { step, split_into },
+    )?;
+    cx.events.emit(Event::Rejected {
+        file: file.to_string(),
+        reason: reason.to_string(),
+        rule: reason.rule(),
+    });
+    let outcome = match split {
+        Some(Ok(steps)) => return Ok(split_into_steps(cx, file, steps)),
+        Some(Err(failure)) => {
+            let (note, part) = subset::tried_alone(cx, rec, state, proposal, &ctx)?;
+            let outcome = format!(
+                "rejected by the Reviewer: {reason}; it could not be split into reviewer-sized \
+                 steps: {failure}{note}"
+            );
+            if let Some(part) = part {
+                state.progress.seen.insert(part.change.hash.clone());
+                remember_refusal(state, purpose, file, summary, outcome);
+                return Ok(Reviewed::Subset(part));
+            }
+            outcome
         }
-        Review::Rejected(reason) => (reason, None),
+        None => format!("rejected by the Reviewer: {reason}"),
     };
-    let refusal = Refusal {
-        reason,
-        split,
-        step,
-    };
-    refused(cx, rec, state, purpose, proposal, summary, refusal)
+    remember_refusal(state, purpose, file, summary, outcome.clone());
+    if reason == Rejection::NoChange {
+        return Ok(Reviewed::Unchanged(outcome));
+    }
+    Ok(Reviewed::Rejected(outcome))
+}
+
+/// A proposal refused for its size that splits into reviewer-sized steps:
+/// told, and attempted as those steps.
+fn split_into_steps(cx: &RunContext<'_>, file: &str, steps: Vec<Step>) -> Reviewed {
+    let sizes: Vec<String> = steps.iter().map(|s| s.changed_lines.to_string()).collect();
+    cx.events.emit(Event::Notice {
+        message: format!(
+            "{file}: the proposal is split into {} reviewer-sized steps ({} changed lines)",
+            steps.len(),
+            sizes.join(", ")
+        ),
+    });
+    Reviewed::Split(steps)
 }
 
 /// The names a task's new module may not take (none for a repair).
@@ -127,77 +167,6 @@ fn task_review<'a>(
     })
 }
 
-/// A rejection, and what splitting the proposal gave when it was too big
-/// (and, when no split fits, what the part the evidence points at gave).
-struct Refusal {
-    reason: Rejection,
-    split: Option<(Split, Option<Result<Subset, SubsetFailure>>)>,
-    step: Option<(usize, usize)>,
-}
-
-type Split = Result<Vec<Step>, reviewer::SplitFailure>;
-
-/// Logs and tells a rejection; a proposal that splits into reviewer-sized
-/// steps goes on as those steps, any other is remembered for the Fixer.
-fn refused(
-    cx: &RunContext<'_>,
-    rec: &mut Recorder<'_>,
-    state: &mut RunState,
-    purpose: Purpose<'_>,
-    proposal: &Proposal,
-    summary: &str,
-    refusal: Refusal,
-) -> Result<Reviewed, SwarmError> {
-    let Refusal {
-        reason,
-        split,
-        step,
-    } = refusal;
-    let (file, iteration) = (&proposal.file, state.progress.iterations);
-    let split_into = match &split {
-        Some((Ok(steps), _)) => Some(steps.len()),
-        _ => None,
-    };
-    let note = ReviewNote { step, split_into };
-    rec.review(file, iteration, Err(&reason), note)?;
-    cx.events.emit(Event::Rejected {
-        file: file.to_string(),
-        reason: reason.to_string(),
-        rule: reason.rule(),
-    });
-    let outcome = match split {
-        Some((Ok(steps), _)) => {
-            let sizes: Vec<String> = steps.iter().map(|s| s.changed_lines.to_string()).collect();
-            cx.events.emit(Event::Notice {
-                message: format!(
-                    "{file}: the proposal is split into {} reviewer-sized steps ({} changed lines)",
-                    steps.len(),
-                    sizes.join(", ")
-                ),
-            });
-            return Ok(Reviewed::Split(steps));
-        }
-        Some((Err(failure), part)) => {
-            let (note, part) = subset::take(cx, rec, state, file, part)?;
-            let outcome = format!(
-                "rejected by the Reviewer: {reason}; it could not be split into reviewer-sized \
-                 steps: {failure}{note}"
-            );
-            if let Some(part) = part {
-                remember_refusal(state, purpose, file, summary, outcome);
-                return Ok(Reviewed::Subset(part));
-            }
-            outcome
-        }
-        None => format!("rejected by the Reviewer: {reason}"),
-    };
-    remember_refusal(state, purpose, file, summary, outcome.clone());
-    if reason == Rejection::NoChange {
-        return Ok(Reviewed::Unchanged(outcome));
-    }
-    Ok(Reviewed::Rejected(outcome))
-}
-
 /// Adds a proposal the Reviewer refused to what the Fixer remembers.
 fn remember_refusal(
     state: &mut RunState,
@@ -214,5 +183,5 @@ fn remember_refusal(
         diff: None,
         broke: Vec::new(),
     };
-    remember(state, purpose, file, past);
+    remember_attempt(state, purpose, file, past);
 }
