@@ -63,10 +63,7 @@ pub(super) fn judge(
     let apply = started.elapsed();
     let files = files_after(state, change);
     let started = Instant::now();
-    let known = executor::worktree_content(ws, &state.facts.target)?;
-    // The measurement knows the worktree's files by their blob ids.
-    let (measuring, tools) = (cx.tools_knowing(&stage, &known), cx.tools(&stage));
-    let measured = measured(cx, state, purpose, measuring, &files)?;
+    let (measured, tools) = measured(cx, ws, state, purpose, (&files, &stage))?;
     let measuring = started.elapsed();
     let judging = Instant::now();
     rec.measurement(Agent::Judge, &measured, Some(k))?;
@@ -75,26 +72,17 @@ pub(super) fn judge(
         .facts
         .bar
         .judge(purpose.judging(), &state.progress.best, &snapshot);
+    let checked = (change, &snapshot, files.as_slice());
     let found = match purpose {
-        Purpose::Repair => {
-            let checked = (change, &snapshot, files.as_slice());
-            beyond_repair(cx, ws, rec, state, checked, (verdict, k, tools))?
-        }
-        Purpose::Task(task) => {
-            let checked = (change, &snapshot, files.as_slice());
-            beyond_task(cx, ws, rec, state, task, checked, (verdict, k, tools))?
-        }
+        Purpose::Repair => beyond_repair(cx, ws, rec, state, checked, (verdict, k, tools))?,
+        Purpose::Task(task) => beyond_task(cx, ws, rec, state, task, checked, (verdict, k, tools))?,
     };
     let best = &state.progress.best;
     let risen = crate::pipeline::bar::risen_errors(best, &snapshot);
     let risen: Vec<String> = risen.iter().map(|m| m.path.clone()).collect();
-    let (why, conflict) = match purpose {
-        Purpose::Repair => (format!("{}{}", snapshot.describe(), found.note), None),
-        Purpose::Task(task) => {
-            let why = found.why.unwrap_or_else(|| why_regressed(best, &snapshot));
-            (why, test_conflict(cx, task, best, &snapshot))
-        }
-    };
+    let why = found
+        .why
+        .unwrap_or_else(|| format!("{}{}", snapshot.describe(), found.note));
     let times = AttemptTimes {
         review: Duration::ZERO,
         apply,
@@ -111,31 +99,35 @@ pub(super) fn judge(
         behaviour: found.behaviour,
         files,
         risen,
-        conflict,
+        conflict: found.conflict,
         times,
     })
 }
 
-/// The measurement of the worktree as it is: a repair's may stop early
-/// once it cannot be better (see `stage::judge::early`); a task's runs the
-/// full suite.
-fn measured(
-    cx: &RunContext<'_>,
+/// The measurement of the worktree as it is, and the tools the checks
+/// beyond the tests run with: a repair's measurement may stop early once
+/// it cannot be better (see `stage::judge::early`); a task's runs the full
+/// suite.
+fn measured<'t>(
+    cx: &'t RunContext<'_>,
+    ws: &RunWorkspace,
     state: &RunState,
     purpose: Purpose<'_>,
-    tools: Tools<'_>,
-    files: &[String],
-) -> Result<crate::pipeline::Measurement, SwarmError> {
+    (files, stage): (&[String], &'t str),
+) -> Result<(crate::pipeline::Measurement, Tools<'t>), SwarmError> {
+    let known = executor::worktree_content(ws, &state.facts.target)?;
+    // The measurement knows the worktree's files by their blob ids.
+    let (tools, measuring) = (cx.tools(stage), cx.tools_knowing(stage, &known));
     let (root, limits, cancel) = (cx.root, cx.config.limits, cx.cancel);
     let baseline = state.facts.baseline.tests.as_ref();
     let best = &state.progress.best;
     let measured = tokio::task::block_in_place(|| match purpose {
         Purpose::Repair => {
-            stage_judge::measure_attempt(tools, root, files, limits, cancel, baseline, best)
+            stage_judge::measure_attempt(measuring, root, files, limits, cancel, baseline, best)
         }
-        Purpose::Task(_) => stage_judge::measure(tools, root, files, limits, cancel, baseline),
+        Purpose::Task(_) => stage_judge::measure(measuring, root, files, limits, cancel, baseline),
     })?;
-    Ok(measured)
+    Ok((measured, tools))
 }
 
 /// The source files of the target once `change` is applied: those it
@@ -169,8 +161,10 @@ struct Beyond {
     behaviour: Option<BehaviourRun>,
     /// What is told with the tests (`; …`, or empty).
     note: String,
-    /// Why the checks refused it, when that replaces the tests' account.
+    /// Why it is not accepted, when that replaces the tests' account.
     why: Option<String>,
+    /// A task's conflict with the tests: the line that stops the run.
+    conflict: Option<String>,
 }
 
 /// What the Judge checks of a repair the tests would accept: the behaviour
@@ -192,6 +186,7 @@ fn beyond_repair(
             behaviour: None,
             note,
             why: None,
+            conflict: None,
         });
     }
     let behaviour = check_behaviour(cx, ws, state, change, (snapshot, files), tools)?;
@@ -222,25 +217,36 @@ fn beyond_repair(
         behaviour: Some(behaviour),
         note,
         why: None,
+        conflict: None,
     })
 }
 
-/// What the Judge checks of a behaviour-preserving task's change the tests
-/// and lint accept: the public names of the modules it touched.
+/// What the Judge finds of a task's change beyond the tests: what it lost
+/// and whether it conflicts with the tests (decided by
+/// [`crate::pipeline::task::test_conflict`]); of a behaviour-preserving
+/// task's change the tests and lint accept, the public names of the
+/// modules it touched.
 fn beyond_task(
     cx: &RunContext<'_>,
     ws: &RunWorkspace,
     rec: &mut Recorder<'_>,
     state: &RunState,
     task: &Task,
-    (change, _, files): (&Change, &Snapshot, &[String]),
+    (change, snapshot, files): (&Change, &Snapshot, &[String]),
     (verdict, k, tools): (Verdict, u32, Tools<'_>),
 ) -> Result<Beyond, SwarmError> {
+    let best = &state.progress.best;
+    let broke: Vec<String> = crate::stage::prompt::broken_tests(best, snapshot)
+        .into_iter()
+        .map(|t| t.id)
+        .collect();
+    let allow_test_edits = cx.config.allow_test_edits;
     let mut found = Beyond {
         verdict,
         behaviour: None,
         note: String::new(),
-        why: None,
+        why: Some(why_regressed(best, snapshot, &broke)),
+        conflict: crate::pipeline::task::test_conflict(task, allow_test_edits, &broke),
     };
     if !verdict.is_accepted() || task.kind != TaskKind::Preserving {
         return Ok(found);
@@ -332,22 +338,6 @@ fn public_names(
     Ok(check)
 }
 
-/// The line that stops the run when a task's intended behaviour change
-/// breaks tests that expect the old behaviour (decided by
-/// [`crate::pipeline::task::test_conflict`]).
-fn test_conflict(
-    cx: &RunContext<'_>,
-    task: &Task,
-    best: &Snapshot,
-    new: &Snapshot,
-) -> Option<String> {
-    let broke: Vec<String> = crate::stage::prompt::broken_tests(best, new)
-        .into_iter()
-        .map(|t| t.id)
-        .collect();
-    crate::pipeline::task::test_conflict(task, cx.config.allow_test_edits, &broke)
-}
-
 /// What the Judge tells of the type errors a change adds (`; adds 1 type
 /// error: src/a.ts:3 TS2322 …`), or nothing.
 fn type_errors_note(best: &Snapshot, new: &Snapshot) -> String {
@@ -366,13 +356,9 @@ fn type_errors_note(best: &Snapshot, new: &Snapshot) -> String {
     format!("; adds {} type error(s): {}", added.len(), shown.join("; "))
 }
 
-/// What the Judge found a task's change lost, in one line for the next
-/// prompt.
-fn why_regressed(best: &Snapshot, new: &Snapshot) -> String {
-    let broke: Vec<String> = crate::stage::prompt::broken_tests(best, new)
-        .into_iter()
-        .map(|t| t.id)
-        .collect();
+/// What the Judge found a task's change lost (`broke`: the tests that
+/// passed and now fail), in one line for the next prompt.
+fn why_regressed(best: &Snapshot, new: &Snapshot, broke: &[String]) -> String {
     let risen = crate::pipeline::bar::risen_errors(best, new);
     let errors: Vec<String> = risen
         .iter()

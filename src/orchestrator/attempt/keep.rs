@@ -90,7 +90,7 @@ fn adopt(
 }
 
 /// Records what verified each file a repair changed: the behaviour check,
-/// the tests (generated ones named), or a suite's own tools.
+/// the tests (the generated ones named), or a suite's own tools.
 fn verified(
     cx: &RunContext<'_>,
     state: &mut RunState,
@@ -98,16 +98,30 @@ fn verified(
     behaviour: Option<&BehaviourRun>,
     files: &[String],
 ) {
+    let mut found: Vec<(String, Verification)> = Vec::new();
     if let Some(run) = behaviour {
         for file in change.files.iter().filter(|f| is_importable_module(f)) {
-            progress_verified(state, file, run.verification(file));
+            found.push((file.to_string(), run.verification(file)));
         }
     }
     let changed: Vec<String> = change.files.iter().map(|f| f.to_string()).collect();
     for suite in cx.suites {
         for (file, tools) in suite.verified_by(cx.root, &changed, files) {
-            progress_verified(state, &file, Verification::LanguageTools { tools });
+            found.push((file, Verification::LanguageTools { tools }));
         }
+    }
+    for (file, how) in found {
+        let how = match state.progress.generated.get(&file) {
+            Some(generated) if how == Verification::ExistingTests && generated.kept() > 0 => {
+                Verification::GeneratedTests {
+                    kept: generated.kept(),
+                    discarded: generated.discarded(),
+                    reasons: generated.reasons(),
+                }
+            }
+            _ => how,
+        };
+        state.progress.verified.insert(file, how);
     }
 }
 
@@ -132,21 +146,6 @@ fn task_adopted(state: &mut RunState, task: &Task, change: &Change, commit: &str
             }
         }
     }
-}
-
-/// Records what verified the accepted change to `file`.
-fn progress_verified(state: &mut RunState, file: &str, how: Verification) {
-    let how = match state.progress.generated.get(file) {
-        Some(generated) if how == Verification::ExistingTests && generated.kept() > 0 => {
-            Verification::GeneratedTests {
-                kept: generated.kept(),
-                discarded: generated.discarded(),
-                reasons: generated.reasons(),
-            }
-        }
-        _ => how,
-    };
-    state.progress.verified.insert(file.to_string(), how);
 }
 
 /// Notes files an attempt at `task` reached beyond the task's own, so its

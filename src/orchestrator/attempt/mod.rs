@@ -27,10 +27,9 @@ use crate::git::RunWorkspace;
 use crate::log::{Action, Event};
 use crate::pipeline::{Change, Judging, Proposal, ReplyProblem, Snapshot, Task, Unusable, Verdict};
 use crate::stage::executor::{self, AttemptRecord};
-use crate::stage::prompt::PastAttempt;
+use crate::stage::prompt::{broken_tests, PastAttempt};
 use crate::stage::reviewer::{Step, Subset};
 use crate::stage::ModelCall;
-use judge::Judgement;
 use review::Reviewed;
 
 /// What an attempt is for, and so what differs in its pipeline.
@@ -270,7 +269,19 @@ fn judge_and_commit(
         commit: commit.short().to_string(),
     });
     let outcome = format!("the Judge found it {verdict}: {}", judged.why);
-    remember_judged(state, purpose, &tried, &judged, (k, &outcome));
+    // What the Fixer remembers of it, with the tests it broke.
+    let broke = match verdict {
+        Verdict::Regressed => broken_tests(&state.progress.best, &judged.result),
+        _ => Vec::new(),
+    };
+    let past = PastAttempt {
+        label: format!("attempt {k}"),
+        summary: tried.summary.clone(),
+        outcome: outcome.clone(),
+        diff: Some(tried.change.diff.clone()),
+        broke,
+    };
+    remember_attempt(state, purpose, tried.file, past);
     state.progress.commits.push(commit.0.clone());
     if let Some(line) = judged.conflict.take() {
         return Ok(Attempted::TestConflict(line));
@@ -278,30 +289,6 @@ fn judge_and_commit(
     Ok(keep::keep_or_reset(
         cx, state, purpose, &tried, judged, &commit.0, outcome,
     ))
-}
-
-/// Adds attempt `k` to what the Fixer remembers (with the tests it broke,
-/// when it regressed).
-fn remember_judged(
-    state: &mut RunState,
-    purpose: Purpose<'_>,
-    tried: &Tried<'_>,
-    judged: &Judgement,
-    (k, outcome): (u32, &str),
-) {
-    let broke = if judged.verdict == Verdict::Regressed {
-        crate::stage::prompt::broken_tests(&state.progress.best, &judged.result)
-    } else {
-        Vec::new()
-    };
-    let past = PastAttempt {
-        label: format!("attempt {k}"),
-        summary: tried.summary.clone(),
-        outcome: outcome.to_string(),
-        diff: Some(tried.change.diff.clone()),
-        broke,
-    };
-    remember_attempt(state, purpose, tried.file, past);
 }
 
 /// The attempt's commit message: the Executor's, with the purpose's

@@ -50,39 +50,12 @@ pub(super) fn review(
     let iteration = state.progress.iterations;
     let base = ws.best().0.clone();
     let taken = taken_names(state, purpose);
-    let limits = cx.config.size_limits;
-    let ctx = ReviewContext {
-        base: &base,
-        root: cx.root,
-        target: &state.facts.target,
-        severities: &state.facts.severities,
-        limits,
-        allow_test_edits: cx.config.allow_test_edits,
-        seen: &state.progress.seen,
-        submodules: &state.facts.submodules,
-        shown: &state.progress.shown,
-        task: task_review(purpose, limits, &taken),
-        tests: &state.facts.tests,
-    };
+    let task = task_review(purpose, cx.config.size_limits, &taken);
+    let ctx = context(cx, state, &base, task);
     let file = &proposal.file;
     let step = part.map(|p| (p.index, p.total));
     let reason = match reviewer::review(proposal, &ctx) {
-        Review::Accepted(change) => {
-            let note = ReviewNote {
-                step,
-                split_into: None,
-            };
-            rec.review(file, iteration, Ok(&change), note)?;
-            if let Purpose::Repair = purpose {
-                for rebased in &change.rebased {
-                    cx.events.emit(Event::Notice {
-                        message: format!("{file}: reply rebased: {rebased}"),
-                    });
-                }
-            }
-            state.progress.seen.insert(change.hash.clone());
-            return Ok(Reviewed::Accepted(change));
-        }
+        Review::Accepted(change) => return accepted(cx, rec, state, purpose, change, (file, step)),
         Review::Rejected(reason) => reason,
     };
     // Only a repair's whole proposal refused for its size is split.
@@ -126,6 +99,56 @@ pub(super) fn review(
         return Ok(Reviewed::Unchanged(outcome));
     }
     Ok(Reviewed::Rejected(outcome))
+}
+
+/// What the Reviewer is given: the best state's commit `base`, the run's
+/// facts and what it tried, and a task's limits.
+fn context<'a>(
+    cx: &'a RunContext<'_>,
+    state: &'a RunState,
+    base: &'a str,
+    task: Option<TaskReview<'a>>,
+) -> ReviewContext<'a> {
+    ReviewContext {
+        base,
+        root: cx.root,
+        target: &state.facts.target,
+        severities: &state.facts.severities,
+        limits: cx.config.size_limits,
+        allow_test_edits: cx.config.allow_test_edits,
+        seen: &state.progress.seen,
+        submodules: &state.facts.submodules,
+        shown: &state.progress.shown,
+        task,
+        tests: &state.facts.tests,
+    }
+}
+
+/// An accepted change (step `step` of a split proposal for `file`), logged
+/// and counted as tried; a repair's reply merged onto the current text is
+/// told.
+fn accepted(
+    cx: &RunContext<'_>,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+    purpose: Purpose<'_>,
+    change: Change,
+    (file, step): (&str, Option<(usize, usize)>),
+) -> Result<Reviewed, SwarmError> {
+    let note = ReviewNote {
+        step,
+        split_into: None,
+    };
+    rec.review(file, state.progress.iterations, Ok(&change), note)?;
+    if let Purpose::Repair = purpose {
+        for rebased in &change.rebased {
+            cx.events.emit(Event::Notice {
+                message: format!("{file}: reply rebased: {rebased}"),
+            });
+        }
+    }
+    state.progress.seen.insert(change.hash.clone());
+    Ok(Reviewed::Accepted(change))
 }
 
 /// A proposal refused for its size that splits into reviewer-sized steps:

@@ -110,8 +110,8 @@ pub(super) fn tried_alone(
     ctx: &ReviewContext<'_>,
 ) -> Result<(String, Option<Subset>), SwarmError> {
     let file = &proposal.file;
-    let found: Result<Subset, SubsetFailure> =
-        reviewer::subset(proposal, ctx, &focus(cx, state, proposal));
+    let focus = focus(cx, state, proposal);
+    let found: Result<Subset, SubsetFailure> = reviewer::subset(proposal, ctx, &focus);
     let part = match found {
         Err(why) => {
             cx.events.emit(Event::Notice {
