@@ -155,15 +155,16 @@ pub(super) fn keep_reference_tests(state: &mut RunState, generated: &Generated) 
 }
 
 /// Runs every held-out suite that applies to the attempt `k` (which
-/// changes `change` and measured `measured`), each written into the
-/// worktree only while it runs; what each said, logged.
+/// changes `change` and measured `measured`) with the Judge's `tools`,
+/// each written into the worktree only while it runs; what each said,
+/// logged.
 pub(super) fn check(
     cx: &RunContext<'_>,
     ws: &RunWorkspace,
     rec: &mut Recorder<'_>,
     state: &RunState,
     (change, measured): (&Change, &Snapshot),
-    (k, stage): (u32, &str),
+    (k, tools): (u32, crate::stage::judge::Tools<'_>),
 ) -> Result<Vec<HeldOutCheck>, SwarmError> {
     let green = state.facts.bar.is_green(measured);
     let newly_passing: Vec<String> = match (&measured.tests, &state.progress.best.tests) {
@@ -185,7 +186,7 @@ pub(super) fn check(
         }])?;
         let started = Instant::now();
         let ran = tokio::task::block_in_place(|| {
-            held_out::run(cx.tools(stage), cx.root, held, cx.config.limits, cx.cancel)
+            held_out::run(tools, cx.root, held, cx.config.limits, cx.cancel)
         });
         // Out of the worktree before anything else reads it.
         ws.write_files(&[FileWrite {

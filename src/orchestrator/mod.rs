@@ -8,16 +8,16 @@
 //! repairs the syntax of modules that do not compile into the originals
 //! their changes are compared with; `held_out` asks for the tests no Fixer
 //! sees and runs them on attempts; `round` picks
-//! the files and asks the Fixer; `attempt` takes one proposal through the
-//! Reviewer, the Executor and the Judge (`subset`: the part of an oversized
-//! proposal tried alone; `adopt`: the behaviour check, and an accepted
-//! attempt made the best state); `verify` checks the best state
+//! the files and asks the Fixer; `task` plans an instruction and asks for
+//! each task; `attempt` is the one pipeline a proposal of either goes
+//! through — Reviewer, Executor, Judge, commit, keep or reset — with a
+//! `Purpose` for what differs (`subset`: the part of an oversized
+//! proposal tried alone); `verify` checks the best state
 //! once more; `deliver` fast-forwards the user's branch; `record` writes the
 //! experiment log; `summary` is what the run reports. The run's state is
 //! split by concern: [`Facts`] (what the audit found), [`Work`] (what to
 //! work on), [`Progress`] (the best state and what was tried), [`Spend`].
 
-mod adopt;
 mod attempt;
 mod audit;
 mod deliver;
@@ -27,7 +27,6 @@ mod record;
 mod reference;
 mod round;
 mod setup;
-mod subset;
 pub mod summary;
 mod task;
 mod tester;

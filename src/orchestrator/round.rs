@@ -10,13 +10,13 @@ use std::sync::Arc;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use super::attempt;
+use super::attempt::{self, Purpose};
 use super::record::Recorder;
 use super::{cancellable, RunContext, RunState, StopReason};
 use crate::error::SwarmError;
 use crate::git::RunWorkspace;
 use crate::llm::LlmError;
-use crate::log::{Action, Event, Step};
+use crate::log::{Event, Step};
 use crate::pipeline::Proposal;
 use crate::pipeline::{LintMessage, TestCase};
 use crate::stage::budget::Allowance;
@@ -243,7 +243,9 @@ pub(crate) async fn run_round(
     let mut accepted_files: Vec<String> = Vec::new();
     let mut model_failed = false;
     for (_, calls, result) in results {
-        record_calls(cx, rec, state, iteration, &calls, &result)?;
+        let proposal = result.as_ref().ok();
+        let file = proposal.map(|p| p.file.as_str());
+        attempt::record_calls(cx, rec, state, &calls, (file, proposal))?;
         let proposal = match result {
             Ok(p) => p,
             Err(e) => {
@@ -359,32 +361,6 @@ fn ask_ruff(
     Ok(results)
 }
 
-/// Logs a proposal's model calls and counts what they spent.
-fn record_calls(
-    cx: &RunContext<'_>,
-    rec: &mut Recorder<'_>,
-    state: &mut RunState,
-    iteration: u32,
-    calls: &[ModelCall],
-    result: &Result<Proposal, LlmError>,
-) -> Result<(), SwarmError> {
-    let proposal = result.as_ref().ok();
-    let action = if proposal.is_some_and(|p| p.debugging) {
-        Action::Debug
-    } else {
-        Action::Fix
-    };
-    for call in calls {
-        let file = proposal.map(|p| p.file.as_str());
-        let excerpts = proposal.and_then(|p| p.excerpts.as_deref());
-        rec.fixer_call(action, call, file, iteration, excerpts)?;
-        if let Ok(reply) = &call.reply {
-            state.add_usage(&reply.usage, &cx.config.prices);
-        }
-    }
-    Ok(())
-}
-
 /// Attempts one proposal and keeps the plan's count of tries: a plan file
 /// is done when an attempt on it is accepted, and given up after
 /// [`PLAN_TRIES`] once the tests pass. `Ok(true)` when it was accepted.
@@ -399,7 +375,7 @@ fn try_proposal(
     if let Some(tries) = state.work.pending_plan.get_mut(file) {
         *tries += 1;
     }
-    let accepted = attempt::attempt(cx, ws, rec, state, proposal)?;
+    let accepted = attempt::attempt(cx, ws, rec, state, Purpose::Repair, proposal)?.moved();
     let tries = state.work.pending_plan.get(file).copied().unwrap_or(0);
     let green = state.facts.bar.is_green(&state.progress.best);
     if accepted || (tries >= PLAN_TRIES && green) {

@@ -1,8 +1,9 @@
 //! Refactoring on request (`--task`): the second way into the loop. The
 //! instruction is planned as tasks ([`plan_tasks`]); then, in dependency
-//! order, each task is asked for, reviewed, applied, judged and committed
-//! like a repair ([`attempt`]), until the model answers that the task
-//! needs no further change — green tests alone do not end a task. A task
+//! order, each task is asked for ([`attempt`]) and its change reviewed,
+//! applied, judged and committed by the one attempt pipeline a repair goes
+//! through (`super::attempt`, as `Purpose::Task`), until the task is done
+//! (see `pipeline::task::task_done`) — green tests alone do not end a task. A task
 //! that fails [`TASK_TRIES`] attempts in a row is skipped with the tasks
 //! that depend on it; an intended behaviour change that breaks tests
 //! without `--allow-test-edits` stops the run, naming the tests and the
@@ -10,7 +11,6 @@
 //! the last outcome), never a transcript.
 
 mod attempt;
-mod judged;
 
 use std::collections::BTreeMap;
 
@@ -303,8 +303,8 @@ async fn run_tasks(
         match attempt::run_task(cx, ws, rec, state, number).await? {
             TaskEnd::Done => {
                 let status = TaskStatus::Done {
-                    commits: judged::commits_of(state, number),
-                    tests_changed: judged::tests_changed_by(state, number),
+                    commits: commits_of(state, number),
+                    tests_changed: tests_changed_by(state, number),
                 };
                 settle(cx, rec, state, number, status, StopReason::Green)?;
             }
@@ -405,17 +405,22 @@ enum Tried {
     Stop(StopReason),
 }
 
-/// Notes files an attempt at `task` reached beyond the task's own, so its
-/// next request shows them.
-fn note_reached(state: &mut RunState, task: &Task, paths: impl IntoIterator<Item = String>) {
-    let own = task.files();
-    let Some(book) = state.work.tasks.as_mut() else {
-        return;
-    };
-    let reached = book.reached.entry(task.number).or_default();
-    for path in paths {
-        if !own.contains(&path.as_str()) && !reached.contains(&path) {
-            reached.push(path);
-        }
-    }
+/// The commits accepted for task `number`.
+fn commits_of(state: &RunState, number: usize) -> Vec<String> {
+    state
+        .work
+        .tasks
+        .as_ref()
+        .and_then(|b| b.commits.get(&number).cloned())
+        .unwrap_or_default()
+}
+
+/// The test files task `number` changed (with `--allow-test-edits`).
+fn tests_changed_by(state: &RunState, number: usize) -> Vec<String> {
+    state
+        .work
+        .tasks
+        .as_ref()
+        .and_then(|b| b.tests_changed.get(&number).cloned())
+        .unwrap_or_default()
 }

@@ -273,11 +273,7 @@ fn deliver(
     let judge_time = started.elapsed();
     let k = state.progress.commits.len() as u32 + 1;
     rec.measurement(Agent::Judge, &measured, Some(k))?;
-    let passes = measured
-        .snapshot
-        .tests
-        .as_ref()
-        .is_some_and(|t| t.all_pass());
+    let passes = state.facts.bar.all_tests_pass(&measured.snapshot);
     if !passes {
         ws.reset_to(ws.best())?;
         set_back(cx, done, &measured.snapshot.describe());

@@ -164,6 +164,41 @@ impl Bar {
     }
 }
 
+/// Which bar an attempt is held to: a repair's ([`Bar::verdict`]: better
+/// than the best state) or a task's ([`Bar::task_verdict`]: nothing lost).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Judging {
+    Repair,
+    Task,
+}
+
+impl Bar {
+    /// The verdict on an attempt held to `judging`'s bar.
+    pub fn judge(&self, judging: Judging, best: &Snapshot, new: &Snapshot) -> Verdict {
+        match judging {
+            Judging::Repair => self.verdict(best, new),
+            Judging::Task => self.task_verdict(best, new),
+        }
+    }
+
+    /// The verdict once the held-out tests that apply have run: an
+    /// attempt that fails any of them is a regression, whatever the
+    /// visible tests said.
+    pub fn after_held_out(&self, verdict: Verdict, failed: bool) -> Verdict {
+        if failed {
+            Verdict::Regressed
+        } else {
+            verdict
+        }
+    }
+
+    /// Every test ran and passed (a state without tests does not): what
+    /// the Tester's generated tests must show before they are committed.
+    pub fn all_tests_pass(&self, state: &Snapshot) -> bool {
+        state.tests.as_ref().is_some_and(|t| t.all_pass())
+    }
+}
+
 /// The `message_id` of a lint message that is a type checker's diagnostic
 /// (its symbol is the checker's code, `TS2322`): a change that adds one is
 /// refused, as a change that does not parse is.
@@ -320,6 +355,26 @@ mod tests {
             // below 10, over 10 statements).
             lint: lint_with((10.0 - pylint).round().max(0.0) as usize),
         }
+    }
+
+    #[test]
+    fn an_attempt_is_held_to_its_purpose_bar_and_held_out_tests() {
+        let best = snap(&["a", "b"], &["c"], 8.0);
+        let kept = snap(&["a", "b"], &["c"], 8.0);
+        assert_eq!(bar(8.0).judge(Judging::Repair, &best, &kept), Verdict::Same);
+        assert_eq!(bar(8.0).judge(Judging::Task, &best, &kept), Verdict::Kept);
+        let green = snap(&["a", "b", "c"], &[], 8.0);
+        let verdict = bar(8.0).judge(Judging::Repair, &best, &green);
+        assert_eq!(verdict, Verdict::Green);
+        assert_eq!(bar(8.0).after_held_out(verdict, false), Verdict::Green);
+        assert_eq!(bar(8.0).after_held_out(verdict, true), Verdict::Regressed);
+        assert!(bar(8.0).all_tests_pass(&green));
+        assert!(!bar(8.0).all_tests_pass(&best));
+        let untested = Snapshot {
+            tests: None,
+            ..green
+        };
+        assert!(!bar(8.0).all_tests_pass(&untested));
     }
 
     #[test]

@@ -25,7 +25,7 @@ pub mod state;
 pub mod task;
 pub mod verdict;
 
-pub use bar::Bar;
+pub use bar::{Bar, Judging};
 pub use change::{Change, Rebased};
 pub use measure::{
     ImportCheck, LintBatch, LintKind, LintMessage, LintReport, SkippedLint, TestCase, TestOutcome,
@@ -34,5 +34,5 @@ pub use measure::{
 pub use path::{RepoPath, TargetDir, TargetPath};
 pub use proposal::{clip, Excerpt, Proposal, ReplyProblem, Unusable};
 pub use state::{CheckState, EarlyStop, Measurement, Snapshot, TestState};
-pub use task::{Instruction, Task, TaskKind, TaskPlan, TaskStatus};
+pub use task::{Instruction, Task, TaskKind, TaskPlan, TaskReply, TaskStatus};
 pub use verdict::{BehaviourOutcome, Verdict};

@@ -183,6 +183,44 @@ impl TaskStatus {
     }
 }
 
+/// What a task's latest reply came to, as far as the task's end goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskReply {
+    /// The model answered that the task needs no further change.
+    SaidDone,
+    /// A change the Reviewer found leaves every file as it is.
+    LeftUnchanged,
+    /// Anything else: a change, or no usable one.
+    Other,
+}
+
+/// Whether a task is done after `reply`: the model said so, or — once a
+/// change of the task is accepted (`accepted_before`) — it sent the files
+/// back as they are. Green tests alone never end a task.
+pub fn task_done(reply: TaskReply, accepted_before: bool) -> bool {
+    match reply {
+        TaskReply::SaidDone => true,
+        TaskReply::LeftUnchanged => accepted_before,
+        TaskReply::Other => false,
+    }
+}
+
+/// The line that stops the run when a task's intended behaviour change
+/// breaks tests that expect the old behaviour (`broke`, their ids) and
+/// test edits are not allowed; `None` when the run goes on.
+pub fn test_conflict(task: &Task, allow_test_edits: bool, broke: &[String]) -> Option<String> {
+    if task.kind != TaskKind::Change || allow_test_edits || broke.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "task {} ({}) changes behaviour that tests expect: {} fail(s) with it; the tests were \
+         not changed — rerun with --allow-test-edits to make the test change part of the task",
+        task.number,
+        task.title,
+        broke.join(", ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,6 +247,32 @@ mod tests {
             Err(InstructionProblem::TooLong { .. })
         ));
         assert_eq!(Instruction::new(" split it ").unwrap().text(), "split it");
+    }
+
+    #[test]
+    fn a_task_is_done_when_said_or_sent_back_unchanged_after_a_change() {
+        assert!(task_done(TaskReply::SaidDone, false));
+        assert!(task_done(TaskReply::LeftUnchanged, true));
+        assert!(!task_done(TaskReply::LeftUnchanged, false));
+        assert!(!task_done(TaskReply::Other, true));
+    }
+
+    #[test]
+    fn only_an_intended_change_that_breaks_tests_conflicts_without_test_edits() {
+        let broke = vec!["tests/test_a.py::test_old".to_string()];
+        let preserving = task(1, &[]);
+        assert_eq!(test_conflict(&preserving, false, &broke), None);
+        let change = Task {
+            kind: TaskKind::Change,
+            ..task(2, &[])
+        };
+        assert_eq!(test_conflict(&change, true, &broke), None);
+        assert_eq!(test_conflict(&change, false, &[]), None);
+        let line = test_conflict(&change, false, &broke).unwrap_or_default();
+        assert!(line.starts_with("task 2 (task 2) changes behaviour that tests expect"));
+        assert!(
+            line.contains("tests/test_a.py::test_old fail(s) with it; the tests were not changed")
+        );
     }
 
     #[test]

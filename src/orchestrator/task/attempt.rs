@@ -1,22 +1,24 @@
 //! One task, attempt after attempt: the request (instruction, checklist,
 //! the current text of every file the task touches and of those its
-//! attempts reached), the reply, and the Reviewer with the task's limits;
-//! an accepted change goes to the Judge and the commit ([`super::judged`]).
-//! The task ends when the model answers that it needs no further change,
-//! after [`TASK_TRIES`] failed attempts in a row, or when the run must
-//! stop.
+//! attempts reached) and the reply; a change goes through the one attempt
+//! pipeline with the task as its purpose ([`crate::orchestrator::attempt`]:
+//! the Reviewer with the task's limits, the task's bar, the public-name
+//! check, the `Swarm-Task` trailer). The task ends when it is done (see
+//! [`task_done`]), after [`TASK_TRIES`] failed attempts in a row, or when
+//! the run must stop.
 
 use super::{task_of, TaskEnd, Tried, TASK_TRIES};
 use crate::error::SwarmError;
 use crate::git::RunWorkspace;
-use crate::log::{Action, Event, Step};
-use crate::orchestrator::record::{Recorder, ReviewNote};
+use crate::log::{Event, Step};
+use crate::orchestrator::attempt::{attempt, record_calls, Attempted, Purpose};
+use crate::orchestrator::record::Recorder;
 use crate::orchestrator::{cancellable, RunContext, RunState, StopReason};
-use crate::pipeline::{Change, Proposal, Task, TaskStatus};
+use crate::pipeline::task::task_done;
+use crate::pipeline::{Task, TaskReply, TaskStatus};
 use crate::stage::fixer::task::{propose_task, TaskAnswer};
 use crate::stage::prompt::task::{task_request, TaskInput};
-use crate::stage::reviewer::{self, Review, ReviewContext, TaskReview};
-use crate::stage::{read_source_text, ModelCall};
+use crate::stage::read_source_text;
 use swarm_patch::ReplyContext;
 
 /// Runs task `number` until it is done, fails or the run must stop.
@@ -168,7 +170,11 @@ async fn attempt_task(
     )
     .await?;
     drop(asking);
-    record_calls(cx, rec, state, &calls, &name)?;
+    let proposal = match &answer {
+        Ok(TaskAnswer::Proposal(p)) => Some(p),
+        _ => None,
+    };
+    record_calls(cx, rec, state, &calls, (Some(&name), proposal))?;
     let proposal = match answer {
         Err(e) => {
             cx.events.emit(Event::Notice {
@@ -179,30 +185,49 @@ async fn attempt_task(
         Ok(TaskAnswer::Done(reply)) => {
             let said = reply.lines().next().unwrap_or_default().to_string();
             remember(state, task.number, format!("the model said: {said}"));
-            return Ok(Tried::Done);
+            let done = task_done(TaskReply::SaidDone, has_accepted(state, task.number));
+            return Ok(if done {
+                Tried::Done
+            } else {
+                Tried::Failed(said)
+            });
         }
         Ok(TaskAnswer::Proposal(p)) => p,
     };
-    if let Err(reason) = &proposal.edits {
-        cx.events.emit(Event::NoProposal {
-            file: name,
-            reason: reason.to_string(),
-        });
-        return Ok(Tried::Failed(format!("no usable change: {reason}")));
-    }
-    let change = match review(cx, ws, rec, state, &proposal)? {
-        Ok(change) => change,
-        // The task's change is in already, and the reply sends the files
-        // as they are: an answer that nothing more is needed.
-        Err(Refused::Unchanged) if has_accepted(state, task.number) => return Ok(Tried::Done),
-        Err(Refused::Unchanged) => {
-            return Ok(Tried::Failed(
-                "rejected by the Reviewer: the change leaves every file exactly as it is".into(),
-            ))
+    let attempted = attempt(cx, ws, rec, state, Purpose::Task(task), &proposal)?;
+    tried(cx, rec, state, task, attempted)
+}
+
+/// What an attempt at `task` means for the task: a change left unchanged
+/// after an accepted one ends it (see [`task_done`]); a conflict with the
+/// tests skips it and stops the run.
+fn tried(
+    cx: &RunContext<'_>,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+    task: &Task,
+    attempted: Attempted,
+) -> Result<Tried, SwarmError> {
+    Ok(match attempted {
+        Attempted::Moved => Tried::Accepted,
+        Attempted::NotMoved(why) => Tried::Failed(why),
+        Attempted::Unchanged(why) => {
+            if task_done(TaskReply::LeftUnchanged, has_accepted(state, task.number)) {
+                Tried::Done
+            } else {
+                Tried::Failed(why)
+            }
         }
-        Err(Refused::Because(why)) => return Ok(Tried::Failed(why)),
-    };
-    super::judged::judge_and_commit(cx, ws, rec, state, task, &proposal, &change)
+        Attempted::TestConflict(line) => {
+            cx.events.emit(Event::Notice {
+                message: line.clone(),
+            });
+            let status = TaskStatus::Skipped { reason: line };
+            let stop = StopReason::TestConflict;
+            super::settle(cx, rec, state, task.number, status, stop)?;
+            Tried::Stop(stop)
+        }
+    })
 }
 
 /// The files a task's request shows: the task's own, then those its
@@ -269,36 +294,6 @@ fn task_limit(cx: &RunContext<'_>) -> usize {
     cx.config.size_limits.high
 }
 
-fn record_calls(
-    cx: &RunContext<'_>,
-    rec: &mut Recorder<'_>,
-    state: &mut RunState,
-    calls: &[ModelCall],
-    file: &str,
-) -> Result<(), SwarmError> {
-    for call in calls {
-        rec.fixer_call(
-            Action::Fix,
-            call,
-            Some(file),
-            state.progress.iterations,
-            None,
-        )?;
-        if let Ok(reply) = &call.reply {
-            state.add_usage(&reply.usage, &cx.config.prices);
-        }
-    }
-    Ok(())
-}
-
-/// Why the Reviewer refused a task's change.
-enum Refused {
-    /// The reply leaves every file as it is (`no_change`).
-    Unchanged,
-    /// Any other rule: the sentence for the next prompt.
-    Because(String),
-}
-
 /// Whether task `number` has an accepted change.
 fn has_accepted(state: &RunState, number: usize) -> bool {
     state
@@ -306,62 +301,4 @@ fn has_accepted(state: &RunState, number: usize) -> bool {
         .tasks
         .as_ref()
         .is_some_and(|b| b.commits.get(&number).is_some_and(|c| !c.is_empty()))
-}
-
-/// The Reviewer's decision with the task's limits: the change, or why not.
-fn review(
-    cx: &RunContext<'_>,
-    ws: &RunWorkspace,
-    rec: &mut Recorder<'_>,
-    state: &mut RunState,
-    proposal: &Proposal,
-) -> Result<Result<Change, Refused>, SwarmError> {
-    let taken = state
-        .work
-        .tasks
-        .as_ref()
-        .map(|b| b.taken.clone())
-        .unwrap_or_default();
-    let base = ws.best().0.clone();
-    let limits = cx.config.size_limits;
-    let ctx = ReviewContext {
-        base: &base,
-        root: cx.root,
-        target: &state.facts.target,
-        severities: &state.facts.severities,
-        limits,
-        allow_test_edits: cx.config.allow_test_edits,
-        seen: &state.progress.seen,
-        submodules: &state.facts.submodules,
-        shown: &state.progress.shown,
-        tests: &state.facts.tests,
-        task: Some(TaskReview {
-            max_changed_lines: limits.high,
-            max_changed_bytes: limits.bytes_for_severity(swarm_analysis::Severity::High),
-            taken_names: &taken,
-        }),
-    };
-    let file = proposal.file.as_str();
-    let iteration = state.progress.iterations;
-    match reviewer::review(proposal, &ctx) {
-        Review::Accepted(change) => {
-            rec.review(file, iteration, Ok(&change), ReviewNote::default())?;
-            state.progress.seen.insert(change.hash.clone());
-            Ok(Ok(change))
-        }
-        Review::Rejected(reason) => {
-            rec.review(file, iteration, Err(&reason), ReviewNote::default())?;
-            cx.events.emit(Event::Rejected {
-                file: file.to_string(),
-                reason: reason.to_string(),
-                rule: reason.rule(),
-            });
-            if reason == reviewer::Rejection::NoChange {
-                return Ok(Err(Refused::Unchanged));
-            }
-            Ok(Err(Refused::Because(format!(
-                "rejected by the Reviewer: {reason}"
-            ))))
-        }
-    }
 }

@@ -1,25 +1,26 @@
-//! The part of an oversized proposal tried alone (see
-//! [`crate::stage::reviewer::subset`]): what the evidence points at in the files it
-//! changes ([`focus`]), and what is told, logged, written in the attempt's
-//! commit and kept for the summary of the hunks left out. Judging the part
-//! is the attempt's (`attempt`), like any proposal's.
+//! The part of a repair's oversized proposal tried alone, when no split
+//! into reviewer-sized steps fits (see [`crate::stage::reviewer::subset`]):
+//! what the evidence points at in the files it changes ([`focus`]), and
+//! what is told and logged of the part found ([`tried_alone`]). Its commit
+//! trailers and the hunks kept for the summary are the pipeline's
+//! (`super::trailers`, `super::keep`); judging the part is the attempt's,
+//! like any proposal's.
 
-use super::record::Recorder;
-use super::summary::LeftOutHunk;
-use super::{RunContext, RunState};
 use crate::error::SwarmError;
 use crate::lang;
 use crate::log::Event;
+use crate::orchestrator::record::Recorder;
+use crate::orchestrator::{RunContext, RunState};
 use crate::pipeline::{Proposal, TestCase};
 use crate::stage::excerpt::{self, Evidence};
-use crate::stage::reviewer::{Focus, Pointer, Subset, SubsetFailure};
+use crate::stage::reviewer::{self, Focus, Pointer, ReviewContext, Subset, SubsetFailure};
 use crate::stage::{auditor, reach};
 
 /// What the evidence points at in the files `proposal` changes: in each,
 /// the places of the failing tests' tracebacks and import problems, the
 /// definitions the failing tests call, the plan's locations — and pylint's
 /// messages only when nothing fails.
-pub(super) fn focus(cx: &RunContext<'_>, state: &RunState, proposal: &Proposal) -> Focus {
+fn focus(cx: &RunContext<'_>, state: &RunState, proposal: &Proposal) -> Focus {
     let read = |p: &str| crate::stage::read_source_text(cx.root, p);
     let sources: Vec<&String> = state
         .facts
@@ -97,29 +98,30 @@ fn called(
     out
 }
 
-/// What came of looking for a part of a proposal no split can carry: the
-/// end of what the Fixer is told of it (`; …`, empty when none was looked
-/// for), and the part to judge, if any — told and logged, its change
-/// counted as tried.
-pub(super) fn take(
+/// Looks for the part of a proposal no split can carry that the evidence
+/// points at and passes the Reviewer alone (see [`reviewer::subset`]):
+/// the end of what the Fixer is told of it (`; …`), and the part to judge,
+/// if any — told and logged.
+pub(super) fn tried_alone(
     cx: &RunContext<'_>,
     rec: &mut Recorder<'_>,
-    state: &mut RunState,
-    file: &str,
-    part: Option<Result<Subset, SubsetFailure>>,
+    state: &RunState,
+    proposal: &Proposal,
+    ctx: &ReviewContext<'_>,
 ) -> Result<(String, Option<Subset>), SwarmError> {
-    let part = match part {
-        None => return Ok((String::new(), None)),
-        Some(Err(why)) => {
+    let file = &proposal.file;
+    let focus = focus(cx, state, proposal);
+    let found: Result<Subset, SubsetFailure> = reviewer::subset(proposal, ctx, &focus);
+    let part = match found {
+        Err(why) => {
             cx.events.emit(Event::Notice {
                 message: format!("{file}: no part of the proposal can be tried alone: {why}"),
             });
             return Ok((format!("; no part of it could be tried alone: {why}"), None));
         }
-        Some(Ok(part)) => part,
+        Ok(part) => part,
     };
     rec.subset(file, state.progress.iterations, &part)?;
-    state.progress.seen.insert(part.change.hash.clone());
     let left_out: Vec<String> = part.left_out.iter().map(ToString::to_string).collect();
     cx.events.emit(Event::Notice {
         message: format!(
@@ -135,26 +137,4 @@ pub(super) fn take(
         left_out.join("; ")
     );
     Ok((note, Some(part)))
-}
-
-/// The commit trailers naming the hunks left out.
-pub(super) fn trailers(subset: &Subset) -> Vec<String> {
-    subset
-        .left_out
-        .iter()
-        .map(|left| format!("Swarm-Left-Out: {left}"))
-        .collect()
-}
-
-/// Keeps the hunks left out of the accepted attempt `attempt` for the
-/// run's summary.
-pub(super) fn adopted(state: &mut RunState, file: &str, attempt: usize, subset: &Subset) {
-    for left in &subset.left_out {
-        state.progress.left_out.push(LeftOutHunk {
-            file: file.to_string(),
-            attempt: attempt as u32,
-            hunk: left.hunk.to_string(),
-            why: left.why.to_string(),
-        });
-    }
 }
