@@ -1,9 +1,12 @@
-//! The Judge's early stop: when the best state has failing tests, an
-//! attempt is first measured on those tests alone (plus pylint), and the
-//! full suite runs only when the attempt could still be accepted.
+//! The Judge's early stop: when the best state has failing tests and the
+//! one suite judging the target can rerun chosen tests (see
+//! [`crate::lang::suite::Rerun`]; pytest can, the JavaScript runners
+//! cannot), an attempt is first measured on those tests alone (plus the
+//! suite's lint), and the full suite runs only when the attempt could still
+//! be accepted.
 //!
-//! [`super::compare`] accepts an attempt that loses nothing and either
-//! gains a passing test or, with the same tests passing, raises the pylint
+//! [`crate::pipeline::Bar::verdict`] accepts an attempt that loses nothing and either
+//! gains a passing test or, with the same tests passing, raises the lint
 //! score. The stop is taken only when neither can happen, which is certain
 //! when all of these hold:
 //!
@@ -12,29 +15,29 @@
 //! - every test the full suite collects passed or failed at the best state,
 //!   so no new, previously skipped or previously unrun test can pass now
 //!   (pytest collects the whole suite and deselects the rest, see
-//!   [`tools::run_pytest_only`]);
-//! - pylint's score is not higher than the best state's;
+//!   [`crate::tools::run_pytest_only`]);
+//! - the lint score is not higher than the best state's (see
+//!   [`bar::early_stop`], which gives the verdict);
 //! - the best state itself was a complete run: it did not hit the whole
 //!   run's limit, left no test unrun, lost no baseline test.
 //!
 //! What it cannot see: a failing test that passes only after other tests
 //! ran (order-dependent state) is judged by its run alone. A stopped
-//! attempt is never accepted; its verdict is [`Verdict::Regressed`] when
-//! pylint dropped (certain without the tests) and [`Verdict::NotImproved`]
-//! otherwise, since whether a passing test broke was not measured.
+//! attempt is never accepted; its verdict is `pipeline::bar`'s.
 //! Everything else gets the full suite through [`super::measure`] (with the
-//! lint already made: pylint does not run twice).
+//! lint already made: the linter does not run twice).
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::{measure, measure_linted, Limits, Tools};
 use crate::cancel::Cancel;
-use crate::pipeline::bar::{pylint_higher, pylint_lower};
+use crate::lang::suite::{self, Rerun, Suite};
+use crate::pipeline::bar;
 use crate::pipeline::state::PYTEST_ITSELF;
-use crate::pipeline::{EarlyStop, Measurement, Snapshot, TestState, Verdict};
+use crate::pipeline::{EarlyStop, Measurement, Snapshot, TestState};
 use crate::pipeline::{LintReport, TestOutcome};
-use crate::tools::{self, SelectedRun, ToolError};
+use crate::tools::{SelectedRun, ToolError};
 
 /// Measures an attempt against `best`: the previously failing tests first,
 /// and the full suite (see [`measure`]) unless the attempt is certain not
@@ -48,15 +51,23 @@ pub fn measure_attempt(
     baseline: Option<&TestState>,
     best: &Snapshot,
 ) -> Result<Measurement, ToolError> {
-    // Other languages' runners have no run of chosen tests here: the
-    // early stop is pytest's alone.
-    let Some(rerun) = rerun_ids(best).filter(|_| tools.suites.is_empty()) else {
+    // Several suites' runs are merged: a rerun of one proves nothing.
+    let judging = suite::judging(tools.suites, files);
+    let first = match judging.as_slice() {
+        [(suite, mine)] => suite
+            .rerun()
+            .zip(rerun_ids(best))
+            .map(|r| (*suite, mine, r)),
+        _ => None,
+    };
+    let Some((suite, mine, (rerun, ids))) = first else {
         return measure(tools, root, files, limits, cancel, baseline);
     };
-    let (selected, lint) = first_pass(tools, root, files, limits, cancel, &rerun)?;
-    match stop_reason(best, &rerun, &selected, lint.score) {
+    let pass = FirstPass { suite, rerun };
+    let (selected, lint) = pass.run(tools, root, mine, limits, cancel, &ids)?;
+    match stop_reason(best, &ids, &selected, lint.score) {
         Some(stop) => Ok(stopped(selected, lint, stop)),
-        // The lint of this state is done: only pytest runs again.
+        // The lint of this state is done: only the tests run again.
         None => {
             let mut full =
                 measure_linted(tools, root, files, limits, cancel, baseline, Some(lint))?;
@@ -76,37 +87,37 @@ fn rerun_ids(best: &Snapshot) -> Option<Vec<String>> {
     usable.then_some(ids)
 }
 
-/// pytest over `rerun` only, beside pylint over every file.
-fn first_pass(
-    tools: Tools<'_>,
-    root: &Path,
-    files: &[String],
-    limits: Limits,
-    cancel: &Cancel,
-    rerun: &[String],
-) -> Result<(SelectedRun, LintReport), ToolError> {
-    let test_limits = tools::TestLimits {
-        run: limits.tests,
-        case: limits.test_case,
-    };
-    // pylint lints the interpreter's files only (a script of a package no
-    // runner tests is no file of pylint's).
-    let own = crate::lang::judged_by_interpreter(tools.suites, files);
-    let (selected, lint) = std::thread::scope(|scope| {
-        let lint = scope.spawn(|| super::pylint(tools, root, &own, limits, cancel));
-        let step = tools.step("pytest (the failing tests first)");
-        let selected =
-            tools::run_pytest_only(tools.env, tools.sandbox, root, test_limits, rerun, cancel);
-        drop(step);
-        let lint = lint.join().unwrap_or_else(|_| {
-            Err(ToolError::Failed {
-                command: "pylint".into(),
-                message: "the thread running pylint panicked".into(),
-            })
+/// The suite judging the target and its run of chosen tests.
+struct FirstPass<'s> {
+    suite: &'s dyn Suite,
+    rerun: &'s dyn Rerun,
+}
+
+impl FirstPass<'_> {
+    /// The runner over `rerun` only, beside the linter over the suite's
+    /// files `mine`.
+    fn run(
+        &self,
+        tools: Tools<'_>,
+        root: &Path,
+        mine: &[String],
+        limits: Limits,
+        cancel: &Cancel,
+        rerun: &[String],
+    ) -> Result<(SelectedRun, LintReport), ToolError> {
+        let suite = self.suite;
+        let (selected, lint) = std::thread::scope(|scope| {
+            let lint = scope.spawn(|| super::lint(tools, suite, root, mine, limits, cancel));
+            let step = tools.step(&format!("{} (the failing tests first)", suite.runner()));
+            let selected = self.rerun.run_only(root, limits.test_run(), rerun, cancel);
+            drop(step);
+            let lint = lint
+                .join()
+                .unwrap_or_else(|_| Err(super::panicked(suite.linter())));
+            (selected, lint)
         });
-        (selected, lint)
-    });
-    Ok((selected?, lint?))
+        Ok((selected?, lint?))
+    }
 }
 
 /// Why the attempt cannot be accepted, when that is certain (see the module
@@ -115,12 +126,13 @@ fn stop_reason(
     best: &Snapshot,
     rerun: &[String],
     selected: &SelectedRun,
-    pylint: Option<f64>,
+    lint_score: Option<f64>,
 ) -> Option<EarlyStop> {
     let tests = best.tests.as_ref()?;
-    if selected.run.timed_out || pylint_higher(pylint, best.lint_score) {
+    if selected.run.timed_out {
         return None;
     }
+    let verdict = bar::early_stop(best, lint_score)?;
     let still_failing =
         rerun.iter().all(|id| {
             selected.run.cases.iter().any(|c| {
@@ -133,11 +145,6 @@ fn stop_reason(
     if !(still_failing && nothing_new) {
         return None;
     }
-    let verdict = if pylint_lower(pylint, best.lint_score) {
-        Verdict::Regressed
-    } else {
-        Verdict::NotImproved
-    };
     Some(EarlyStop {
         rerun: rerun.to_vec(),
         collected: collected.len(),
@@ -171,7 +178,7 @@ fn stopped(selected: SelectedRun, lint: LintReport, stop: EarlyStop) -> Measurem
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::{TestCase, TestRun};
+    use crate::pipeline::{TestCase, TestRun, Verdict};
 
     fn case(id: &str, outcome: TestOutcome) -> TestCase {
         TestCase {
