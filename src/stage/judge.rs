@@ -236,7 +236,7 @@ pub fn assemble(
     check: Option<ImportCheck>,
     baseline: Option<&TestState>,
 ) -> Measurement {
-    let pylint = lint.score;
+    let score = lint.score;
     if let (true, Some(check)) = (run.no_tests, check) {
         // Problems name files relative to the target, so prompts are the
         // same in every worktree.
@@ -259,7 +259,7 @@ pub fn assemble(
                     problems,
                     files: sources_of(files).len(),
                 }),
-                lint_score: pylint,
+                lint_score: score,
                 lint,
             },
             test_run: Some(run),
@@ -273,7 +273,7 @@ pub fn assemble(
         snapshot: Snapshot {
             tests: Some(TestState::from_run(&run, baseline)),
             checks: None,
-            lint_score: pylint,
+            lint_score: score,
             lint,
         },
         test_run: Some(run),

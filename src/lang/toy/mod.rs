@@ -168,3 +168,179 @@ impl Language for Toy {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! swarm on a repository of toy files, end to end: the registry finds
+    //! the toy suite, the Judge runs it (and nothing of Python's), and a
+    //! fix the model proposes is judged, committed and delivered.
+
+    use std::path::Path;
+    use std::process::Command;
+    use std::sync::Arc;
+
+    use crate::cancel::Cancel;
+    use crate::llm::{ChatModel, ChatRequest, ChatResponse, Finish, LlmError, ProviderKind, Usage};
+    use crate::log::events::Collect;
+    use crate::log::Event;
+    use crate::orchestrator::{run, ProposalSource, RunConfig, StopReason};
+
+    const SOURCE: &str = "# TODO: one too many\ntotal = 2 + 3\n";
+    const TESTS: &str = "total_is_four: total == 4\n";
+    const FIXED: &str = "total = 2 + 2\n";
+    const REPLY: &str = "Make the total four.\n```diff\n--- a/calc.toy\n+++ b/calc.toy\n@@ -1,2 +1 @@\n-# TODO: one too many\n-total = 2 + 3\n+total = 2 + 2\n```\n";
+
+    /// Answers every request with the fix of `calc.toy`.
+    struct Fixing;
+
+    #[async_trait::async_trait]
+    impl ChatModel for Fixing {
+        fn kind(&self) -> ProviderKind {
+            ProviderKind::Replay
+        }
+        fn model(&self) -> &str {
+            "toy-fixer"
+        }
+        async fn complete(&self, _: &ChatRequest) -> Result<ChatResponse, LlmError> {
+            Ok(ChatResponse {
+                text: REPLY.into(),
+                finish: Finish::Stop,
+                usage: Usage::default(),
+                attempts: 1,
+            })
+        }
+    }
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args([
+                "-c",
+                "commit.gpgsign=false",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn config(target: &Path, dir: &Path) -> RunConfig {
+        let mut sandbox = crate::tools::SandboxPolicy::for_worktree(target);
+        sandbox.isolate = false;
+        RunConfig {
+            target: target.to_path_buf(),
+            max_iterations: 2,
+            limits: crate::stage::judge::Limits {
+                tests: std::time::Duration::from_secs(60),
+                test_case: None,
+                lint: std::time::Duration::from_secs(60),
+            },
+            log_file: dir.join("log.json"),
+            dry_run: false,
+            allow_test_edits: false,
+            generate_tests: false,
+            allow_secrets: false,
+            size_limits: Default::default(),
+            bootstrap: false,
+            install_deps: false,
+            jobs: 1,
+            max_tokens_total: None,
+            max_cost: None,
+            secrets: Vec::new(),
+            prices: Default::default(),
+            cache_dir: Some(dir.join("cache")),
+            lock_timeout: std::time::Duration::from_secs(5),
+            sandbox,
+            budget: Default::default(),
+            preflight: None,
+            proposals: ProposalSource::Model,
+            task: None,
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_toy_repository_is_judged_by_its_own_suite_and_fixed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let repo = dir.path().join("repo");
+        std::fs::create_dir_all(&repo).expect("repo dir");
+        std::fs::write(repo.join("calc.toy"), SOURCE).expect("write");
+        std::fs::write(repo.join("calc.test.toy"), TESTS).expect("write");
+        git(&repo, &["init", "-q"]);
+        git(&repo, &["add", "."]);
+        git(&repo, &["commit", "-qm", "toy"]);
+
+        let events = Collect::default();
+        let model: Arc<dyn ChatModel> = Arc::new(Fixing);
+        let config = config(&repo, dir.path());
+        let summary = run(&config, model, &events, &Cancel::new())
+            .await
+            .expect("the run ends");
+
+        assert_eq!(summary.stop_reason, StopReason::Green, "{summary:?}");
+        assert_eq!(summary.accepted, 1, "{summary:?}");
+        assert_eq!(summary.linter, "toy-lint");
+        let on_disk = std::fs::read_to_string(repo.join("calc.toy")).expect("read");
+        assert_eq!(on_disk, FIXED);
+        let log = git(&repo, &["log", "--format=%s", "main"]);
+        assert_eq!(log.lines().count(), 2, "{log}");
+        // The Judge asked the toy suite, and nothing of Python's ran.
+        let steps: Vec<String> = events
+            .events()
+            .into_iter()
+            .filter_map(|e| match e {
+                Event::StepStarted { what, .. } => Some(what),
+                _ => None,
+            })
+            .collect();
+        assert!(steps.iter().any(|s| s == "audit: toy-test"), "{steps:?}");
+        assert!(
+            steps.iter().any(|s| s.ends_with("(calc.toy): toy-lint")),
+            "{steps:?}"
+        );
+        assert!(
+            !steps
+                .iter()
+                .any(|s| s.contains("pytest") || s.contains("pylint")),
+            "{steps:?}"
+        );
+    }
+
+    /// The code of a source file before its tests, without comments,
+    /// lowercased.
+    fn code_of(text: &str) -> String {
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        code.lines()
+            .map(|line| line.split("//").next().unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n")
+            .to_lowercase()
+    }
+
+    #[test]
+    fn the_judge_names_no_language() {
+        let judge = [
+            ("stage/judge.rs", include_str!("../../stage/judge.rs")),
+            (
+                "stage/judge/early.rs",
+                include_str!("../../stage/judge/early.rs"),
+            ),
+        ];
+        for language in crate::lang::LANGUAGES {
+            let mut names: Vec<String> =
+                language.name().split('/').map(str::to_lowercase).collect();
+            names.push(language.test_runner().to_lowercase());
+            names.push(language.linter().to_lowercase());
+            for (file, text) in judge {
+                let code = code_of(text);
+                for name in &names {
+                    assert!(!code.contains(name.as_str()), "{file} names {name}");
+                }
+            }
+        }
+    }
+}

@@ -34,7 +34,6 @@ use super::{measure, measure_linted, Limits, Tools};
 use crate::cancel::Cancel;
 use crate::lang::suite::{self, Rerun, Suite};
 use crate::pipeline::bar;
-use crate::pipeline::state::PYTEST_ITSELF;
 use crate::pipeline::{EarlyStop, Measurement, Snapshot, TestState};
 use crate::pipeline::{LintReport, TestOutcome};
 use crate::tools::{SelectedRun, ToolError};
@@ -56,7 +55,7 @@ pub fn measure_attempt(
     let first = match judging.as_slice() {
         [(suite, mine)] => suite
             .rerun()
-            .zip(rerun_ids(best))
+            .zip(rerun_ids(best, suite.runner()))
             .map(|r| (*suite, mine, r)),
         _ => None,
     };
@@ -78,12 +77,13 @@ pub fn measure_attempt(
 }
 
 /// The ids of the best state's failing tests, when it is a state an early
-/// stop can be judged against.
-fn rerun_ids(best: &Snapshot) -> Option<Vec<String>> {
+/// stop can be judged against: a complete run whose failures are tests,
+/// not the runner itself (its case named `runner`: it could not run).
+fn rerun_ids(best: &Snapshot, runner: &str) -> Option<Vec<String>> {
     let tests = best.tests.as_ref()?;
     let complete = !tests.timed_out && tests.not_run.is_empty() && tests.vanished.is_empty();
     let ids: Vec<String> = tests.failing.iter().map(|c| c.id.clone()).collect();
-    let usable = complete && !ids.is_empty() && !ids.iter().any(|id| id == PYTEST_ITSELF);
+    let usable = complete && !ids.is_empty() && !ids.iter().any(|id| id == runner);
     usable.then_some(ids)
 }
 
@@ -178,6 +178,7 @@ fn stopped(selected: SelectedRun, lint: LintReport, stop: EarlyStop) -> Measurem
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pipeline::state::PYTEST_ITSELF;
     use crate::pipeline::{TestCase, TestRun, Verdict};
 
     fn case(id: &str, outcome: TestOutcome) -> TestCase {
@@ -221,7 +222,7 @@ mod tests {
     fn stops_only_when_no_verdict_but_a_rejection_is_possible() {
         use TestOutcome::*;
         let best = best(&["t::a", "t::b"], &["t::c"], 5.0);
-        let rerun = rerun_ids(&best).expect("best has failing tests");
+        let rerun = rerun_ids(&best, PYTEST_ITSELF).expect("best has failing tests");
         let all = ["t::a", "t::b", "t::c"];
 
         let still = selected(&[("t::c", Failed)], &all);
@@ -256,21 +257,24 @@ mod tests {
 
     #[test]
     fn a_best_state_that_is_not_a_complete_run_gets_the_full_suite() {
-        assert!(rerun_ids(&best(&["t::a"], &[], 5.0)).is_none(), "all pass");
+        assert!(
+            rerun_ids(&best(&["t::a"], &[], 5.0), PYTEST_ITSELF).is_none(),
+            "all pass"
+        );
         let mut cut = best(&["t::a"], &["t::b"], 5.0);
         if let Some(t) = cut.tests.as_mut() {
             t.not_run.insert("t::c".into());
         }
-        assert!(rerun_ids(&cut).is_none());
+        assert!(rerun_ids(&cut, PYTEST_ITSELF).is_none());
         let hung = best(&["t::a"], &[PYTEST_ITSELF], 5.0);
-        assert!(rerun_ids(&hung).is_none());
+        assert!(rerun_ids(&hung, PYTEST_ITSELF).is_none());
     }
 
     #[test]
     fn a_stopped_measurement_says_so_and_is_never_accepted() {
         use TestOutcome::*;
         let best = best(&["t::a", "t::b"], &["t::c"], 5.0);
-        let rerun = rerun_ids(&best).expect("failing tests");
+        let rerun = rerun_ids(&best, PYTEST_ITSELF).expect("failing tests");
         let run = selected(&[("t::c", Failed)], &["t::a", "t::b", "t::c"]);
         let stop = stop_reason(&best, &rerun, &run, Some(5.0)).expect("certain");
         let lint = LintReport {
