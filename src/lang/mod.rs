@@ -21,6 +21,7 @@ use std::path::Path;
 
 use crate::pipeline::TargetDir;
 
+pub mod beyond;
 pub mod javascript;
 pub mod python;
 pub mod suite;
@@ -67,6 +68,12 @@ pub trait Language: Sync {
         checkout: &Path,
         files: &[String],
     ) -> Result<Vec<Box<dyn suite::FoundSuite>>, String>;
+    /// The behaviour check and the Tester for this language's files (see
+    /// [`beyond`]); `None`: not available for this language yet, which
+    /// the summary states.
+    fn beyond_suite(&self) -> Option<&'static dyn beyond::Beyond> {
+        None
+    }
     /// Why a target whose sources are of this language alone cannot be
     /// judged when no suite was found for them: one line saying what to do.
     fn no_suite(&self, target: &Path) -> String {

@@ -11,7 +11,6 @@ use crate::error::SwarmError;
 use crate::git::RunWorkspace;
 use crate::pipeline::{Change, RepoPath, Snapshot, Verdict};
 use crate::stage::judge::behaviour::{self, BehaviourRun, ChangedModule, Verification};
-use crate::tools::imports::is_importable_module;
 
 /// Makes an accepted change the run's best state: what it touched, what
 /// verified it, and the files it added.
@@ -31,8 +30,18 @@ pub(super) fn adopt(
         .extend(change.writes.iter().map(|w| RepoPath::new(w.path.as_str())));
     state.work.declined.clear();
     if let Some(run) = behaviour {
-        for file in change.files.iter().filter(|f| is_importable_module(f)) {
+        for file in change
+            .files
+            .iter()
+            .filter(|f| crate::lang::beyond::checks(f))
+        {
             progress_verified(state, file, run.verification(file));
+        }
+    }
+    for file in change.files.iter() {
+        if let Some(language) = crate::lang::beyond::not_available(file) {
+            let language = language.name().to_string();
+            progress_verified(state, file, Verification::NotAvailable { language });
         }
     }
     let changed: Vec<String> = change.files.iter().map(|f| f.to_string()).collect();

@@ -54,6 +54,11 @@ impl Language for Python {
         files::sources(tracked, target)
     }
 
+    /// The behaviour check and the Tester: importable modules.
+    fn beyond_suite(&self) -> Option<&'static dyn super::beyond::Beyond> {
+        Some(&Modules)
+    }
+
     /// pytest and pylint, for every target (see [`suite::Found`]).
     fn find_suites(
         &self,
@@ -145,6 +150,18 @@ impl Language for Python {
             "tox.ini",
             "pytest.ini",
         ]
+    }
+}
+
+/// What the behaviour check and the Tester load of Python's files (see
+/// [`super::beyond`]).
+struct Modules;
+
+impl super::beyond::Beyond for Modules {
+    /// An importable module: not a test, conftest, `setup.py` or
+    /// `__main__.py` (see [`crate::tools::imports::is_importable_module`]).
+    fn is_module(&self, rel: &str) -> bool {
+        crate::tools::imports::is_importable_module(rel)
     }
 }
 

@@ -284,6 +284,15 @@ mod tests {
         assert_eq!(summary.stop_reason, StopReason::Green, "{summary:?}");
         assert_eq!(summary.accepted, 1, "{summary:?}");
         assert_eq!(summary.linter, "toy-lint");
+        // No behaviour check or Tester for toy files: the summary says so.
+        let verified = summary.verification.get("calc.toy").map(|v| v.to_string());
+        assert_eq!(
+            verified.as_deref(),
+            Some(
+                "its suite only: the behaviour check and generated tests are not available for Toy"
+            ),
+            "{summary:?}"
+        );
         let on_disk = std::fs::read_to_string(repo.join("calc.toy")).expect("read");
         assert_eq!(on_disk, FIXED);
         let log = git(&repo, &["log", "--format=%s", "main"]);

@@ -22,7 +22,6 @@ use crate::stage::executor::{self, AttemptRecord};
 use crate::stage::judge;
 use crate::stage::judge::api::{self, ApiCheck};
 use crate::stage::judge::behaviour::ChangedModule;
-use crate::tools::imports::is_importable_module;
 
 /// What the Judge made of a task's change.
 struct Judgement {
@@ -272,7 +271,11 @@ fn public_names(
     stage: &str,
 ) -> Result<ApiCheck, SwarmError> {
     let mut modules = Vec::new();
-    for file in change.files.iter().filter(|f| is_importable_module(f)) {
+    for file in change
+        .files
+        .iter()
+        .filter(|f| crate::lang::beyond::checks(f))
+    {
         let path = state.facts.target.repo_path(file);
         if let Some(bytes) = ws.file_at_best(path.as_str())? {
             modules.push(ChangedModule {
