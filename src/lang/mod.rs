@@ -444,6 +444,47 @@ mod tests {
     }
 
     #[test]
+    fn every_language_finds_its_suites_and_a_target_none_judges_is_refused() {
+        let (target, checkout) = (Path::new("/nowhere/t"), Path::new("/nowhere"));
+        let found = FoundSuites::find(target, checkout, &["calc.toy".to_string()])
+            .expect("the toy suite judges it");
+        let languages: Vec<&str> = found.found.iter().map(|f| f.language().name()).collect();
+        // Python's tools are found for every target: a Python file an
+        // accepted change adds is judged by them.
+        assert_eq!(languages, ["Python", "Toy"]);
+        let refused = FoundSuites::find(target, checkout, &["web/a.ts".to_string()]);
+        let Err(message) = refused else {
+            panic!("a TypeScript file no runner tests is judged by nothing");
+        };
+        assert!(
+            message.starts_with(
+                "no test runner found for the JavaScript/TypeScript files under /nowhere/t"
+            ),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn the_suites_that_judge_the_files_run_and_every_suite_when_none_does() {
+        let suites: Vec<Box<dyn Suite>> = vec![Box::new(toy::suite::ToySuite)];
+        let files = ["a.py".to_string(), "calc.toy".to_string()];
+        let judging = suite::judging(&suites, &files);
+        assert_eq!(judging.len(), 1);
+        assert_eq!(judging[0].1, ["calc.toy"]);
+        let none = suite::judging(&suites, &["a.py".to_string()]);
+        assert_eq!(none.len(), 1, "a run always measures something");
+        assert!(none[0].1.is_empty());
+        assert!(beyond::checks("pkg/money.py"));
+        assert!(!beyond::checks("tests/test_money.py"));
+        assert!(!beyond::checks("calc.toy"));
+        assert_eq!(
+            beyond::not_available("calc.toy").map(|l| l.name()),
+            Some("Toy")
+        );
+        assert!(beyond::not_available("pkg/money.py").is_none());
+    }
+
+    #[test]
     fn messages_name_every_registered_language() {
         // A test build registers the toy language too (see [`toy`]).
         assert_eq!(

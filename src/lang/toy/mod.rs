@@ -88,13 +88,18 @@ impl Language for Toy {
         files.sort();
         files
     }
+    /// Its suite, when the target has toy files.
     fn find_suites(
         &self,
         _target: &Path,
         _checkout: &Path,
-        _files: &[String],
+        files: &[String],
     ) -> Result<Vec<Box<dyn FoundSuite>>, String> {
-        Ok(vec![Box::new(suite::Found)])
+        let any = files.iter().any(|f| self.is_source(f));
+        Ok(match any {
+            true => vec![Box::new(suite::Found)],
+            false => Vec::new(),
+        })
     }
     fn is_test(&self, rel: &str) -> bool {
         rel.ends_with(".test.toy")

@@ -12,7 +12,7 @@ use crate::lang::Language;
 use crate::pipeline::{LintKind, LintMessage, LintReport, TestCase, TestOutcome, TestRun};
 use crate::tools::{KnownContent, SandboxReport, TestLimits, ToolError};
 
-/// The toy suite, found for every target.
+/// The toy suite, before the run's worktree exists.
 #[derive(Debug)]
 pub struct Found;
 
