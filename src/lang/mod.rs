@@ -9,26 +9,28 @@
 //! language itself. Adding a language is one folder here and one line in
 //! [`LANGUAGES`].
 //!
-//! Python and JavaScript/TypeScript are registered. A language whose
-//! tests and linter are not the interpreter's (pytest and pylint, which the
-//! Judge runs itself) also gives a [`Suite`] for a run: found before any
-//! model call ([`FoundSuites::find`]), prepared in the run's worktree, and
-//! asked by the Judge for every state it measures, every suite green for
-//! success. Nothing here drives a stage or the loop, and processes run only
-//! through `tools`.
+//! Python and JavaScript/TypeScript are registered. Each language gives
+//! the [`Suite`]s that judge its files in a run (Python: pytest and
+//! pylint; JavaScript: its runner, eslint and tsc): found before any model
+//! call ([`FoundSuites::find`]), prepared in the run's worktree, and asked
+//! by the Judge for every state it measures, every suite green for
+//! success; the Judge names no language. Nothing here drives a stage or
+//! the loop, and processes run only through `tools`.
 
 use std::path::Path;
 
 use crate::pipeline::TargetDir;
 
+pub mod beyond;
 pub mod javascript;
 pub mod python;
 pub mod suite;
 
 pub use suite::Suite;
 
-/// The tools a run's languages work with, found once per run: today
-/// Python's interpreter with its pytest and pylint.
+/// The interpreter every run has, found once per run: Python's, with its
+/// pytest and pylint. The sandbox is made around it; Python's suite, the
+/// behaviour check and the Tester run with it.
 pub type Toolchain = crate::tools::PythonEnv;
 
 /// One language swarm handles: its files, its tools' names, its prompt
@@ -55,6 +57,33 @@ pub trait Language: Sync {
     /// (repository-relative): committed, by name, outside environments,
     /// build output and caches.
     fn sources(&self, tracked: &[String], target: &TargetDir) -> Vec<String>;
+    /// The suites that judge this language's files in the target `target`
+    /// (canonical, in the checkout rooted at `checkout`), found before any
+    /// model call from `files` (target-relative sources of every
+    /// language); none when nothing here says how they are tested. `Err`
+    /// is one line saying what to do (install node, the dependencies).
+    fn find_suites(
+        &self,
+        target: &Path,
+        checkout: &Path,
+        files: &[String],
+    ) -> Result<Vec<Box<dyn suite::FoundSuite>>, String>;
+    /// The behaviour check and the Tester for this language's files (see
+    /// [`beyond`]); `None`: not available for this language yet, which
+    /// the summary states.
+    fn beyond_suite(&self) -> Option<&'static dyn beyond::Beyond> {
+        None
+    }
+    /// Why a target whose sources are of this language alone cannot be
+    /// judged when no suite was found for them: one line saying what to do.
+    fn no_suite(&self, target: &Path) -> String {
+        format!(
+            "no {} found for the {} files under {}",
+            self.test_runner(),
+            self.name(),
+            target.display()
+        )
+    }
     /// Whether a path is a test file of this language.
     fn is_test(&self, rel: &str) -> bool;
     /// Whether a path is the project's installed dependencies or their
@@ -103,10 +132,6 @@ pub trait Language: Sync {
     fn metrics(&self, rel: &str, text: &str) -> swarm_analysis::FileMetrics;
 }
 
-/// The languages swarm knows, in the order they are tried. Adding one is a
-/// folder beside [`python`] and a line here.
-pub static LANGUAGES: &[&dyn Language] = &[&python::Python, &javascript::JavaScript];
-
 /// The language a file belongs to by its name, if swarm knows one.
 pub fn of(rel: &str) -> Option<&'static dyn Language> {
     LANGUAGES.iter().copied().find(|l| l.is_source(rel))
@@ -122,74 +147,66 @@ pub fn metrics(rel: &str, text: &str) -> swarm_analysis::FileMetrics {
     of(rel).unwrap_or(LANGUAGES[0]).metrics(rel, text)
 }
 
-/// The suites of a target's languages beyond the interpreter's, found
-/// before any model call and prepared once the run's worktree exists.
-#[derive(Debug, Default)]
+/// The suites of a target's languages, found before any model call and
+/// prepared once the run's worktree exists.
+#[derive(Default)]
 pub struct FoundSuites {
-    javascript: Vec<javascript::suite::Found>,
+    found: Vec<Box<dyn suite::FoundSuite>>,
 }
 
 impl FoundSuites {
     /// The suites `files` (target-relative sources) of the target `target`
-    /// in the checkout rooted at `checkout` need; `Err` is one line saying
-    /// what to do (install node, install the dependencies).
-    /// A target whose only sources are JavaScript/TypeScript with no
-    /// runner to judge them is refused the same way: nothing could tell a
-    /// fix from a break.
+    /// in the checkout rooted at `checkout` need, every language asked in
+    /// registry order; `Err` is one line saying what to do (install node,
+    /// install the dependencies). A target none of whose files is of a
+    /// language with a suite is refused the same way (see
+    /// [`Language::no_suite`]): nothing could tell a fix from a break.
     pub fn find(target: &Path, checkout: &Path, files: &[String]) -> Result<Self, String> {
-        let javascript = javascript::suite::find(target, checkout, files)?;
-        let interpreted = files.iter().any(|f| python::Python.is_source(f));
-        if javascript.is_empty() && !interpreted {
-            return Err(format!(
-                "no test runner found for the JavaScript/TypeScript files under {}: swarm runs vitest, jest or node --test, named by package.json's `scripts.test`, a config file (vitest.config.*, jest.config.*) or a dev dependency",
-                target.display()
-            ));
+        let mut found = Vec::new();
+        for language in LANGUAGES {
+            found.extend(language.find_suites(target, checkout, files)?);
         }
-        Ok(Self { javascript })
+        let judged = files
+            .iter()
+            .any(|f| found.iter().any(|s| s.language().is_source(f)));
+        if !judged {
+            let language = present(files)[0];
+            return Err(language.no_suite(target));
+        }
+        Ok(Self { found })
     }
 
-    /// Whether any language beyond the interpreter's has a suite here.
-    pub fn is_empty(&self) -> bool {
-        self.javascript.is_empty()
-    }
-
-    /// The suites, prepared in the run's worktree (see
-    /// [`javascript::suite::Found::prepare`]).
+    /// The suites, prepared in the run's worktree, in the order found.
     pub fn prepare(
         self,
-        checkout: &Path,
-        worktree: &Path,
-        cache_dir: Option<&Path>,
-        policy: crate::tools::SandboxPolicy,
-        progress: &dyn Fn(&str),
-        cancel: &crate::cancel::Cancel,
+        setup: &suite::SuiteSetup<'_>,
     ) -> Result<Vec<Box<dyn Suite>>, crate::tools::ToolError> {
-        let mut suites: Vec<Box<dyn Suite>> = Vec::new();
-        for found in self.javascript {
-            let suite = found.prepare(
-                checkout,
-                worktree,
-                cache_dir,
-                policy.clone(),
-                progress,
-                cancel,
-            )?;
-            suites.push(Box::new(suite));
-        }
-        Ok(suites)
+        self.found.into_iter().map(|f| f.prepare(setup)).collect()
     }
 }
 
-/// The interpreter's files among `files` (Python's: pytest and pylint
-/// judge them) that no suite judges. A file of another language no suite
-/// owns (a package without a test runner) is judged by no tool: pylint
-/// never sees it.
-pub fn judged_by_interpreter(suites: &[Box<dyn Suite>], files: &[String]) -> Vec<String> {
-    files
-        .iter()
-        .filter(|f| python::Python.is_source(f) && !suites.iter().any(|s| s.owns(f)))
-        .cloned()
-        .collect()
+/// What the environment lacks when the baseline's suites could not run at
+/// all (see [`Suite::cannot_run`]), asked of the suite when one alone
+/// judges `files` (the baseline's run holds no other runner's cases);
+/// `None` when they ran.
+pub fn suite_cannot_run(
+    suites: &[Box<dyn Suite>],
+    root: &Path,
+    worktree: &Path,
+    baseline: &crate::pipeline::Measurement,
+    files: &[String],
+    tests: &crate::tools::TestFiles,
+) -> Option<crate::tools::suite::CannotRun> {
+    match suite::judging(suites, files).as_slice() {
+        [(suite, _)] => suite.cannot_run(root, worktree, baseline, files, tests),
+        _ => None,
+    }
+}
+
+/// Whether every suite's baseline may be reused by a later run on the
+/// same tree (see [`Suite::baseline_reusable`]).
+pub fn baselines_reusable(suites: &[Box<dyn Suite>]) -> bool {
+    suites.iter().all(|s| s.baseline_reusable())
 }
 
 /// Whether a file's text parses, by its language (a file of no language
@@ -300,19 +317,6 @@ pub fn sources(tracked: &[String], target: &TargetDir) -> Vec<String> {
     files
 }
 
-/// What the environment lacks when the baseline's suites could not run at
-/// all (see [`python::suite_cannot_run`]); `None` when they ran.
-pub fn suite_cannot_run(
-    toolchain: &Toolchain,
-    root: &std::path::Path,
-    worktree: &std::path::Path,
-    baseline: &crate::pipeline::Measurement,
-    files: &[String],
-    tests: &crate::tools::TestFiles,
-) -> Option<crate::tools::suite::CannotRun> {
-    python::suite_cannot_run(toolchain, root, worktree, baseline, files, tests)
-}
-
 /// Why a target has nothing to work on: no committed source file of any
 /// language swarm knows, naming them and their extensions.
 pub fn no_sources(target: &std::path::Path) -> String {
@@ -402,6 +406,19 @@ pub fn linters_of(files: &[String], sep: &str) -> String {
         .join(sep)
 }
 
+/// The languages swarm knows, in the order they are tried. Adding one is a
+/// folder beside [`python`] and a line here (a test build registers a toy
+/// language too, run end to end by its tests).
+pub static LANGUAGES: &[&dyn Language] = &[
+    &python::Python,
+    &javascript::JavaScript,
+    #[cfg(test)]
+    &toy::Toy,
+];
+
+#[cfg(test)]
+pub mod toy;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -427,10 +444,52 @@ mod tests {
     }
 
     #[test]
+    fn every_language_finds_its_suites_and_a_target_none_judges_is_refused() {
+        let (target, checkout) = (Path::new("/nowhere/t"), Path::new("/nowhere"));
+        let found = FoundSuites::find(target, checkout, &["calc.toy".to_string()])
+            .expect("the toy suite judges it");
+        let languages: Vec<&str> = found.found.iter().map(|f| f.language().name()).collect();
+        // Python's tools are found for every target: a Python file an
+        // accepted change adds is judged by them.
+        assert_eq!(languages, ["Python", "Toy"]);
+        let refused = FoundSuites::find(target, checkout, &["web/a.ts".to_string()]);
+        let Err(message) = refused else {
+            panic!("a TypeScript file no runner tests is judged by nothing");
+        };
+        assert!(
+            message.starts_with(
+                "no test runner found for the JavaScript/TypeScript files under /nowhere/t"
+            ),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn the_suites_that_judge_the_files_run_and_every_suite_when_none_does() {
+        let suites: Vec<Box<dyn Suite>> = vec![Box::new(toy::suite::ToySuite)];
+        let files = ["a.py".to_string(), "calc.toy".to_string()];
+        let judging = suite::judging(&suites, &files);
+        assert_eq!(judging.len(), 1);
+        assert_eq!(judging[0].1, ["calc.toy"]);
+        let none = suite::judging(&suites, &["a.py".to_string()]);
+        assert_eq!(none.len(), 1, "a run always measures something");
+        assert!(none[0].1.is_empty());
+        assert!(beyond::checks("pkg/money.py"));
+        assert!(!beyond::checks("tests/test_money.py"));
+        assert!(!beyond::checks("calc.toy"));
+        assert_eq!(
+            beyond::not_available("calc.toy").map(|l| l.name()),
+            Some("Toy")
+        );
+        assert!(beyond::not_available("pkg/money.py").is_none());
+    }
+
+    #[test]
     fn messages_name_every_registered_language() {
+        // A test build registers the toy language too (see [`toy`]).
         assert_eq!(
             no_sources(std::path::Path::new("/p")),
-            "no committed Python or JavaScript/TypeScript files under /p: point --target_dir at a folder with .py or .js/.ts files tracked by git"
+            "no committed Python or JavaScript/TypeScript or Toy files under /p: point --target_dir at a folder with .py or .js/.ts or .toy files tracked by git"
         );
         assert_eq!(names_of(&["a.py".to_string()]), "Python");
         assert_eq!(tools_of(&["a.py".to_string()], ", "), "pytest, pylint");

@@ -30,12 +30,7 @@ fn ensure_suite_runs(
     files: &[String],
     tests: &TestFiles,
 ) -> Result<(), SwarmError> {
-    if !cx.suites.is_empty() {
-        // The baseline's run holds other runners' cases too: the reading
-        // of pytest's exit status alone does not apply.
-        return Ok(());
-    }
-    let found = crate::lang::suite_cannot_run(cx.env, cx.root, worktree, baseline, files, tests);
+    let found = crate::lang::suite_cannot_run(cx.suites, cx.root, worktree, baseline, files, tests);
     match found {
         Some(missing) => Err(missing.into()),
         None => Ok(()),
@@ -114,7 +109,7 @@ fn baseline_key(
     target: &TargetDir,
     files: &[String],
 ) -> Option<BaselineKey> {
-    if !cx.suites.is_empty() {
+    if !crate::lang::baselines_reusable(cx.suites) {
         // Other runners' tools and the user's installed dependencies are
         // not in the key: their baselines are measured every run.
         return None;

@@ -25,7 +25,6 @@ use crate::pipeline::{Change, Snapshot, TestCase};
 use crate::stage::tester::held_out::{self, HeldOut, HeldOutCheck, Origin, Overfit};
 use crate::stage::tester::Generated;
 use crate::stage::{is_test_path, reach, read_source_text};
-use crate::tools::imports::is_importable_module;
 
 /// Asks for, validates and keeps the held-out tests of the modules the
 /// best state's failing tests point at.
@@ -46,7 +45,7 @@ pub(super) async fn generate(
     let broken = state.progress.best.broken_files();
     let modules: Vec<String> = reach::implicated_files(&failing, &state.facts.files, &read, &[])
         .into_iter()
-        .filter(|f| !is_test_path(f) && is_importable_module(f) && !broken.contains(f))
+        .filter(|f| !is_test_path(f) && crate::lang::beyond::checks(f) && !broken.contains(f))
         .take(held_out::MAX_MODULES)
         .collect();
     for file in modules {

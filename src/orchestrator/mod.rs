@@ -52,7 +52,7 @@ use crate::stage::planner::Plan;
 use crate::stage::prompt::PastAttempt;
 use crate::stage::reviewer::{ShownVersions, SizeLimits};
 pub use crate::stage::ruff_fixer::ProposalSource;
-use crate::tools::{LintCache, Sandbox, SandboxPolicy, TestFiles};
+use crate::tools::{Sandbox, SandboxPolicy, TestFiles};
 use record::Recorder;
 pub use summary::{Delivery, FinalCheck, Safety, Spend, StopReason, Summary, TestCount};
 use swarm_analysis::{FileMetrics, Severity};
@@ -119,15 +119,13 @@ pub(crate) struct RunContext<'a> {
     pub events: &'a dyn EventSink,
     pub cancel: &'a Cancel,
     pub env: &'a Toolchain,
-    /// The suites of the target's other languages (see [`crate::lang::Suite`]).
+    /// The suites of the target's languages (see [`crate::lang::Suite`]).
     pub suites: &'a [Box<dyn crate::lang::Suite>],
     /// What every tool process of the run is confined by.
     pub sandbox: &'a Sandbox,
     pub root: &'a std::path::Path,
     /// How big each kind of request may be.
     pub budget: &'a Budget,
-    /// pylint results by file content, shared by the run's measurements.
-    pub lint_cache: &'a LintCache,
 }
 
 impl RunContext<'_> {
@@ -137,7 +135,6 @@ impl RunContext<'_> {
         judge::Tools {
             env: self.env,
             sandbox: self.sandbox,
-            lint_cache: self.lint_cache,
             events: self.events,
             stage,
             known: None,
@@ -330,7 +327,6 @@ pub async fn run(
         rel => ws.path().join(rel),
     };
     let (model, secrets) = withhold::start(config, model, &mut opened, &root, events);
-    let lint_cache = LintCache::new(config.cache_dir.as_deref());
     let cx = RunContext {
         config,
         model: &model,
@@ -341,7 +337,6 @@ pub async fn run(
         sandbox: &sandbox,
         root: &root,
         budget: &budget,
-        lint_cache: &lint_cache,
     };
     let scope = std::mem::take(&mut opened.scope);
     let run_id = scope.run_id.clone();
@@ -386,13 +381,15 @@ pub async fn run(
     )
 }
 
-/// What confines the run's tools: the interpreter's sandbox, each other
-/// suite's, and swarm's own hardening.
+/// What confines the run's tools: the run's sandbox, each suite's own,
+/// and swarm's own hardening.
 fn safety_of(sandbox: &Sandbox, suites: &[Box<dyn crate::lang::Suite>]) -> Safety {
     let mut safety = Safety::new(sandbox.report(), crate::harden::report());
     for suite in suites {
-        let tools = format!("{}, {}", suite.runner(), suite.linter());
-        safety.add_runtime(tools, suite.sandbox_report());
+        if let Some(report) = suite.sandbox_report() {
+            let tools = format!("{}, {}", suite.runner(), suite.linter());
+            safety.add_runtime(tools, report);
+        }
     }
     safety
 }

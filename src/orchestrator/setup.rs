@@ -9,6 +9,7 @@
 //! layer probes) do not wait for each other: they run side by side.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::RunConfig;
 use crate::cancel::Cancel;
@@ -42,9 +43,9 @@ pub(crate) struct Opened {
     /// The repository as it was when the lock was taken.
     pub info: RepoInfo,
     pub log: ExperimentLog,
-    /// The suites of the target's languages beyond the interpreter's,
-    /// found (their tools and installed dependencies checked) before any
-    /// model call; prepared with the worktree.
+    /// The suites of the target's languages, found (their tools and
+    /// installed dependencies checked) before any model call; prepared
+    /// with the worktree.
     pub suites: lang::FoundSuites,
     /// Where this repository's run worktrees live.
     pub worktrees_root: PathBuf,
@@ -177,8 +178,13 @@ fn open_log(config: &RunConfig, notice: &dyn Fn(String)) -> Result<ExperimentLog
 }
 
 /// What [`start_workspace`] makes: the interpreter's tools, the worktree,
-/// the sandbox, and the other languages' suites prepared in the worktree.
-pub(crate) type Started = (Toolchain, RunWorkspace, Sandbox, Vec<Box<dyn lang::Suite>>);
+/// the sandbox, and the languages' suites prepared in the worktree.
+pub(crate) type Started = (
+    Arc<Toolchain>,
+    RunWorkspace,
+    Arc<Sandbox>,
+    Vec<Box<dyn lang::Suite>>,
+);
 
 /// The toolchain of the target's languages, the run's worktree at HEAD and the sandbox confining
 /// the tools to it. The worktree is checked out while the interpreter is
@@ -220,9 +226,11 @@ pub(crate) fn start_workspace(
     });
     let tools = match (tools, &ws) {
         (Ok((env, sandbox)), Ok(ws)) => {
-            prepare_suites(config, opened, suites, ws, events, cancel).map(|s| (env, sandbox, s))
+            let (env, sandbox) = (Arc::new(env), Arc::new(sandbox));
+            let run = (config, opened, ws, &env, &sandbox);
+            prepare_suites(run, suites, events, cancel).map(|s| (env, sandbox, s))
         }
-        (tools, _) => tools.map(|(env, sandbox)| (env, sandbox, Vec::new())),
+        (tools, _) => tools.map(|(env, sandbox)| (Arc::new(env), Arc::new(sandbox), Vec::new())),
     };
     match (tools, ws) {
         (Ok((env, sandbox, suites)), Ok(mut ws)) => {
@@ -300,33 +308,38 @@ fn keep_laid(ws: &mut RunWorkspace, suites: &[Box<dyn lang::Suite>]) {
     ws.keep_untracked(folders);
 }
 
-/// The suites of the target's other languages, prepared in the run's
-/// worktree with their own sandbox (the same policy, writable the worktree).
+/// The suites of the target's languages, prepared in the run's worktree
+/// with the run's interpreter and sandbox (a suite with its own sandbox
+/// gets the same policy, writable the worktree).
 fn prepare_suites(
-    config: &RunConfig,
-    opened: &Opened,
+    (config, opened, ws, env, sandbox): (
+        &RunConfig,
+        &Opened,
+        &RunWorkspace,
+        &Arc<Toolchain>,
+        &Arc<Sandbox>,
+    ),
     suites: lang::FoundSuites,
-    ws: &RunWorkspace,
     events: &dyn EventSink,
     cancel: &Cancel,
 ) -> Result<Vec<Box<dyn lang::Suite>>, SwarmError> {
-    if suites.is_empty() {
-        return Ok(Vec::new());
-    }
     let policy = run_policy(config, ws.path());
     let progress = |m: &str| {
         events.emit(Event::Notice {
             message: m.to_string(),
         })
     };
-    Ok(suites.prepare(
-        &opened.info.root,
-        ws.path(),
-        config.cache_dir.as_deref(),
-        policy,
-        &progress,
+    let setup = lang::suite::SuiteSetup {
+        checkout: &opened.info.root,
+        worktree: ws.path(),
+        cache_dir: config.cache_dir.as_deref(),
+        policy: &policy,
+        toolchain: env,
+        sandbox,
+        progress: &progress,
         cancel,
-    )?)
+    };
+    Ok(suites.prepare(&setup)?)
 }
 
 /// Says which submodules stay empty in the worktree.

@@ -2,7 +2,8 @@
 //! states are held to (fixed by its baseline), the [`Verdict`] on an attempt
 //! against the best state so far (tests first, then checks, then pylint's
 //! score, with half a hundredth of slack either way), and how the behaviour
-//! check's finding bears on it; for a task of refactoring on request, what
+//! check's finding bears on it, and on an attempt the Judge stopped early
+//! ([`early_stop`]); for a task of refactoring on request, what
 //! a change must keep ([`Bar::task_verdict`]). Every caller — the rounds, the behaviour
 //! check, the final check, the summary — asks here.
 //!
@@ -22,7 +23,7 @@ use super::verdict::{BehaviourOutcome, Verdict};
 pub const MEANINGFUL_PYLINT_GAIN: f64 = 0.05;
 
 /// pylint's score dropped by more than the slack (or vanished).
-pub(crate) fn pylint_lower(new: Option<f64>, old: Option<f64>) -> bool {
+fn pylint_lower(new: Option<f64>, old: Option<f64>) -> bool {
     match (new, old) {
         (Some(n), Some(o)) => n + 0.005 < o,
         (None, Some(_)) => true,
@@ -31,11 +32,33 @@ pub(crate) fn pylint_lower(new: Option<f64>, old: Option<f64>) -> bool {
 }
 
 /// pylint's score rose by more than the slack (or appeared).
-pub(crate) fn pylint_higher(new: Option<f64>, old: Option<f64>) -> bool {
+fn pylint_higher(new: Option<f64>, old: Option<f64>) -> bool {
     match (new, old) {
         (Some(n), Some(o)) => n > o + 0.005,
         (Some(_), None) => true,
         _ => false,
+    }
+}
+
+/// The verdict on an attempt measured on the best state's failing tests
+/// alone, every one still failing and no test new (the Judge's early
+/// stop): `None` while a higher lint score could still make it better (the
+/// full suite must decide); else [`Verdict::Regressed`] when the score
+/// dropped (certain without the tests) and [`Verdict::NotImproved`]
+/// otherwise, since whether a passing test broke was not measured.
+pub fn early_stop(best: &Snapshot, lint_score: Option<f64>) -> Option<Verdict> {
+    if pylint_higher(lint_score, best.lint_score) {
+        return None;
+    }
+    Some(stopped_verdict(best, lint_score))
+}
+
+/// The verdict on an attempt stopped early with `lint_score`.
+fn stopped_verdict(best: &Snapshot, lint_score: Option<f64>) -> Verdict {
+    if pylint_lower(lint_score, best.lint_score) {
+        Verdict::Regressed
+    } else {
+        Verdict::NotImproved
     }
 }
 
@@ -107,11 +130,7 @@ impl Bar {
     /// [`Verdict::NotImproved`].
     pub fn verdict(&self, best: &Snapshot, new: &Snapshot) -> Verdict {
         if new.tests.as_ref().is_some_and(|t| t.stopped_early) {
-            return if pylint_lower(new.lint_score, best.lint_score) {
-                Verdict::Regressed
-            } else {
-                Verdict::NotImproved
-            };
+            return stopped_verdict(best, new.lint_score);
         }
         let (regressed, gained) = tests_or_checks(best, new);
         if regressed || !added_type_errors(&best.lint.messages, &new.lint.messages).is_empty() {

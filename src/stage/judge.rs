@@ -1,54 +1,71 @@
-//! The Judge: measures a state of the code in the worktree (pytest, or
-//! compile/import checks when there are no tests, plus pylint) and compares
-//! it with the best state so far. Deterministic: the model is never asked.
+//! The Judge: measures a state of the code in the worktree by asking the
+//! run's suites (each language's runner and linter, see
+//! [`crate::lang::Suite`]) side by side, merged into one measurement, with
+//! the check that stands in for the tests when none ran; an attempt
+//! against the best state so far is measured with the early stop (the best
+//! state's failing tests rerun first where a runner can). The verdicts are
+//! `pipeline::bar`'s. It names no language. Deterministic: the model is
+//! never asked.
 
 use std::path::Path;
 use std::time::Duration;
 
 use crate::cancel::Cancel;
+use crate::lang::suite::{self, Suite};
+use crate::lang::Toolchain;
 use crate::log::{EventSink, Step};
 use crate::pipeline::{
     CheckState, ImportCheck, LintReport, Measurement, Snapshot, TestRun, TestState,
 };
-use crate::tools::{self, LintCache, LintSettings, PythonEnv, Sandbox};
+use crate::tools::{self, Sandbox};
 pub use early::measure_attempt;
 
 pub mod api;
 pub mod behaviour;
 pub mod early;
 
-/// The longest one module may take to import (capped further by the test
-/// timeout): importing should be instant, so a module still busy after this
-/// is looping at import time.
+/// The longest one module may take to import or load (capped further by
+/// the test timeout): loading should be instant, so a module still busy
+/// after this is looping at load time.
 pub const IMPORT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Timeouts for the tools.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
-    /// The whole pytest run (`--test-timeout`).
+    /// The whole test run (`--test-timeout`).
     pub tests: Duration,
     /// One test (`--test-case-timeout`); `None` when off.
     pub test_case: Option<Duration>,
     pub lint: Duration,
 }
 
-/// The Python tools a measurement runs, the pylint results a run's
-/// measurements share (so each measures only what changed), and where each
-/// tool run is told as a [`Step`] of `stage` ("audit", "judging attempt 3
-/// (stats.py)").
+impl Limits {
+    /// The limits of one test run.
+    fn test_run(&self) -> tools::TestLimits {
+        tools::TestLimits {
+            run: self.tests,
+            case: self.test_case,
+        }
+    }
+}
+
+/// What a measurement runs: the run's suites, the interpreter and sandbox
+/// the behaviour check runs with, the content known by blob id, and where
+/// each tool run is told as a [`Step`] of `stage` ("audit", "judging
+/// attempt 3 (stats.py)").
 #[derive(Clone, Copy)]
 pub struct Tools<'a> {
-    pub env: &'a PythonEnv,
+    pub env: &'a Toolchain,
     pub sandbox: &'a Sandbox,
-    pub lint_cache: &'a LintCache,
     pub events: &'a dyn EventSink,
     pub stage: &'a str,
-    /// The blob ids of the files whose content on disk is committed: pylint's
-    /// cache keys then need not read them (see [`tools::KnownContent`]).
+    /// The blob ids of the files whose content on disk is committed: a
+    /// linter's cache keys then need not read them (see
+    /// [`tools::KnownContent`]).
     pub known: Option<&'a tools::KnownContent>,
-    /// The suites of the target's other languages (see [`crate::lang::Suite`]),
-    /// each run beside pytest and pylint and merged into one measurement.
-    pub suites: &'a [Box<dyn crate::lang::Suite>],
+    /// The run's suites (see [`crate::lang::Suite`]), run side by side and
+    /// merged into one measurement.
+    pub suites: &'a [Box<dyn Suite>],
 }
 
 impl std::fmt::Debug for Tools<'_> {
@@ -68,9 +85,9 @@ impl<'a> Tools<'a> {
 }
 
 /// Measures the code in `root` (the target folder inside the worktree).
-/// `files` are the Python files, relative to `root`. `baseline` is the
-/// baseline's test state (`None` when measuring the baseline itself): tests
-/// that ran there and do not run here count as failures.
+/// `files` are the target's source files, relative to `root`. `baseline` is
+/// the baseline's test state (`None` when measuring the baseline itself):
+/// tests that ran there and do not run here count as failures.
 pub fn measure(
     tools: Tools<'_>,
     root: &Path,
@@ -83,7 +100,7 @@ pub fn measure(
 }
 
 /// [`measure`], with the lint of this very state when it was already made
-/// (pylint then does not run again).
+/// (by the one suite judging it: its linter then does not run again).
 fn measure_linted(
     tools: Tools<'_>,
     root: &Path,
@@ -93,127 +110,101 @@ fn measure_linted(
     baseline: Option<&TestState>,
     linted: Option<LintReport>,
 ) -> Result<Measurement, tools::ToolError> {
-    let (env, sandbox, suites) = (tools.env, tools.sandbox, tools.suites);
-    // The files pytest and pylint judge; each suite judges its own.
-    let own = crate::lang::judged_by_interpreter(suites, files);
-    let interpreter = !own.is_empty() || suites.is_empty();
-    let test_limits = tools::TestLimits {
-        run: limits.tests,
-        case: limits.test_case,
-    };
-    // pytest, pylint and every other suite are independent: run them side
-    // by side.
-    let (run, lint, others) = std::thread::scope(|scope| {
-        let others: Vec<_> = suites
+    let judging = suite::judging(tools.suites, files);
+    let mut linted = linted;
+    // The suites are independent: run them side by side.
+    let results: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = judging
             .iter()
-            .map(|suite| {
-                let suite = suite.as_ref();
-                scope.spawn(move || suite_run(tools, suite, root, files, limits, cancel))
+            .map(|(suite, mine)| {
+                let linted = linted.take();
+                scope.spawn(move || suite_run(tools, *suite, root, mine, limits, cancel, linted))
             })
             .collect();
-        let lint = scope.spawn(|| match linted {
-            Some(report) => Ok(report),
-            None if !interpreter => Ok(LintReport::default()),
-            None => pylint(tools, root, &own, limits, cancel),
-        });
-        let run = interpreter.then(|| {
-            let _step = tools.step("pytest");
-            tools::run_pytest_with(env, sandbox, root, test_limits, cancel)
-        });
-        let lint = lint.join().unwrap_or_else(|_| Err(panicked("pylint")));
-        let others: Vec<_> = others
+        handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|_| Err(panicked("a test runner"))))
-            .collect();
-        (run, lint, others)
+            .collect()
     });
-    let (run, lint) = merged(run.map(|run| (run, lint)), others)?;
-    let check = if run.no_tests && interpreter {
-        let sources = sources_of(&own);
-        let _step = tools.step("import checks (no tests)");
-        Some(tools::check_imports(
-            env,
-            sandbox,
-            root,
-            &sources,
-            limits.tests.min(IMPORT_TIMEOUT),
-            cancel,
-        )?)
-    } else {
-        None
+    let (run, lint) = merged(results)?;
+    let stand_in = judging
+        .iter()
+        .find_map(|(suite, mine)| suite.stand_in().map(|check| (check, mine.as_slice())));
+    let (check, checked) = match stand_in {
+        Some((stand_in, mine)) if run.no_tests => {
+            let sources = sources_of(mine);
+            let _step = tools.step(&format!("{} (no tests)", stand_in.name()));
+            let timeout = limits.tests.min(IMPORT_TIMEOUT);
+            let check = stand_in.check(root, &sources, timeout, cancel)?;
+            (Some(check), mine)
+        }
+        _ => (None, &[][..]),
     };
-    Ok(assemble(root, &own, run, lint, check, baseline))
+    Ok(assemble(root, checked, run, lint, check, baseline))
 }
 
-/// One suite of another language on its files among `files`: its tests,
-/// then its lint.
+/// One suite on its files `mine`: its tests and its lint (side by side
+/// when it says they may be, else one after the other), or only its tests
+/// when the lint of this state was `linted` already.
 fn suite_run(
     tools: Tools<'_>,
-    suite: &dyn crate::lang::Suite,
+    suite: &dyn Suite,
     root: &Path,
-    files: &[String],
+    mine: &[String],
     limits: Limits,
     cancel: &Cancel,
+    linted: Option<LintReport>,
 ) -> Result<(TestRun, LintReport), tools::ToolError> {
-    let mine: Vec<String> = files.iter().filter(|f| suite.owns(f)).cloned().collect();
-    let test_limits = tools::TestLimits {
-        run: limits.tests,
-        case: limits.test_case,
+    let test = || {
+        let _step = tools.step(suite.runner());
+        suite.test(root, limits.test_run(), cancel)
     };
-    let step = tools.step(suite.runner());
-    let run = suite.test(root, test_limits, cancel)?;
-    drop(step);
-    let _step = tools.step(suite.linter());
-    let lint = suite.lint(root, &mine, limits.lint, cancel)?;
-    Ok((run, lint))
+    let lint = || match linted {
+        Some(report) => Ok(report),
+        None => lint(tools, suite, root, mine, limits, cancel),
+    };
+    if !suite.lints_beside_tests() {
+        let run = test()?;
+        return Ok((run, lint()?));
+    }
+    std::thread::scope(|scope| {
+        let lint = scope.spawn(lint);
+        let run = test();
+        let lint = lint
+            .join()
+            .unwrap_or_else(|_| Err(panicked(suite.linter())));
+        Ok((run?, lint?))
+    })
 }
 
-/// pylint over the interpreter's `files`, through the run's lint cache.
-pub(super) fn pylint(
+/// A suite's linter over its files `mine`, told as a step.
+pub(super) fn lint(
     tools: Tools<'_>,
+    suite: &dyn Suite,
     root: &Path,
-    files: &[String],
+    mine: &[String],
     limits: Limits,
     cancel: &Cancel,
 ) -> Result<LintReport, tools::ToolError> {
-    let _step = tools.step("pylint");
-    tools::run_pylint_on(
-        tools.env,
-        tools.sandbox,
-        tools::LintTarget {
-            root,
-            files,
-            known: tools.known,
-        },
-        &LintSettings::new(limits.lint),
-        tools.lint_cache,
-        cancel,
-    )
+    let _step = tools.step(suite.linter());
+    suite.lint(root, mine, limits.lint, tools.known, cancel)
 }
 
-/// One test run and one lint of the interpreter's (when it ran) and every
-/// other suite's: a lone one as it is, several merged.
+/// One test run and one lint of every suite's: a lone lint as it is,
+/// several merged.
 fn merged(
-    interpreter: Option<(
-        Result<TestRun, tools::ToolError>,
-        Result<LintReport, tools::ToolError>,
-    )>,
-    others: Vec<Result<(TestRun, LintReport), tools::ToolError>>,
+    results: Vec<Result<(TestRun, LintReport), tools::ToolError>>,
 ) -> Result<(TestRun, LintReport), tools::ToolError> {
     let (mut runs, mut lints) = (Vec::new(), Vec::new());
-    if let Some((run, lint)) = interpreter {
-        runs.push(run?);
-        lints.push(lint?);
-    }
-    for other in others {
-        let (run, lint) = other?;
+    for result in results {
+        let (run, lint) = result?;
         runs.push(run);
         lints.push(lint);
     }
-    let run = crate::lang::suite::merge_runs(runs);
+    let run = suite::merge_runs(runs);
     let lint = match lints.len() {
         1 => lints.remove(0),
-        _ => crate::lang::suite::merge_lints(lints),
+        _ => suite::merge_lints(lints),
     };
     Ok((run, lint))
 }
@@ -226,7 +217,7 @@ fn panicked(tool: &str) -> tools::ToolError {
     }
 }
 
-/// The files the import checks import: every Python file but the tests.
+/// The files a stand-in check loads: every file but the tests.
 fn sources_of(files: &[String]) -> Vec<String> {
     files
         .iter()
@@ -235,9 +226,8 @@ fn sources_of(files: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// The measurement made of one pytest run, one lint and (when pytest found
-/// no tests) the import checks of `files` in `root`. `baseline` as in
-/// [`measure`].
+/// The measurement made of one test run, one lint and (when no test ran)
+/// the stand-in check of `files` in `root`. `baseline` as in [`measure`].
 pub fn assemble(
     root: &Path,
     files: &[String],
@@ -246,7 +236,7 @@ pub fn assemble(
     check: Option<ImportCheck>,
     baseline: Option<&TestState>,
 ) -> Measurement {
-    let pylint = lint.score;
+    let score = lint.score;
     if let (true, Some(check)) = (run.no_tests, check) {
         // Problems name files relative to the target, so prompts are the
         // same in every worktree.
@@ -269,7 +259,7 @@ pub fn assemble(
                     problems,
                     files: sources_of(files).len(),
                 }),
-                lint_score: pylint,
+                lint_score: score,
                 lint,
             },
             test_run: Some(run),
@@ -283,7 +273,7 @@ pub fn assemble(
         snapshot: Snapshot {
             tests: Some(TestState::from_run(&run, baseline)),
             checks: None,
-            lint_score: pylint,
+            lint_score: score,
             lint,
         },
         test_run: Some(run),

@@ -26,6 +26,28 @@ impl Language for JavaScript {
         "JavaScript/TypeScript"
     }
 
+    /// One suite per package that names a test runner (see
+    /// [`super::suite::find`]).
+    fn find_suites(
+        &self,
+        target: &std::path::Path,
+        checkout: &std::path::Path,
+        files: &[String],
+    ) -> Result<Vec<Box<dyn crate::lang::suite::FoundSuite>>, String> {
+        let found = super::suite::find(target, checkout, files)?;
+        Ok(found
+            .into_iter()
+            .map(|f| Box::new(f) as Box<dyn crate::lang::suite::FoundSuite>)
+            .collect())
+    }
+
+    fn no_suite(&self, target: &std::path::Path) -> String {
+        format!(
+            "no test runner found for the JavaScript/TypeScript files under {}: swarm runs vitest, jest or node --test, named by package.json's `scripts.test`, a config file (vitest.config.*, jest.config.*) or a dev dependency",
+            target.display()
+        )
+    }
+
     fn extensions(&self) -> &'static str {
         ".js/.ts"
     }

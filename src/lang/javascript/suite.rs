@@ -12,11 +12,11 @@ use super::project::{is_source_path, Project};
 use super::runner::Runner;
 use super::{lint_files, project_eslint, run_tests, type_check, Linter};
 use crate::cancel::Cancel;
-use crate::lang::suite::{runner_failed, type_error_message, Suite};
+use crate::lang::suite::{runner_failed, type_error_message, FoundSuite, Suite, SuiteSetup};
 use crate::lang::Language;
 use crate::pipeline::{LintReport, TestRun};
 use crate::tools::node::{install_pinned_linter, NodeInstall};
-use crate::tools::{Sandbox, SandboxPolicy, TestLimits, ToolError};
+use crate::tools::{KnownContent, Sandbox, SandboxPolicy, TestLimits, ToolError};
 
 /// What [`find`] learned of one package before the run's worktree exists.
 #[derive(Clone, Debug)]
@@ -222,6 +222,26 @@ impl Found {
     }
 }
 
+impl FoundSuite for Found {
+    fn language(&self) -> &'static dyn Language {
+        &super::JavaScript
+    }
+
+    /// [`Found::prepare`], with node's own sandbox.
+    fn prepare(self: Box<Self>, setup: &SuiteSetup<'_>) -> Result<Box<dyn Suite>, ToolError> {
+        let suite = Found::prepare(
+            *self,
+            setup.checkout,
+            setup.worktree,
+            setup.cache_dir,
+            setup.policy.clone(),
+            setup.progress,
+            setup.cancel,
+        )?;
+        Ok(Box::new(suite))
+    }
+}
+
 /// The project's runner, eslint and `tsc`, in the run's worktree.
 pub struct NodeSuite {
     found: Found,
@@ -264,6 +284,11 @@ impl Suite for NodeSuite {
         self.language().is_source(rel) && self.found.place.contains(rel)
     }
 
+    /// The package's runner runs its tests whatever the files.
+    fn judges(&self, _files: &[String]) -> bool {
+        true
+    }
+
     fn test(&self, root: &Path, limits: TestLimits, cancel: &Cancel) -> Result<TestRun, ToolError> {
         let package = self.package_dir(root);
         let mut run = run_tests(
@@ -297,6 +322,7 @@ impl Suite for NodeSuite {
         root: &Path,
         files: &[String],
         timeout: Duration,
+        _known: Option<&KnownContent>,
         cancel: &Cancel,
     ) -> Result<LintReport, ToolError> {
         let package = self.package_dir(root);
@@ -351,8 +377,8 @@ impl Suite for NodeSuite {
         Ok(report)
     }
 
-    fn sandbox_report(&self) -> crate::tools::SandboxReport {
-        self.sandbox.report().clone()
+    fn sandbox_report(&self) -> Option<crate::tools::SandboxReport> {
+        Some(self.sandbox.report().clone())
     }
 
     fn laid(&self) -> &[PathBuf] {

@@ -1,7 +1,8 @@
-//! Python behind the language boundary: its files ([`files`]), the names of
-//! its tools (pytest, pylint) and its prompt wording. The tools themselves
-//! run in `tools` (`tools::pytest`, `tools::pylint`, the interpreter's
-//! environment); nothing here spawns a process.
+//! Python behind the language boundary: its files ([`files`]), its suite
+//! ([`suite`]: pytest and pylint as the Judge asks them), the names of its
+//! tools and its prompt wording. The tools themselves run in `tools`
+//! (`tools::pytest`, `tools::pylint`, the interpreter's environment);
+//! nothing here spawns a process.
 
 use std::path::Path;
 
@@ -10,10 +11,12 @@ use crate::tools::project::Project;
 use crate::tools::suite::{cannot_import, cannot_run, CannotRun, SuiteContext};
 use crate::tools::{PythonEnv, TestFiles};
 
+use super::suite::FoundSuite;
 use super::Language;
 
 pub mod files;
 pub mod harness;
+pub mod suite;
 
 /// Python: `.py` sources, pytest and pylint.
 pub struct Python;
@@ -49,6 +52,21 @@ impl Language for Python {
 
     fn sources(&self, tracked: &[String], target: &TargetDir) -> Vec<String> {
         files::sources(tracked, target)
+    }
+
+    /// The behaviour check and the Tester: importable modules.
+    fn beyond_suite(&self) -> Option<&'static dyn super::beyond::Beyond> {
+        Some(&Modules)
+    }
+
+    /// pytest and pylint, for every target (see [`suite::Found`]).
+    fn find_suites(
+        &self,
+        _target: &Path,
+        _checkout: &Path,
+        _files: &[String],
+    ) -> Result<Vec<Box<dyn FoundSuite>>, String> {
+        Ok(vec![Box::new(suite::Found)])
     }
 
     fn is_test(&self, rel: &str) -> bool {
@@ -132,6 +150,18 @@ impl Language for Python {
             "tox.ini",
             "pytest.ini",
         ]
+    }
+}
+
+/// What the behaviour check and the Tester load of Python's files (see
+/// [`super::beyond`]).
+struct Modules;
+
+impl super::beyond::Beyond for Modules {
+    /// An importable module: not a test, conftest, `setup.py` or
+    /// `__main__.py` (see [`crate::tools::imports::is_importable_module`]).
+    fn is_module(&self, rel: &str) -> bool {
+        crate::tools::imports::is_importable_module(rel)
     }
 }
 

@@ -22,7 +22,6 @@ use crate::stage::executor;
 use crate::stage::judge::api::{self, ApiCheck};
 use crate::stage::judge::behaviour::{self, BehaviourRun, ChangedModule};
 use crate::stage::judge::{self as stage_judge, Tools};
-use crate::tools::imports::is_importable_module;
 
 /// What the Judge made of an attempt.
 pub(super) struct Judgement {
@@ -310,7 +309,11 @@ fn public_names(
     tools: Tools<'_>,
 ) -> Result<ApiCheck, SwarmError> {
     let mut modules = Vec::new();
-    for file in change.files.iter().filter(|f| is_importable_module(f)) {
+    for file in change
+        .files
+        .iter()
+        .filter(|f| crate::lang::beyond::checks(f))
+    {
         let path = state.facts.target.repo_path(file);
         if let Some(bytes) = ws.file_at_best(path.as_str())? {
             modules.push(ChangedModule {

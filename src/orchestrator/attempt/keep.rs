@@ -15,7 +15,6 @@ use crate::orchestrator::{RunContext, RunState};
 use crate::pipeline::{Change, RepoPath, Task};
 use crate::stage::judge::behaviour::{BehaviourRun, Verification};
 use crate::stage::reviewer::Subset;
-use crate::tools::imports::is_importable_module;
 
 /// Keeps an accepted attempt (committed as `commit`) as the best state;
 /// of one that is not, a task notes the files whose error-class messages
@@ -100,8 +99,14 @@ fn verified(
 ) {
     let mut found: Vec<(String, Verification)> = Vec::new();
     if let Some(run) = behaviour {
-        for file in change.files.iter().filter(|f| is_importable_module(f)) {
+        for file in change.files.iter().filter(|f| lang::beyond::checks(f)) {
             found.push((file.to_string(), run.verification(file)));
+        }
+    }
+    for file in &change.files {
+        if let Some(language) = lang::beyond::not_available(file) {
+            let language = language.name().to_string();
+            found.push((file.to_string(), Verification::NotAvailable { language }));
         }
     }
     let changed: Vec<String> = change.files.iter().map(|f| f.to_string()).collect();

@@ -158,6 +158,9 @@ pub enum Verification {
     /// own tools checked (`vitest's tests, tsc's type check, eslint`, or
     /// `tsc's type check and eslint only: no vitest test reaches it`).
     LanguageTools { tools: String },
+    /// A language with no behaviour check or Tester in swarm yet whose
+    /// suite did not say what checked the file: only that.
+    NotAvailable { language: String },
 }
 
 impl std::fmt::Display for Verification {
@@ -193,6 +196,10 @@ impl std::fmt::Display for Verification {
                 write!(f, "compiles and imports only ({reason})")
             }
             Verification::LanguageTools { tools } => f.write_str(tools),
+            Verification::NotAvailable { language } => write!(
+                f,
+                "its suite only: the behaviour check and generated tests are not available for {language}"
+            ),
         }
     }
 }
@@ -233,7 +240,7 @@ impl BehaviourRun {
 }
 
 /// The modules of `changed` (target-relative paths) the check is for:
-/// importable modules, and — when the target has tests (`has_tests`) —
+/// modules of a language it reaches (see [`crate::lang::beyond`]), and — when the target has tests (`has_tests`) —
 /// only those no test module reaches. `files` are the target's Python
 /// files, `tests` says which of them are tests (the project's pytest
 /// configuration and collection, see [`TestFiles`]); `read` reads one.
@@ -247,7 +254,7 @@ pub fn untested_modules(
     let mut modules: Vec<String> = changed
         .iter()
         .map(AsRef::as_ref)
-        .filter(|f| crate::tools::imports::is_importable_module(f) && !tests.contains(f))
+        .filter(|f| crate::lang::beyond::checks(f) && !tests.contains(f))
         .map(str::to_string)
         .collect();
     if has_tests {

@@ -1,9 +1,12 @@
-//! The Judge's early stop: when the best state has failing tests, an
-//! attempt is first measured on those tests alone (plus pylint), and the
-//! full suite runs only when the attempt could still be accepted.
+//! The Judge's early stop: when the best state has failing tests and the
+//! one suite judging the target can rerun chosen tests (see
+//! [`crate::lang::suite::Rerun`]; pytest can, the JavaScript runners
+//! cannot), an attempt is first measured on those tests alone (plus the
+//! suite's lint), and the full suite runs only when the attempt could still
+//! be accepted.
 //!
-//! [`super::compare`] accepts an attempt that loses nothing and either
-//! gains a passing test or, with the same tests passing, raises the pylint
+//! [`crate::pipeline::Bar::verdict`] accepts an attempt that loses nothing and either
+//! gains a passing test or, with the same tests passing, raises the lint
 //! score. The stop is taken only when neither can happen, which is certain
 //! when all of these hold:
 //!
@@ -12,29 +15,28 @@
 //! - every test the full suite collects passed or failed at the best state,
 //!   so no new, previously skipped or previously unrun test can pass now
 //!   (pytest collects the whole suite and deselects the rest, see
-//!   [`tools::run_pytest_only`]);
-//! - pylint's score is not higher than the best state's;
+//!   [`crate::tools::run_pytest_only`]);
+//! - the lint score is not higher than the best state's (see
+//!   [`bar::early_stop`], which gives the verdict);
 //! - the best state itself was a complete run: it did not hit the whole
 //!   run's limit, left no test unrun, lost no baseline test.
 //!
 //! What it cannot see: a failing test that passes only after other tests
 //! ran (order-dependent state) is judged by its run alone. A stopped
-//! attempt is never accepted; its verdict is [`Verdict::Regressed`] when
-//! pylint dropped (certain without the tests) and [`Verdict::NotImproved`]
-//! otherwise, since whether a passing test broke was not measured.
+//! attempt is never accepted; its verdict is `pipeline::bar`'s.
 //! Everything else gets the full suite through [`super::measure`] (with the
-//! lint already made: pylint does not run twice).
+//! lint already made: the linter does not run twice).
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::{measure, measure_linted, Limits, Tools};
 use crate::cancel::Cancel;
-use crate::pipeline::bar::{pylint_higher, pylint_lower};
-use crate::pipeline::state::PYTEST_ITSELF;
-use crate::pipeline::{EarlyStop, Measurement, Snapshot, TestState, Verdict};
+use crate::lang::suite::{self, Rerun, Suite};
+use crate::pipeline::bar;
+use crate::pipeline::{EarlyStop, Measurement, Snapshot, TestState};
 use crate::pipeline::{LintReport, TestOutcome};
-use crate::tools::{self, SelectedRun, ToolError};
+use crate::tools::{SelectedRun, ToolError};
 
 /// Measures an attempt against `best`: the previously failing tests first,
 /// and the full suite (see [`measure`]) unless the attempt is certain not
@@ -48,15 +50,23 @@ pub fn measure_attempt(
     baseline: Option<&TestState>,
     best: &Snapshot,
 ) -> Result<Measurement, ToolError> {
-    // Other languages' runners have no run of chosen tests here: the
-    // early stop is pytest's alone.
-    let Some(rerun) = rerun_ids(best).filter(|_| tools.suites.is_empty()) else {
+    // Several suites' runs are merged: a rerun of one proves nothing.
+    let judging = suite::judging(tools.suites, files);
+    let first = match judging.as_slice() {
+        [(suite, mine)] => suite
+            .rerun()
+            .zip(rerun_ids(best, suite.runner()))
+            .map(|r| (*suite, mine, r)),
+        _ => None,
+    };
+    let Some((suite, mine, (rerun, ids))) = first else {
         return measure(tools, root, files, limits, cancel, baseline);
     };
-    let (selected, lint) = first_pass(tools, root, files, limits, cancel, &rerun)?;
-    match stop_reason(best, &rerun, &selected, lint.score) {
+    let pass = FirstPass { suite, rerun };
+    let (selected, lint) = pass.run(tools, root, mine, limits, cancel, &ids)?;
+    match stop_reason(best, &ids, &selected, lint.score) {
         Some(stop) => Ok(stopped(selected, lint, stop)),
-        // The lint of this state is done: only pytest runs again.
+        // The lint of this state is done: only the tests run again.
         None => {
             let mut full =
                 measure_linted(tools, root, files, limits, cancel, baseline, Some(lint))?;
@@ -67,46 +77,47 @@ pub fn measure_attempt(
 }
 
 /// The ids of the best state's failing tests, when it is a state an early
-/// stop can be judged against.
-fn rerun_ids(best: &Snapshot) -> Option<Vec<String>> {
+/// stop can be judged against: a complete run whose failures are tests,
+/// not the runner itself (its case named `runner`: it could not run).
+fn rerun_ids(best: &Snapshot, runner: &str) -> Option<Vec<String>> {
     let tests = best.tests.as_ref()?;
     let complete = !tests.timed_out && tests.not_run.is_empty() && tests.vanished.is_empty();
     let ids: Vec<String> = tests.failing.iter().map(|c| c.id.clone()).collect();
-    let usable = complete && !ids.is_empty() && !ids.iter().any(|id| id == PYTEST_ITSELF);
+    let usable = complete && !ids.is_empty() && !ids.iter().any(|id| id == runner);
     usable.then_some(ids)
 }
 
-/// pytest over `rerun` only, beside pylint over every file.
-fn first_pass(
-    tools: Tools<'_>,
-    root: &Path,
-    files: &[String],
-    limits: Limits,
-    cancel: &Cancel,
-    rerun: &[String],
-) -> Result<(SelectedRun, LintReport), ToolError> {
-    let test_limits = tools::TestLimits {
-        run: limits.tests,
-        case: limits.test_case,
-    };
-    // pylint lints the interpreter's files only (a script of a package no
-    // runner tests is no file of pylint's).
-    let own = crate::lang::judged_by_interpreter(tools.suites, files);
-    let (selected, lint) = std::thread::scope(|scope| {
-        let lint = scope.spawn(|| super::pylint(tools, root, &own, limits, cancel));
-        let step = tools.step("pytest (the failing tests first)");
-        let selected =
-            tools::run_pytest_only(tools.env, tools.sandbox, root, test_limits, rerun, cancel);
-        drop(step);
-        let lint = lint.join().unwrap_or_else(|_| {
-            Err(ToolError::Failed {
-                command: "pylint".into(),
-                message: "the thread running pylint panicked".into(),
-            })
+/// The suite judging the target and its run of chosen tests.
+struct FirstPass<'s> {
+    suite: &'s dyn Suite,
+    rerun: &'s dyn Rerun,
+}
+
+impl FirstPass<'_> {
+    /// The runner over `rerun` only, beside the linter over the suite's
+    /// files `mine`.
+    fn run(
+        &self,
+        tools: Tools<'_>,
+        root: &Path,
+        mine: &[String],
+        limits: Limits,
+        cancel: &Cancel,
+        rerun: &[String],
+    ) -> Result<(SelectedRun, LintReport), ToolError> {
+        let suite = self.suite;
+        let (selected, lint) = std::thread::scope(|scope| {
+            let lint = scope.spawn(|| super::lint(tools, suite, root, mine, limits, cancel));
+            let step = tools.step(&format!("{} (the failing tests first)", suite.runner()));
+            let selected = self.rerun.run_only(root, limits.test_run(), rerun, cancel);
+            drop(step);
+            let lint = lint
+                .join()
+                .unwrap_or_else(|_| Err(super::panicked(suite.linter())));
+            (selected, lint)
         });
-        (selected, lint)
-    });
-    Ok((selected?, lint?))
+        Ok((selected?, lint?))
+    }
 }
 
 /// Why the attempt cannot be accepted, when that is certain (see the module
@@ -115,12 +126,13 @@ fn stop_reason(
     best: &Snapshot,
     rerun: &[String],
     selected: &SelectedRun,
-    pylint: Option<f64>,
+    lint_score: Option<f64>,
 ) -> Option<EarlyStop> {
     let tests = best.tests.as_ref()?;
-    if selected.run.timed_out || pylint_higher(pylint, best.lint_score) {
+    if selected.run.timed_out {
         return None;
     }
+    let verdict = bar::early_stop(best, lint_score)?;
     let still_failing =
         rerun.iter().all(|id| {
             selected.run.cases.iter().any(|c| {
@@ -133,11 +145,6 @@ fn stop_reason(
     if !(still_failing && nothing_new) {
         return None;
     }
-    let verdict = if pylint_lower(pylint, best.lint_score) {
-        Verdict::Regressed
-    } else {
-        Verdict::NotImproved
-    };
     Some(EarlyStop {
         rerun: rerun.to_vec(),
         collected: collected.len(),
@@ -171,7 +178,8 @@ fn stopped(selected: SelectedRun, lint: LintReport, stop: EarlyStop) -> Measurem
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::{TestCase, TestRun};
+    use crate::pipeline::state::PYTEST_ITSELF;
+    use crate::pipeline::{TestCase, TestRun, Verdict};
 
     fn case(id: &str, outcome: TestOutcome) -> TestCase {
         TestCase {
@@ -214,7 +222,7 @@ mod tests {
     fn stops_only_when_no_verdict_but_a_rejection_is_possible() {
         use TestOutcome::*;
         let best = best(&["t::a", "t::b"], &["t::c"], 5.0);
-        let rerun = rerun_ids(&best).expect("best has failing tests");
+        let rerun = rerun_ids(&best, PYTEST_ITSELF).expect("best has failing tests");
         let all = ["t::a", "t::b", "t::c"];
 
         let still = selected(&[("t::c", Failed)], &all);
@@ -249,21 +257,24 @@ mod tests {
 
     #[test]
     fn a_best_state_that_is_not_a_complete_run_gets_the_full_suite() {
-        assert!(rerun_ids(&best(&["t::a"], &[], 5.0)).is_none(), "all pass");
+        assert!(
+            rerun_ids(&best(&["t::a"], &[], 5.0), PYTEST_ITSELF).is_none(),
+            "all pass"
+        );
         let mut cut = best(&["t::a"], &["t::b"], 5.0);
         if let Some(t) = cut.tests.as_mut() {
             t.not_run.insert("t::c".into());
         }
-        assert!(rerun_ids(&cut).is_none());
+        assert!(rerun_ids(&cut, PYTEST_ITSELF).is_none());
         let hung = best(&["t::a"], &[PYTEST_ITSELF], 5.0);
-        assert!(rerun_ids(&hung).is_none());
+        assert!(rerun_ids(&hung, PYTEST_ITSELF).is_none());
     }
 
     #[test]
     fn a_stopped_measurement_says_so_and_is_never_accepted() {
         use TestOutcome::*;
         let best = best(&["t::a", "t::b"], &["t::c"], 5.0);
-        let rerun = rerun_ids(&best).expect("failing tests");
+        let rerun = rerun_ids(&best, PYTEST_ITSELF).expect("failing tests");
         let run = selected(&[("t::c", Failed)], &["t::a", "t::b", "t::c"]);
         let stop = stop_reason(&best, &rerun, &run, Some(5.0)).expect("certain");
         let lint = LintReport {

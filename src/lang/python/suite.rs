@@ -1,0 +1,161 @@
+//! Python's suite: pytest its runner and pylint its linter, run through
+//! `tools` in the run's sandbox with the run's interpreter. What only they
+//! do lives here, behind [`Suite`]: pylint's results kept by file content
+//! for the whole run ([`LintCache`], keyed by blob ids when the content is
+//! committed), pytest's run of chosen tests (the Judge's early stop), the
+//! import checks that stand in when pytest collects no tests, and what the
+//! environment lacks when the baseline's suite could not run at all.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::Python;
+use crate::cancel::Cancel;
+use crate::lang::suite::{FoundSuite, Rerun, StandIn, Suite, SuiteSetup};
+use crate::lang::Language;
+use crate::pipeline::{ImportCheck, LintReport, Measurement, TestRun};
+use crate::tools::suite::CannotRun;
+use crate::tools::{
+    self, KnownContent, LintCache, LintSettings, PythonEnv, Sandbox, SandboxReport, SelectedRun,
+    TestFiles, TestLimits, ToolError,
+};
+
+/// Python's suite before the run's worktree and interpreter exist: found
+/// for every target, since the interpreter's tools judge any Python file
+/// an accepted change adds (they run only while there is one, see
+/// [`Suite::judges`]).
+#[derive(Debug)]
+pub struct Found;
+
+impl FoundSuite for Found {
+    fn language(&self) -> &'static dyn Language {
+        &Python
+    }
+
+    fn prepare(self: Box<Self>, setup: &SuiteSetup<'_>) -> Result<Box<dyn Suite>, ToolError> {
+        Ok(Box::new(PythonSuite {
+            env: Arc::clone(setup.toolchain),
+            sandbox: Arc::clone(setup.sandbox),
+            lint_cache: LintCache::new(setup.cache_dir),
+        }))
+    }
+}
+
+/// pytest and pylint with the run's interpreter, in the run's sandbox.
+pub struct PythonSuite {
+    env: Arc<PythonEnv>,
+    sandbox: Arc<Sandbox>,
+    /// pylint results by file content, shared by the run's measurements.
+    lint_cache: LintCache,
+}
+
+impl PythonSuite {
+    /// The suite of `env` in `sandbox`, with pylint's results kept in
+    /// `lint_cache`.
+    pub fn new(env: Arc<PythonEnv>, sandbox: Arc<Sandbox>, lint_cache: LintCache) -> Self {
+        Self {
+            env,
+            sandbox,
+            lint_cache,
+        }
+    }
+}
+
+impl Suite for PythonSuite {
+    fn language(&self) -> &'static dyn Language {
+        &Python
+    }
+
+    fn runner(&self) -> &str {
+        Python.test_runner()
+    }
+
+    fn linter(&self) -> &str {
+        Python.linter()
+    }
+
+    fn test(&self, root: &Path, limits: TestLimits, cancel: &Cancel) -> Result<TestRun, ToolError> {
+        tools::run_pytest_with(&self.env, &self.sandbox, root, limits, cancel)
+    }
+
+    fn lint(
+        &self,
+        root: &Path,
+        files: &[String],
+        timeout: Duration,
+        known: Option<&KnownContent>,
+        cancel: &Cancel,
+    ) -> Result<LintReport, ToolError> {
+        tools::run_pylint_on(
+            &self.env,
+            &self.sandbox,
+            tools::LintTarget { root, files, known },
+            &LintSettings::new(timeout),
+            &self.lint_cache,
+            cancel,
+        )
+    }
+
+    fn lints_beside_tests(&self) -> bool {
+        true
+    }
+
+    fn rerun(&self) -> Option<&dyn Rerun> {
+        Some(self)
+    }
+
+    fn stand_in(&self) -> Option<&dyn StandIn> {
+        Some(self)
+    }
+
+    fn cannot_run(
+        &self,
+        root: &Path,
+        worktree: &Path,
+        baseline: &Measurement,
+        files: &[String],
+        tests: &TestFiles,
+    ) -> Option<CannotRun> {
+        super::suite_cannot_run(&self.env, root, worktree, baseline, files, tests)
+    }
+
+    fn baseline_reusable(&self) -> bool {
+        true
+    }
+
+    fn sandbox_report(&self) -> Option<SandboxReport> {
+        None
+    }
+}
+
+impl Rerun for PythonSuite {
+    /// pytest collects the whole suite and deselects the rest (see
+    /// [`tools::run_pytest_only`]).
+    fn run_only(
+        &self,
+        root: &Path,
+        limits: TestLimits,
+        ids: &[String],
+        cancel: &Cancel,
+    ) -> Result<SelectedRun, ToolError> {
+        tools::run_pytest_only(&self.env, &self.sandbox, root, limits, ids, cancel)
+    }
+}
+
+impl StandIn for PythonSuite {
+    fn name(&self) -> &str {
+        "import checks"
+    }
+
+    /// Every module compiles and imports.
+    fn check(
+        &self,
+        root: &Path,
+        sources: &[String],
+        timeout: Duration,
+        cancel: &Cancel,
+    ) -> Result<ImportCheck, ToolError> {
+        tools::check_imports(&self.env, &self.sandbox, root, sources, timeout, cancel)
+    }
+}
