@@ -119,9 +119,10 @@ impl RunWorkspace {
         Ok(())
     }
 
-    /// Keeps the untracked folders `folders` (worktree-relative, `/`) across
-    /// resets: what the run laid in the worktree for its tools (links to
-    /// the user's installed dependencies). Never committed: commits are
+    /// Keeps the untracked folders and files `folders` (worktree-relative,
+    /// `/`) across resets: what the run laid in the worktree for its tools
+    /// (links to the user's installed dependencies, copies of the
+    /// checkout's ignored generated modules). Never committed: commits are
     /// made from proposals, not from the worktree's files.
     pub fn keep_untracked(&mut self, folders: Vec<String>) {
         self.kept = folders;

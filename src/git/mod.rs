@@ -26,6 +26,7 @@ mod clean;
 mod command;
 mod content;
 mod fastforward;
+mod ignored;
 mod layout;
 mod location;
 mod lock;

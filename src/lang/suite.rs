@@ -100,8 +100,9 @@ pub trait Suite: Send + Sync {
     fn baseline_reusable(&self) -> bool {
         false
     }
-    /// The untracked folders it laid in the worktree for its tools (links
-    /// to the user's installed dependencies): kept across resets, never
+    /// The untracked folders and files it laid in the worktree for its
+    /// tools (links to the user's installed dependencies, copies of the
+    /// checkout's ignored generated modules): kept across resets, never
     /// committed.
     fn laid(&self) -> &[PathBuf] {
         &[]
@@ -168,6 +169,10 @@ pub trait FoundSuite: Send + Sync {
 pub struct SuiteSetup<'a> {
     pub checkout: &'a Path,
     pub worktree: &'a Path,
+    /// The checkout's git-ignored files, repo-relative, a folder ignored
+    /// whole as one entry ending in `/` (see `Repo::ignored_paths`): what
+    /// a language may lay in the worktree for its tests.
+    pub ignored: &'a [String],
     /// swarm's cache folder, if any.
     pub cache_dir: Option<&'a Path>,
     /// The run's sandbox policy (writable: the worktree), for a suite

@@ -329,9 +329,12 @@ fn prepare_suites(
             message: m.to_string(),
         })
     };
+    // Unreadable, nothing is laid: the baseline then says what is missing.
+    let ignored = opened.repo.ignored_paths().unwrap_or_default();
     let setup = lang::suite::SuiteSetup {
         checkout: &opened.info.root,
         worktree: ws.path(),
+        ignored: &ignored,
         cache_dir: config.cache_dir.as_deref(),
         policy: &policy,
         toolchain: env,

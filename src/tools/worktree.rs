@@ -48,11 +48,26 @@ pub struct ForeignImport {
     /// The loader's class name (`SourceFileLoader`, an editable finder's…).
     #[serde(default)]
     pub loader: String,
+    /// Why it counts as the project's own file: `checkout` (the user's
+    /// checkout's file, which the worktree also has) or `installed` (a
+    /// copy of a file the worktree has, at the same place in the package).
+    #[serde(default)]
+    pub cause: String,
 }
 
 impl std::fmt::Display for ForeignImport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} from {}", self.module, self.path.display())
+        write!(f, "{} from {}", self.module, self.path.display())?;
+        let through = if self.loader.is_empty() {
+            String::new()
+        } else {
+            format!(", loaded by {}", self.loader)
+        };
+        match self.cause.as_str() {
+            "checkout" => write!(f, " (your checkout's file{through})"),
+            "installed" => write!(f, " (an installed copy of the project's file{through})"),
+            _ => Ok(()),
+        }
     }
 }
 

@@ -16,6 +16,7 @@ use super::Language;
 
 pub mod files;
 pub mod harness;
+pub mod laid;
 pub mod suite;
 
 /// Python: `.py` sources, pytest and pylint.

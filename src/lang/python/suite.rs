@@ -6,7 +6,7 @@
 //! import checks that stand in when pytest collects no tests, and what the
 //! environment lacks when the baseline's suite could not run at all.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,12 +33,51 @@ impl FoundSuite for Found {
         &Python
     }
 
+    /// The suite, with the checkout's ignored files its tests import laid
+    /// in the worktree (see [`super::laid`]), said through `progress`.
     fn prepare(self: Box<Self>, setup: &SuiteSetup<'_>) -> Result<Box<dyn Suite>, ToolError> {
-        Ok(Box::new(PythonSuite {
-            env: Arc::clone(setup.toolchain),
-            sandbox: Arc::clone(setup.sandbox),
-            lint_cache: LintCache::new(setup.cache_dir),
-        }))
+        let done = super::laid::lay(setup.checkout, setup.worktree, setup.ignored)
+            .map_err(|source| ToolError::write(setup.worktree, source))?;
+        tell_laid(&done, setup.progress);
+        let mut suite = PythonSuite::new(
+            Arc::clone(setup.toolchain),
+            Arc::clone(setup.sandbox),
+            LintCache::new(setup.cache_dir),
+        );
+        suite.laid = super::laid::in_worktree(setup.worktree, &done.laid);
+        Ok(Box::new(suite))
+    }
+}
+
+/// Tells the user which ignored files were laid, and which were not for
+/// their size.
+fn tell_laid(done: &super::laid::LaidFiles, progress: &dyn Fn(&str)) {
+    if !done.laid.is_empty() {
+        progress(&format!(
+            "laid {} git-ignored file(s) of your checkout that the project imports into the run's worktree (read-only, never shown to the model nor committed): {}",
+            done.laid.len(),
+            shortened(&done.laid)
+        ));
+    }
+    if !done.over_budget.is_empty() {
+        let names: Vec<String> = done.over_budget.iter().map(|(p, _)| p.clone()).collect();
+        progress(&format!(
+            "not laid in the run's worktree, over the size budget ({} MiB a file, {} MiB in all): {}",
+            super::laid::FILE_BUDGET >> 20,
+            super::laid::TOTAL_BUDGET >> 20,
+            shortened(&names)
+        ));
+    }
+}
+
+/// The first few of `paths`, and how many more.
+fn shortened(paths: &[String]) -> String {
+    let more = paths.len().saturating_sub(5);
+    let shown = paths.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+    if more > 0 {
+        format!("{shown} and {more} more")
+    } else {
+        shown
     }
 }
 
@@ -48,6 +87,8 @@ pub struct PythonSuite {
     sandbox: Arc<Sandbox>,
     /// pylint results by file content, shared by the run's measurements.
     lint_cache: LintCache,
+    /// The checkout's ignored files laid in the worktree.
+    laid: Vec<PathBuf>,
 }
 
 impl PythonSuite {
@@ -58,6 +99,7 @@ impl PythonSuite {
             env,
             sandbox,
             lint_cache,
+            laid: Vec::new(),
         }
     }
 }
@@ -120,8 +162,13 @@ impl Suite for PythonSuite {
         super::suite_cannot_run(&self.env, root, worktree, baseline, files, tests)
     }
 
+    /// Unless ignored files were laid: their content is not in the key.
     fn baseline_reusable(&self) -> bool {
-        true
+        self.laid.is_empty()
+    }
+
+    fn laid(&self) -> &[PathBuf] {
+        &self.laid
     }
 
     fn sandbox_report(&self) -> Option<SandboxReport> {

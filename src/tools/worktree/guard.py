@@ -26,10 +26,22 @@ What it does, in order:
 * a module of the project already imported from elsewhere (by a ``.pth``
   file) is forgotten, to be imported again from the worktree.
 
-At exit, every module that still came from the user's checkout (a file the
-worktree also has) or is the project's but was loaded from outside the
-worktree is written to the report file, one JSON line per process; swarm
-reads it and refuses to judge such a run.
+A submodule of a worktree package that the worktree's folders lack is left
+to the other finders, so the project's own import machinery works as it
+does for the user (toolz's ``tlz`` builds ``tlz.utils`` from
+``toolz.utils`` with a finder of its own); only when what they find is a
+file outside the worktree (the checkout's or an installed copy's) is it
+not found, as the worktree lacks it.
+
+At exit, every module of the project's own files that still came from
+outside the worktree is written to the report file, one JSON line per
+process, with its cause; swarm reads it and refuses to judge such a run.
+A module of the project's own files is one loaded from the user's checkout
+(a file the worktree also has), or a first-party module whose file is a
+copy of one the worktree holds (an installed copy). An alias is not:
+``sys.modules["requests.packages.urllib3"] = urllib3`` (requests'
+``packages.py``) names a third-party module under the project's name, and
+that module's own ``__name__`` says so.
 """
 
 import atexit
@@ -59,6 +71,13 @@ def _inside(path, folder):
 
 def _is_namespace(spec):
     return spec.origin in (None, "namespace") and spec.submodule_search_locations is not None
+
+
+def _is_alias(name, module):
+    """Whether ``sys.modules[name]`` is a module known under another name
+    (``sys.modules["pkg.packages.x"] = x``)."""
+    own = getattr(module, "__name__", None)
+    return isinstance(own, str) and own != name
 
 
 def _root_of(path):
@@ -157,6 +176,8 @@ class _Guard:
             file = getattr(module, "__file__", None)
             if top in _STDLIB or top in _STARTUP or top.startswith("_swarm"):
                 continue
+            if _is_alias(name, module):
+                continue
             if not isinstance(file, str):
                 continue
             real = _real(file)
@@ -173,10 +194,11 @@ class _Guard:
                 del sys.modules[name]
 
     def outside(self):
-        """Modules of the project loaded from outside the worktree."""
+        """Modules of the project's own files loaded from outside the
+        worktree, each with its cause."""
         found = []
         for name, module in list(sys.modules.items()):
-            if name.startswith("_swarm") or name in _STARTUP:
+            if name.startswith("_swarm") or name in _STARTUP or _is_alias(name, module):
                 continue
             file = getattr(module, "__file__", None)
             if not isinstance(file, str):
@@ -184,15 +206,36 @@ class _Guard:
             real = _real(file)
             if self.in_worktree(real):
                 continue
+            loader = getattr(module, "__loader__", None)
+            loader = type(loader).__name__ if loader is not None else ""
             top = name.partition(".")[0]
-            if self.counterpart(real) is not None or top in self.first_party:
-                loader = getattr(module, "__loader__", None)
-                found.append({
-                    "module": name,
-                    "path": real,
-                    "loader": type(loader).__name__ if loader is not None else "",
-                })
+            if self.counterpart(real) is not None:
+                cause = "checkout"
+            elif top in self.first_party and self.copy_of_own_file(name, real):
+                cause = "installed"
+            else:
+                continue
+            found.append({"module": name, "path": real, "loader": loader, "cause": cause})
         return found
+
+    def copy_of_own_file(self, name, real):
+        """Whether ``real``, the file module ``name`` was loaded from, is a
+        copy of a file the worktree holds at the same place in the
+        package (an installed copy of the project)."""
+        parts = name.split(".")
+        base = os.path.basename(real)
+        if base.startswith("__init__."):
+            rel = os.path.join(*(parts + [base]))
+        else:
+            if base.partition(".")[0] != parts[-1]:
+                return False
+            rel = os.path.join(*(parts[:-1] + [base]))
+        if not real.endswith(os.sep + rel):
+            return False
+        for entry in self.worktree_entries() + self.roots:
+            if os.path.exists(os.path.join(entry, rel)):
+                return True
+        return False
 
     def write_report(self):
         if not self.report:
@@ -237,8 +280,31 @@ class _WorktreeFinder:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, locations)
         if spec is None:
-            raise ModuleNotFoundError("No module named %r" % fullname, name=fullname)
+            return self._not_in_worktree(fullname, path, target)
         return spec
+
+    def _not_in_worktree(self, fullname, path, target):
+        """A submodule of a worktree package that its folders lack: what
+        the other finders make of it (a module the project's own finder
+        creates), None when none does, not found when what they find is a
+        file outside the worktree."""
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(fullname, path, target)
+            if spec is None:
+                continue
+            origin = spec.origin
+            if (
+                spec.has_location
+                and isinstance(origin, str)
+                and os.path.isabs(origin)
+                and not self.guard.in_worktree(origin)
+            ):
+                raise ModuleNotFoundError("No module named %r" % fullname, name=fullname)
+            return spec
+        return None
 
     def _moved_to_worktree(self, fullname):
         """The worktree's copy of a top-level module that sys.path finds
