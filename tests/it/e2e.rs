@@ -226,6 +226,7 @@ fn fixes_a_project_without_tests() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("NOT verified by tests"));
 }
 
+mod as_the_user_sees;
 mod as_they_are;
 mod budget;
 mod cache;

@@ -54,7 +54,7 @@ fn src_layout_repo() -> TestRepo {
 /// A virtualenv that sees the machine's pytest and pylint, with the
 /// project installed into it by `pip install -e .` (`extra` are further
 /// pip arguments); its folder.
-fn editable_venv(repo: &TestRepo, extra: &[&str]) -> std::path::PathBuf {
+pub(super) fn editable_venv(repo: &TestRepo, extra: &[&str]) -> std::path::PathBuf {
     let venv = repo.tmp().join("venv");
     let python = crate::support::make_venv(&venv, true);
     let installed = std::process::Command::new(&python)
@@ -215,7 +215,7 @@ fn run_against_fixing_model(repo: &TestRepo) -> (std::process::Output, usize) {
 }
 
 /// The one line swarm's error printed (the message and its hints).
-fn error_line(out: &std::process::Output) -> String {
+pub(super) fn error_line(out: &std::process::Output) -> String {
     let stderr = String::from_utf8_lossy(&out.stderr);
     stderr
         .lines()
