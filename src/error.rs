@@ -346,6 +346,14 @@ impl From<ToolError> for SwarmError {
 impl From<crate::tools::suite::CannotRun> for SwarmError {
     fn from(err: crate::tools::suite::CannotRun) -> Self {
         use crate::tools::suite::MissingPiece;
+        if err
+            .missing
+            .iter()
+            .all(|p| matches!(p, MissingPiece::NotInWorktree { .. }))
+        {
+            // Nothing to install: each piece says what to do.
+            return Self::wrapping(ExitKind::InvalidInput, err);
+        }
         let python = err.python.display().to_string();
         let mut requirements: Vec<String> = Vec::new();
         for piece in &err.missing {

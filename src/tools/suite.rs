@@ -44,6 +44,15 @@ pub enum MissingPiece {
     Distribution { name: String },
     /// pytest stopped with this usage error.
     Usage { line: String },
+    /// A module of the project's own that the user's checkout has (`file`,
+    /// repo-relative) and the run's worktree lacks: `why` swarm did not lay
+    /// it there, `remedy` what the user can do.
+    NotInWorktree {
+        module: String,
+        file: String,
+        why: String,
+        remedy: String,
+    },
 }
 
 impl MissingPiece {
@@ -55,7 +64,9 @@ impl MissingPiece {
             MissingPiece::RequiredPlugins { plugins } => Some(plugins.join(" ")),
             MissingPiece::Module { distribution, .. } => Some(distribution.clone()),
             MissingPiece::Distribution { name } => Some(name.clone()),
-            MissingPiece::Project { .. } | MissingPiece::Usage { .. } => None,
+            MissingPiece::Project { .. }
+            | MissingPiece::Usage { .. }
+            | MissingPiece::NotInWorktree { .. } => None,
         }
     }
 }
@@ -99,6 +110,15 @@ impl std::fmt::Display for MissingPiece {
             ),
             MissingPiece::Distribution { name } => write!(f, "{name} is not installed"),
             MissingPiece::Usage { line } => write!(f, "pytest stopped: {line}"),
+            MissingPiece::NotInWorktree {
+                module,
+                file,
+                why,
+                remedy,
+            } => write!(
+                f,
+                "the module {module} is importable in your checkout ({file}) but not in swarm's worktree: {why}; {remedy}"
+            ),
         }
     }
 }

@@ -14,6 +14,7 @@ use crate::tools::{PythonEnv, TestFiles};
 use super::suite::FoundSuite;
 use super::Language;
 
+pub mod difference;
 pub mod files;
 pub mod harness;
 pub mod laid;

@@ -45,6 +45,7 @@ impl FoundSuite for Found {
             LintCache::new(setup.cache_dir),
         );
         suite.laid = super::laid::in_worktree(setup.worktree, &done.laid);
+        suite.ignored = setup.ignored.to_vec();
         Ok(Box::new(suite))
     }
 }
@@ -89,6 +90,8 @@ pub struct PythonSuite {
     lint_cache: LintCache,
     /// The checkout's ignored files laid in the worktree.
     laid: Vec<PathBuf>,
+    /// The checkout's ignored files and folders, as git listed them.
+    ignored: Vec<String>,
 }
 
 impl PythonSuite {
@@ -100,6 +103,7 @@ impl PythonSuite {
             sandbox,
             lint_cache,
             laid: Vec::new(),
+            ignored: Vec::new(),
         }
     }
 }
@@ -159,7 +163,8 @@ impl Suite for PythonSuite {
         files: &[String],
         tests: &TestFiles,
     ) -> Option<CannotRun> {
-        super::suite_cannot_run(&self.env, root, worktree, baseline, files, tests)
+        self.differs_from_checkout(root, worktree, baseline)
+            .or_else(|| super::suite_cannot_run(&self.env, root, worktree, baseline, files, tests))
     }
 
     /// Unless ignored files were laid: their content is not in the key.
@@ -173,6 +178,34 @@ impl Suite for PythonSuite {
 
     fn sandbox_report(&self) -> Option<SandboxReport> {
         None
+    }
+}
+
+impl PythonSuite {
+    /// The modules the baseline could not import in the worktree that the
+    /// user's checkout has (see [`super::difference`]).
+    fn differs_from_checkout(
+        &self,
+        root: &Path,
+        worktree: &Path,
+        baseline: &Measurement,
+    ) -> Option<CannotRun> {
+        let checkout = self.sandbox.checkout()?;
+        let run = baseline.test_run.as_ref()?;
+        let mut bases = vec![root.to_path_buf(), worktree.to_path_buf()];
+        bases.extend(crate::tools::worktree::source_roots(root, worktree));
+        let sides = super::difference::Sides {
+            checkout,
+            worktree,
+            bases,
+            ignored: &self.ignored,
+        };
+        let missing = super::difference::differences(run, &sides);
+        (!missing.is_empty()).then(|| CannotRun {
+            missing,
+            python: self.env.python.clone(),
+            install: None,
+        })
     }
 }
 

@@ -261,6 +261,11 @@ const SCALE_FIX: &str = "    return [clamp(v * factor, 0, 100) for v in values]\
 /// A package with an extension module built in place by `pip install -e .`
 /// (setuptools runs `build_ext --inplace`): the `.so` is git-ignored.
 fn extension_project() -> Project {
+    extension_project_with(SPEEDUPS_C)
+}
+
+/// [`extension_project`] with `source` its C file.
+fn extension_project_with(source: &str) -> Project {
     let repo = TestRepo::with_files(&[
         (
             "pyproject.toml",
@@ -274,7 +279,7 @@ fn extension_project() -> Project {
              setup(ext_modules=[Extension(\"fastmath._speedups\", [\"fastmath/_speedups.c\"])])\n",
         ),
         (".gitignore", "*.so\n*.egg-info/\nbuild/\n__pycache__/\n"),
-        ("fastmath/_speedups.c", SPEEDUPS_C),
+        ("fastmath/_speedups.c", source),
         (
             "fastmath/__init__.py",
             "\"\"\"Fast arithmetic.\"\"\"\n\nfrom ._speedups import clamp\nfrom .scale import scale\n\n\
@@ -571,4 +576,40 @@ fn own_finder_project() -> Project {
 #[test]
 fn a_virtual_subpackage_the_project_own_finder_creates_loads_as_for_the_user() {
     own_finder_project().judged_as_the_user_sees_it();
+}
+
+#[test]
+fn a_difference_swarm_cannot_remove_stops_before_any_model_call() {
+    // The same extension, with 33 MiB of tables compiled in: over the size
+    // swarm copies into its worktree. The user's pytest imports it; the
+    // worktree cannot.
+    let project = extension_project_with(&format!(
+        "{SPEEDUPS_C}\n__attribute__((used)) static const char tables[33 * 1024 * 1024] = {{1}};\n"
+    ));
+    let repo = &project.repo;
+    let start = repo.head();
+    let expected = user_pytest(repo, &project.venv);
+    assert_eq!(expected.get("tests/test_scale.py::test_clamp").map(String::as_str), Some("PASSED"));
+    let server = fixing_model(project.file, project.fix);
+    let venv = project.venv.to_string_lossy().into_owned();
+    let out = run_with_model(repo, &server, &["--max-iterations", "2"], &[("VIRTUAL_ENV", &venv)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(server.requests().len(), 0, "no model request");
+    let line = error_line(&out);
+    assert!(
+        line.contains("the module fastmath._speedups is importable in your checkout (fastmath/_speedups.")
+            && line.contains("but not in swarm's worktree: it is git-ignored and 33 MiB, over the 32 MiB")
+            && line.contains("build it smaller"),
+        "{line}"
+    );
+    assert_eq!(stderr.lines().filter(|l| l.starts_with("swarm: error")).count(), 1, "{stderr}");
+    assert_eq!(repo.head(), start);
+    let doctor = project.doctor();
+    let report = String::from_utf8_lossy(&doctor.stdout);
+    if std::env::var_os("SKIP_DOCTOR").is_none() {
+        assert_eq!(doctor.status.code(), Some(1), "{report}");
+        assert!(report.contains("tests/test_scale.py::test_clamp"), "{report}");
+        assert!(report.contains("fastmath._speedups"), "{report}");
+    }
 }
