@@ -3,6 +3,7 @@
 
 mod config_cmd;
 mod demo;
+mod doctor;
 mod hook;
 mod printer;
 mod progress;
@@ -45,6 +46,10 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Print the effective settings and where each came from (keys masked).
     Config(RunArgs),
+    /// Tell, without a model and without changing the repository, whether swarm judges this
+    /// project as your own test runner does: tools found, tests in swarm's view beside a copy of
+    /// your checkout, every test that differs and why, what a run never shows the model.
+    Doctor(RunArgs),
     /// Run from a git hook: a dry run (result left on swarm/<run>/best), 3 rounds, no lock wait,
     /// log under the git directory; exits 0 unless SWARM_HOOK_BLOCK=1.
     Hook(RunArgs),
@@ -238,6 +243,7 @@ pub fn main() -> ExitCode {
             Some(Command::Run(args)) => run::execute(args, &printer).await,
             Some(Command::Demo(args)) => demo::execute(args, &printer).await,
             Some(Command::Config(args)) => config_cmd::execute(&args),
+            Some(Command::Doctor(args)) => doctor::execute(&args, cli.quiet),
             Some(Command::Hook(args)) => hook::execute(args, &printer).await,
             Some(Command::Completions { shell }) => {
                 use clap::CommandFactory;

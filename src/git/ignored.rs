@@ -2,10 +2,14 @@
 //! where a language finds what its tests import that git does not track
 //! (generated version modules, extension modules built in place). Only the
 //! listing lives here; what is laid in a worktree, and how, is the
-//! language's to decide.
+//! language's to decide. And `HEAD`'s files written to a folder outside
+//! the repository, with no ref, index or admin entry made: what
+//! `swarm doctor` measures as a run's worktree would hold it.
+
+use std::path::Path;
 
 use super::command::GitCommand;
-use super::{GitError, Repo};
+use super::{FileKind, GitError, Repo};
 
 impl Repo {
     /// The ignored files and folders of the working tree, repo-relative
@@ -31,6 +35,40 @@ impl Repo {
         paths.sort();
         Ok(paths)
     }
+
+    /// Writes the regular and executable files of `HEAD`'s tree into
+    /// `dest` (a folder outside the repository), as a fresh checkout would
+    /// (symbolic links and submodules left out); the repository is not
+    /// written.
+    pub fn write_head_files(&self, dest: &Path) -> Result<(), GitError> {
+        let head = &self.info().head;
+        for (path, kind) in self.tree_files(head)? {
+            if !matches!(kind, FileKind::Regular | FileKind::Executable) {
+                continue;
+            }
+            let Some(content) = self.file_at(head, &path)? else {
+                continue;
+            };
+            let to = dest.join(&path);
+            if let Some(folder) = to.parent() {
+                std::fs::create_dir_all(folder).map_err(|e| GitError::io("create", folder, e))?;
+            }
+            std::fs::write(&to, content).map_err(|e| GitError::io("write", &to, e))?;
+            if kind == FileKind::Executable {
+                use std::os::unix::fs::PermissionsExt;
+                let mode = std::fs::Permissions::from_mode(0o755);
+                std::fs::set_permissions(&to, mode).map_err(|e| GitError::io("chmod", &to, e))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `git --version`'s words (`git version 2.43.0`), or `None` when git
+/// does not start.
+pub fn version() -> Option<String> {
+    let out = GitCommand::new(Path::new(".")).arg("--version").run().ok()?;
+    Some(out.stdout.trim().to_string())
 }
 
 #[cfg(test)]
@@ -70,5 +108,10 @@ mod tests {
             repo.ignored_paths().unwrap(),
             vec![".venv/", "pkg/_fast.cpython-311.so", "pkg/_version.py"]
         );
+        let out = tempfile::tempdir().unwrap();
+        repo.write_head_files(out.path()).unwrap();
+        assert!(out.path().join("pkg/__init__.py").is_file());
+        assert!(out.path().join(".gitignore").is_file());
+        assert!(!out.path().join("pkg/_version.py").exists());
     }
 }

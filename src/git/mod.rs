@@ -43,6 +43,7 @@ mod workspace;
 pub use clean::{CleanRefusal, Cleaned};
 pub use command::SCRUBBED_ENV;
 pub use content::blob_id;
+pub use ignored::version as git_version;
 pub use fastforward::{run_id_of_branch, take_command, undo_command};
 pub use layout::{pre_ff_ref, undone_ref};
 pub use lock::{RepoLock, REPO_LOCK};

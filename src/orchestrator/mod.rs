@@ -21,6 +21,7 @@
 mod attempt;
 mod audit;
 mod deliver;
+pub mod doctor;
 mod held_out;
 mod plan;
 mod record;
