@@ -46,7 +46,10 @@ fn report(checkup: &Checkup) -> Vec<String> {
     lines.push(format!("your checkout: {}", counts(&checkup.checkout)));
     lines.extend(failing(&checkup.checkout));
     if checkup.differences.is_empty() {
-        lines.push("no difference: every test has the same outcome in swarm's view as in your checkout".to_string());
+        lines.push(
+            "no difference: every test has the same outcome in swarm's view as in your checkout"
+                .to_string(),
+        );
     } else {
         lines.push(format!("{} test(s) differ:", checkup.differences.len()));
         lines.extend(checkup.differences.iter().map(difference));
@@ -91,7 +94,11 @@ fn failing(runs: &[TestRun]) -> Vec<String> {
         .filter(|c| !matches!(c.outcome, TestOutcome::Passed | TestOutcome::Skipped))
         .map(|c| c.id.as_str())
         .collect();
-    let mut lines: Vec<String> = ids.iter().take(10).map(|id| format!("  not passed: {id}")).collect();
+    let mut lines: Vec<String> = ids
+        .iter()
+        .take(10)
+        .map(|id| format!("  not passed: {id}"))
+        .collect();
     if ids.len() > 10 {
         lines.push(format!("  and {} more", ids.len() - 10));
     }
@@ -100,7 +107,9 @@ fn failing(runs: &[TestRun]) -> Vec<String> {
 
 fn difference(d: &Difference) -> String {
     let outcome = |o: Option<TestOutcome>| {
-        o.map_or("not collected".to_string(), |o| format!("{o:?}").to_lowercase())
+        o.map_or("not collected".to_string(), |o| {
+            format!("{o:?}").to_lowercase()
+        })
     };
     format!(
         "  {}: {} in swarm's view, {} in your checkout: {}",

@@ -67,7 +67,10 @@ impl Repo {
 /// `git --version`'s words (`git version 2.43.0`), or `None` when git
 /// does not start.
 pub fn version() -> Option<String> {
-    let out = GitCommand::new(Path::new(".")).arg("--version").run().ok()?;
+    let out = GitCommand::new(Path::new("."))
+        .arg("--version")
+        .run()
+        .ok()?;
     Some(out.stdout.trim().to_string())
 }
 
@@ -82,7 +85,11 @@ mod tests {
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .output()
             .unwrap();
-        assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+        assert!(
+            ok.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ok.stderr)
+        );
     }
 
     #[test]
@@ -101,7 +108,15 @@ mod tests {
         git(root, &["add", ".gitignore", "pkg/__init__.py"]);
         git(
             root,
-            &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start"],
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-qm",
+                "start",
+            ],
         );
         let repo = Repo::open(root).unwrap().unwrap();
         assert_eq!(

@@ -112,7 +112,10 @@ pub fn check(config: &RunConfig, progress: &dyn Fn(&str)) -> Result<Checkup, Swa
         .prefix("swarm-doctor-")
         .tempdir()
         .map_err(|e| SwarmError::internal("cannot make a scratch folder").caused_by(e))?;
-    let base = scratch.path().canonicalize().unwrap_or_else(|_| scratch.path().into());
+    let base = scratch
+        .path()
+        .canonicalize()
+        .unwrap_or_else(|_| scratch.path().into());
     let ignored = repo.ignored_paths()?;
     let views = Views {
         config,
@@ -133,7 +136,9 @@ pub fn check(config: &RunConfig, progress: &dyn Fn(&str)) -> Result<Checkup, Swa
     let copy = views.measure(&copy_dir, &base.join("scratch-checkout"), &mut Vec::new())?;
     for runner in &swarm.runners {
         if !checkup.tools.iter().any(|(t, _)| t == runner) {
-            checkup.tools.push(("test runner".to_string(), runner.clone()));
+            checkup
+                .tools
+                .push(("test runner".to_string(), runner.clone()));
         }
     }
     checkup.laid = swarm.laid.clone();
@@ -194,7 +199,11 @@ impl Views<'_> {
         sandbox.set_checkout(self.checkout);
         let sandbox = Arc::new(sandbox);
         let said = Mutex::new(Vec::new());
-        let progress = |m: &str| said.lock().unwrap_or_else(|e| e.into_inner()).push(m.to_string());
+        let progress = |m: &str| {
+            said.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(m.to_string())
+        };
         let cancel = Cancel::new();
         let setup = lang::suite::SuiteSetup {
             checkout: self.checkout,
@@ -322,7 +331,8 @@ fn copy_checkout(from: &Path, to: &Path) -> std::io::Result<()> {
         if kind.is_symlink() {
             std::os::unix::fs::symlink(std::fs::read_link(&source)?, &dest)?;
         } else if kind.is_dir() {
-            let skipped = NOT_COPIED.iter().any(|n| name == *n) || source.join("pyvenv.cfg").exists();
+            let skipped =
+                NOT_COPIED.iter().any(|n| name == *n) || source.join("pyvenv.cfg").exists();
             if !skipped {
                 copy_checkout(&source, &dest)?;
             }
@@ -351,7 +361,11 @@ mod tests {
         let swarm = TestRun {
             cases: vec![
                 case("t.py::a", TestOutcome::Passed, ""),
-                case("t.py::b", TestOutcome::Error, "ModuleNotFoundError: No module named 'p._v'\nmore"),
+                case(
+                    "t.py::b",
+                    TestOutcome::Error,
+                    "ModuleNotFoundError: No module named 'p._v'\nmore",
+                ),
             ],
             ..TestRun::default()
         };

@@ -51,7 +51,9 @@ fn difference(module: &str, sides: &Sides<'_>) -> Option<MissingPiece> {
         let Ok(rel_base) = base.strip_prefix(sides.worktree) else {
             continue;
         };
-        let folder = package.iter().fold(rel_base.to_path_buf(), |p, s| p.join(s));
+        let folder = package
+            .iter()
+            .fold(rel_base.to_path_buf(), |p, s| p.join(s));
         let Some(rel) = module_file(&sides.checkout.join(&folder), last) else {
             continue;
         };
@@ -90,9 +92,10 @@ fn module_file(folder: &Path, name: &str) -> Option<PathBuf> {
 /// Why swarm did not lay `file` (repo-relative) in its worktree, and what
 /// the user can do.
 fn reason(file: &str, sides: &Sides<'_>) -> (String, String) {
-    let ignored = sides.ignored.iter().any(|i| {
-        i == file || (i.ends_with('/') && file.starts_with(i.as_str()))
-    });
+    let ignored = sides
+        .ignored
+        .iter()
+        .any(|i| i == file || (i.ends_with('/') && file.starts_with(i.as_str())));
     if !ignored {
         return (
             "it is not committed, and swarm judges the committed files".to_string(),
@@ -138,7 +141,11 @@ mod tests {
         for root in [c, w] {
             write(root, "src/pkg/__init__.py", 1);
         }
-        write(c, "src/pkg/_fast.cpython-311-x86_64-linux-gnu.so", super::super::laid::FILE_BUDGET + 1);
+        write(
+            c,
+            "src/pkg/_fast.cpython-311-x86_64-linux-gnu.so",
+            super::super::laid::FILE_BUDGET + 1,
+        );
         write(c, "src/pkg/draft.py", 1);
         let ignored = vec!["src/pkg/_fast.cpython-311-x86_64-linux-gnu.so".to_string()];
         let sides = Sides {

@@ -76,7 +76,7 @@ pub fn wanted(checkout: &Path, worktree: &Path, ignored: &[String]) -> Vec<(Stri
         .filter(|rel| importable(rel) && in_package(worktree, rel, is_extension(rel)))
         .filter_map(|rel| {
             let meta = checkout.join(&rel).symlink_metadata().ok()?;
-            meta.is_file().then(|| (rel, meta.len()))
+            meta.is_file().then_some((rel, meta.len()))
         })
         .collect();
     found.sort();
@@ -235,7 +235,10 @@ mod tests {
                 "tools/_accel.so",
             ]
         );
-        assert_eq!(std::fs::read_to_string(w.join("src/pkg/_version.py")).unwrap(), "x = 1\n");
+        assert_eq!(
+            std::fs::read_to_string(w.join("src/pkg/_version.py")).unwrap(),
+            "x = 1\n"
+        );
         let meta = std::fs::symlink_metadata(w.join("src/pkg/_version.py")).unwrap();
         assert!(meta.file_type().is_file() && meta.permissions().readonly());
         assert!(!w.join("build").exists() && !w.join(".venv").exists());
@@ -254,7 +257,10 @@ mod tests {
         big.set_len(FILE_BUDGET + 1).unwrap();
         let done = lay(c, w, &["pkg/_huge.so".to_string()]).unwrap();
         assert!(done.laid.is_empty());
-        assert_eq!(done.over_budget, vec![("pkg/_huge.so".to_string(), FILE_BUDGET + 1)]);
+        assert_eq!(
+            done.over_budget,
+            vec![("pkg/_huge.so".to_string(), FILE_BUDGET + 1)]
+        );
         assert!(!w.join("pkg/_huge.so").exists());
     }
 }

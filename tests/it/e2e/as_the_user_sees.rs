@@ -64,16 +64,18 @@ fn swarm_baseline(repo: &TestRepo) -> BTreeMap<String, String> {
 /// The checkout's ignored files (outside the virtualenv and caches) with
 /// their content.
 fn ignored_files(repo: &TestRepo) -> BTreeMap<String, Vec<u8>> {
-    repo.git(&[
-        "ls-files",
-        "--others",
-        "--ignored",
-        "--exclude-standard",
-    ])
-    .lines()
-    .filter(|p| !p.contains("__pycache__") && !p.starts_with("venv/") && !p.contains(".egg-info"))
-    .map(|p| (p.to_string(), std::fs::read(repo.root.join(p)).expect("read")))
-    .collect()
+    repo.git(&["ls-files", "--others", "--ignored", "--exclude-standard"])
+        .lines()
+        .filter(|p| {
+            !p.contains("__pycache__") && !p.starts_with("venv/") && !p.contains(".egg-info")
+        })
+        .map(|p| {
+            (
+                p.to_string(),
+                std::fs::read(repo.root.join(p)).expect("read"),
+            )
+        })
+        .collect()
 }
 
 /// A project under test: its repository, virtualenv, the buggy file and
@@ -113,7 +115,12 @@ impl Project {
 
         let doctor = self.doctor();
         let report = String::from_utf8_lossy(&doctor.stdout);
-        assert_eq!(doctor.status.code(), Some(0), "{report}\n{}", String::from_utf8_lossy(&doctor.stderr));
+        assert_eq!(
+            doctor.status.code(),
+            Some(0),
+            "{report}\n{}",
+            String::from_utf8_lossy(&doctor.stderr)
+        );
         assert!(report.contains("no difference"), "{report}");
         assert_eq!(repo.head(), start);
         assert!(repo.git(&["status", "--porcelain"]).is_empty());
@@ -137,7 +144,11 @@ impl Project {
                 .map(|(id, o)| (id.clone(), o != "PASSED"))
                 .collect::<BTreeMap<_, _>>()
         };
-        assert_eq!(failing_only(&swarm_baseline(repo)), failing_only(&expected), "{stderr}");
+        assert_eq!(
+            failing_only(&swarm_baseline(repo)),
+            failing_only(&expected),
+            "{stderr}"
+        );
         // The fix is delivered; nothing ignored is committed or changed.
         assert_ne!(repo.head(), start);
         let fixed = (self.fix)(&String::from_utf8_lossy(
@@ -151,9 +162,19 @@ impl Project {
         assert_eq!(repo.read(self.file), fixed);
         let committed = repo.git(&["diff", "--name-only", &start, "HEAD"]);
         assert_eq!(committed, self.file, "only the fix is committed");
-        assert_eq!(ignored_files(repo), ignored, "the ignored files are as they were");
+        assert_eq!(
+            ignored_files(repo),
+            ignored,
+            "the ignored files are as they were"
+        );
         assert!(repo.git(&["status", "--porcelain"]).is_empty());
-        assert_eq!(user_pytest(repo, &self.venv).values().filter(|o| *o != "PASSED").count(), 0);
+        assert_eq!(
+            user_pytest(repo, &self.venv)
+                .values()
+                .filter(|o| *o != "PASSED")
+                .count(),
+            0
+        );
     }
 }
 
@@ -209,20 +230,29 @@ build-backend = \"setuptools.build_meta\"\n\n[project]\nname = \"humane\"\nversi
     Project {
         repo,
         venv,
-        file: if src_layout { "src/humane/number.py" } else { "humane/number.py" },
+        file: if src_layout {
+            "src/humane/number.py"
+        } else {
+            "humane/number.py"
+        },
         fix: |t| t.replace(ORDINAL_BUG, ORDINAL_FIX),
     }
 }
 
 #[test]
 fn a_generated_version_module_hatch_vcs_wrote_is_in_the_judged_worktree() {
-    version_project(true, HATCH_VCS_VERSION, "from ._version import __version__").judged_as_the_user_sees_it();
+    version_project(true, HATCH_VCS_VERSION, "from ._version import __version__")
+        .judged_as_the_user_sees_it();
 }
 
 #[test]
 fn a_generated_version_module_setuptools_scm_wrote_is_in_the_judged_worktree() {
-    version_project(false, SCM_VERSION, "from ._version import version as __version__")
-        .judged_as_the_user_sees_it();
+    version_project(
+        false,
+        SCM_VERSION,
+        "from ._version import version as __version__",
+    )
+    .judged_as_the_user_sees_it();
 }
 
 /// An extension module: `clamp` in C.
@@ -298,8 +328,17 @@ fn extension_project_with(source: &str) -> Project {
         ),
     ]);
     let venv = editable_venv(&repo, &[]);
-    let built = repo.git(&["ls-files", "--others", "--ignored", "--exclude-standard", "fastmath"]);
-    assert!(built.contains("_speedups.") && built.contains(".so"), "built in place: {built}");
+    let built = repo.git(&[
+        "ls-files",
+        "--others",
+        "--ignored",
+        "--exclude-standard",
+        "fastmath",
+    ]);
+    assert!(
+        built.contains("_speedups.") && built.contains(".so"),
+        "built in place: {built}"
+    );
     Project {
         repo,
         venv,
@@ -492,7 +531,8 @@ sys.meta_path.append(tlz_loader)
 tlz_loader.exec_module(sys.modules['tlz'])
 "#;
 
-const TLZ_INIT: &str = "\"\"\"``tlz`` mirrors the ``toolz`` API and uses ``cytoolz`` if possible.\n\n\
+const TLZ_INIT: &str =
+    "\"\"\"``tlz`` mirrors the ``toolz`` API and uses ``cytoolz`` if possible.\n\n\
 The ``tlz`` package is installed when ``toolz`` is installed.  It provides\n\
 a convenient way to use functions from ``cytoolz``--a faster Cython\n\
 implementation of ``toolz``--if it is installed, otherwise it uses\n\
@@ -587,25 +627,47 @@ fn a_difference_swarm_cannot_remove_stops_before_any_model_call() {
     let repo = &project.repo;
     let start = repo.head();
     let expected = user_pytest(repo, &project.venv);
-    assert_eq!(expected.get("tests/test_scale.py::test_clamp").map(String::as_str), Some("PASSED"));
+    assert_eq!(
+        expected
+            .get("tests/test_scale.py::test_clamp")
+            .map(String::as_str),
+        Some("PASSED")
+    );
     let server = fixing_model(project.file, project.fix);
     let venv = project.venv.to_string_lossy().into_owned();
-    let out = run_with_model(repo, &server, &["--max-iterations", "2"], &[("VIRTUAL_ENV", &venv)]);
+    let out = run_with_model(
+        repo,
+        &server,
+        &["--max-iterations", "2"],
+        &[("VIRTUAL_ENV", &venv)],
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert_eq!(server.requests().len(), 0, "no model request");
     let line = error_line(&out);
     assert!(
-        line.contains("the module fastmath._speedups is importable in your checkout (fastmath/_speedups.")
-            && line.contains("but not in swarm's worktree: it is git-ignored and 33 MiB, over the 32 MiB")
+        line.contains(
+            "the module fastmath._speedups is importable in your checkout (fastmath/_speedups."
+        ) && line
+            .contains("but not in swarm's worktree: it is git-ignored and 33 MiB, over the 32 MiB")
             && line.contains("build it smaller"),
         "{line}"
     );
-    assert_eq!(stderr.lines().filter(|l| l.starts_with("swarm: error")).count(), 1, "{stderr}");
+    assert_eq!(
+        stderr
+            .lines()
+            .filter(|l| l.starts_with("swarm: error"))
+            .count(),
+        1,
+        "{stderr}"
+    );
     assert_eq!(repo.head(), start);
     let doctor = project.doctor();
     let report = String::from_utf8_lossy(&doctor.stdout);
     assert_eq!(doctor.status.code(), Some(1), "{report}");
-    assert!(report.contains("tests/test_scale.py::test_clamp"), "{report}");
+    assert!(
+        report.contains("tests/test_scale.py::test_clamp"),
+        "{report}"
+    );
     assert!(report.contains("fastmath._speedups"), "{report}");
 }
