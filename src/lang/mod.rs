@@ -33,6 +33,12 @@ pub use suite::Suite;
 /// behaviour check and the Tester run with it.
 pub type Toolchain = crate::tools::PythonEnv;
 
+/// The interpreter and the tools of a [`Toolchain`], each with its version
+/// (or path), for a user to read.
+pub fn toolchain_versions(env: &Toolchain) -> Vec<(String, String)> {
+    python::tool_versions(env)
+}
+
 /// One language swarm handles: its files, its tools' names, its prompt
 /// wording. Path questions take target-relative paths with `/`.
 pub trait Language: Sync {

@@ -70,17 +70,9 @@ pub struct Difference {
     pub why: String,
 }
 
-/// Folder names not copied into the checkout's view.
-const NOT_COPIED: &[&str] = &[
-    ".git",
-    "node_modules",
-    "__pycache__",
-    ".pytest_cache",
-    ".mypy_cache",
-    ".ruff_cache",
-    ".tox",
-    ".nox",
-];
+/// Folder names not copied into the checkout's view (besides any
+/// `*_cache` folder and virtualenvs).
+const NOT_COPIED: &[&str] = &[".git", "node_modules", "__pycache__", ".tox", ".nox"];
 
 /// Checks the project at `config.target` (see the module doc); `progress`
 /// tells what it does.
@@ -153,12 +145,9 @@ pub fn check(config: &RunConfig, progress: &dyn Fn(&str)) -> Result<Checkup, Swa
 /// git, the interpreter and its tools, with their versions.
 fn tools_of(env: &Toolchain) -> Vec<(String, String)> {
     let git = crate::git::git_version().unwrap_or_else(|| "not found".to_string());
-    vec![
-        ("git".to_string(), git),
-        ("python".to_string(), env.python.display().to_string()),
-        ("pytest".to_string(), env.pytest_version.clone()),
-        ("pylint".to_string(), env.pylint_version.clone()),
-    ]
+    let mut tools = vec![("git".to_string(), git)];
+    tools.extend(lang::toolchain_versions(env));
+    tools
 }
 
 /// What both views share.
@@ -318,8 +307,9 @@ fn differences(swarm: &[TestRun], checkout: &[TestRun]) -> Vec<Difference> {
 }
 
 /// Copies the checkout at `from` into `to`: every file, ignored ones
-/// included, but the folders of [`NOT_COPIED`] and virtualenvs (a folder
-/// holding `pyvenv.cfg`); symbolic links are copied as links.
+/// included, but the folders of [`NOT_COPIED`], tools' caches (`*_cache`)
+/// and virtualenvs (a folder holding `pyvenv.cfg`); symbolic links are
+/// copied as links.
 fn copy_checkout(from: &Path, to: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(to)?;
     for entry in std::fs::read_dir(from)? {
@@ -331,8 +321,9 @@ fn copy_checkout(from: &Path, to: &Path) -> std::io::Result<()> {
         if kind.is_symlink() {
             std::os::unix::fs::symlink(std::fs::read_link(&source)?, &dest)?;
         } else if kind.is_dir() {
-            let skipped =
-                NOT_COPIED.iter().any(|n| name == *n) || source.join("pyvenv.cfg").exists();
+            let skipped = NOT_COPIED.iter().any(|n| name == *n)
+                || name.to_string_lossy().ends_with("_cache")
+                || source.join("pyvenv.cfg").exists();
             if !skipped {
                 copy_checkout(&source, &dest)?;
             }

@@ -155,6 +155,15 @@ impl Language for Python {
     }
 }
 
+/// The interpreter, pytest and pylint, with their versions.
+pub fn tool_versions(env: &PythonEnv) -> Vec<(String, String)> {
+    vec![
+        ("python".to_string(), env.python.display().to_string()),
+        ("pytest".to_string(), env.pytest_version.clone()),
+        ("pylint".to_string(), env.pylint_version.clone()),
+    ]
+}
+
 /// What the behaviour check and the Tester load of Python's files (see
 /// [`super::beyond`]).
 struct Modules;
