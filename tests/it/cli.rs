@@ -239,7 +239,12 @@ fn a_toml_syntax_error_shows_the_line_and_a_caret_under_the_column() {
 #[test]
 fn a_mistyped_subcommand_gets_did_you_mean_and_flags_still_run() {
     let repo = TestRepo::with_files(&[("a.py", "x = 1\n")]);
-    for (typo, meant) in [("demoo", "demo"), ("confg", "config"), ("undoo", "undo")] {
+    for (typo, meant) in [
+        ("demmo", "demo"),
+        ("confg", "config"),
+        ("unddo", "undo"),
+        ("doctr", "doctor"),
+    ] {
         let out = swarm(&repo, &[typo], &[KEY]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{stderr}");
