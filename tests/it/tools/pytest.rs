@@ -378,3 +378,70 @@ fn code_loaded_from_the_checkout_is_refused_loudly_never_judged() {
         "{text}"
     );
 }
+
+/// A sandbox for `worktree` that can read `readable` and stands for the
+/// checkout `checkout`.
+fn sandbox_reading(
+    worktree: &std::path::Path,
+    readable: &std::path::Path,
+    checkout: &std::path::Path,
+) -> swarm::tools::Sandbox {
+    let mut policy = SandboxPolicy::for_worktree(worktree);
+    policy.readable = vec![readable.to_path_buf()];
+    let mut sandbox =
+        swarm::tools::Sandbox::new(policy, &system_env()).expect("the sandbox can be set up");
+    sandbox.set_checkout(checkout);
+    sandbox
+}
+
+#[test]
+fn a_third_party_module_aliased_into_the_project_namespace_is_not_refused() {
+    // requests' packages.py: `sys.modules["requests.packages.x"] = x`.
+    let dir = checkout_and_worktree(
+        "import json\nimport sys\n\nimport calc\n\nsys.modules['calc.packages.json'] = json\n\
+         calc.packages_json = json\n\n\ndef test_add():\n    assert calc.add(2, 3) == 5\n",
+    );
+    let worktree = dir.path().join("worktree");
+    let sandbox = sandbox_reading(&worktree, dir.path(), &dir.path().join("checkout"));
+    let run = run_pytest(
+        &system_env(),
+        &sandbox,
+        &worktree,
+        Duration::from_secs(120),
+        &Cancel::new(),
+    )
+    .expect("not refused: json is no file of the project");
+    assert_eq!(run.exit_code, Some(0), "{}", run.output);
+}
+
+#[test]
+fn an_installed_copy_of_a_project_file_is_refused_with_its_cause() {
+    // A copy of the package elsewhere (as a regular install puts one in
+    // site-packages), loaded under the project's own name.
+    let dir = checkout_and_worktree(
+        "import importlib.util\nimport pathlib\nimport sys\n\n\
+         ROOT = pathlib.Path(__file__).resolve().parents[2] / 'installed' / 'calc' / 'ops.py'\n\
+         SPEC = importlib.util.spec_from_file_location('calc.ops', ROOT)\n\
+         OPS = importlib.util.module_from_spec(SPEC)\nsys.modules['calc.ops'] = OPS\n\
+         SPEC.loader.exec_module(OPS)\nimport calc\n\n\ndef test_add():\n    assert OPS.add(2, 3) == 5\n",
+    );
+    let installed = dir.path().join("installed/calc");
+    std::fs::create_dir_all(&installed).expect("mkdir");
+    std::fs::write(installed.join("ops.py"), CALC).expect("write");
+    let worktree = dir.path().join("worktree");
+    let sandbox = sandbox_reading(&worktree, dir.path(), &dir.path().join("checkout"));
+    let err = run_pytest(
+        &system_env(),
+        &sandbox,
+        &worktree,
+        Duration::from_secs(120),
+        &Cancel::new(),
+    )
+    .expect_err("the run is refused");
+    let text = err.to_string();
+    assert!(
+        text.contains("calc.ops from")
+            && text.contains("installed/calc/ops.py (an installed copy of the project's file"),
+        "{text}"
+    );
+}
