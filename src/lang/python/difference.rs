@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::pipeline::TestRun;
+use crate::pipeline::{ImportCheck, TestRun};
 use crate::tools::suite::MissingPiece;
 use crate::tools::Symptom;
 
@@ -26,14 +26,29 @@ pub struct Sides<'a> {
     pub ignored: &'a [String],
 }
 
-/// The modules the baseline `run` could not import in the worktree whose
-/// file the checkout has, each as a [`MissingPiece::NotInWorktree`].
-pub fn differences(run: &TestRun, sides: &Sides<'_>) -> Vec<MissingPiece> {
+/// The modules the baseline's tests (`run`) or, without tests, its import
+/// checks (`check`) could not import in the worktree whose file the
+/// checkout has, each as a [`MissingPiece::NotInWorktree`].
+pub fn differences(
+    run: Option<&TestRun>,
+    check: Option<&ImportCheck>,
+    sides: &Sides<'_>,
+) -> Vec<MissingPiece> {
+    let mut modules: Vec<String> = run
+        .map(crate::tools::pytest_symptoms)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|symptom| match symptom {
+            Symptom::MissingModule { module, .. } => Some(module),
+            _ => None,
+        })
+        .collect();
+    let named = regex::Regex::new(r"No module named '([^']+)'").expect("a valid pattern");
+    for (_, problem) in check.map_or(&[][..], |c| c.import_errors.as_slice()) {
+        modules.extend(named.captures(problem).map(|found| found[1].to_string()));
+    }
     let mut found: Vec<MissingPiece> = Vec::new();
-    for symptom in crate::tools::pytest_symptoms(run) {
-        let Symptom::MissingModule { module, .. } = symptom else {
-            continue;
-        };
+    for module in modules {
         if let Some(piece) = difference(&module, sides) {
             if !found.contains(&piece) {
                 found.push(piece);
@@ -164,6 +179,19 @@ mod tests {
             panic!("a difference");
         };
         assert!(why.contains("not committed"), "{why}");
+        // Without tests, the import checks say it the same way.
+        let check = ImportCheck {
+            import_errors: vec![(
+                "src/pkg/__init__.py".to_string(),
+                "ModuleNotFoundError: No module named 'pkg.draft'".to_string(),
+            )],
+            ..ImportCheck::default()
+        };
+        let found = differences(None, Some(&check), &sides);
+        assert!(
+            matches!(found.as_slice(), [MissingPiece::NotInWorktree { file, .. }] if file == "src/pkg/draft.py"),
+            "{found:?}"
+        );
         // A module neither side has is the code's to fix.
         assert_eq!(difference("pkg.typo", &sides), None);
         assert_eq!(difference("pkg", &sides), None);

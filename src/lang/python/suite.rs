@@ -191,7 +191,6 @@ impl PythonSuite {
         baseline: &Measurement,
     ) -> Option<CannotRun> {
         let checkout = self.sandbox.checkout()?;
-        let run = baseline.test_run.as_ref()?;
         let mut bases = vec![root.to_path_buf(), worktree.to_path_buf()];
         bases.extend(crate::tools::worktree::source_roots(root, worktree));
         let sides = super::difference::Sides {
@@ -200,7 +199,11 @@ impl PythonSuite {
             bases,
             ignored: &self.ignored,
         };
-        let missing = super::difference::differences(run, &sides);
+        let missing = super::difference::differences(
+            baseline.test_run.as_ref(),
+            baseline.import_check.as_ref(),
+            &sides,
+        );
         (!missing.is_empty()).then(|| CannotRun {
             missing,
             python: self.env.python.clone(),
