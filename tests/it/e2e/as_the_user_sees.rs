@@ -125,6 +125,16 @@ impl Project {
         assert_eq!(repo.head(), start);
         assert!(repo.git(&["status", "--porcelain"]).is_empty());
         assert_eq!(repo.git(&["branch", "--list", "swarm/*"]), "");
+        assert_eq!(
+            repo.git(&["worktree", "list"]).lines().count(),
+            1,
+            "no worktree made"
+        );
+        assert_eq!(
+            ignored_files(repo),
+            ignored,
+            "the doctor changed no ignored file"
+        );
 
         let server = fixing_model(self.file, self.fix);
         let venv = self.venv.to_string_lossy().into_owned();
