@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::support::fixture::{fixture_dir, read_log, FixtureRepo};
 use crate::support::repo::git_in;
 
-fn project_root() -> PathBuf {
+pub(crate) fn project_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
@@ -47,7 +47,7 @@ fn wheel_build(command: &mut Command) -> &mut Command {
 
 /// A command with no `SWARM_*` or provider variables from the developer's
 /// shell, a private HOME, and cargo still found where it is installed.
-fn hermetic(program: impl AsRef<std::ffi::OsStr>, home: &Path) -> Command {
+pub(crate) fn hermetic(program: impl AsRef<std::ffi::OsStr>, home: &Path) -> Command {
     let real_home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .unwrap_or_default();
