@@ -355,4 +355,47 @@ mod tests {
             "{t}"
         );
     }
+
+    #[test]
+    fn a_task_body_names_the_instruction_tasks_test_changes_and_what_was_withheld() {
+        let summary = json!({
+            "run_id": "20261127-1", "status": "success", "linter": "pylint",
+            "tests_before": {"passed": 4, "total": 4}, "tests_after": {"passed": 4, "total": 4},
+            "pylint_before": 8.5, "pylint_after": 9.0, "attempts": 2, "accepted": 2, "iterations": 2,
+            "verification": {"stats.py": {"by": "existing_tests"},
+                "fmt.py": {"by": "compiles_and_imports_only", "reason": "no test reaches it"}},
+            "tasks": {"instruction": "Make average() return 0.0 for an empty list",
+                "tasks": [{"number": 1, "title": "change average", "status": "done",
+                    "commits": ["abc1234"], "tests_changed": ["tests/test_stats.py"]}]},
+            "secrets": {"withheld": 1, "places": ["settings.py:4 (AWS access key id)"], "allowed": false},
+            "commits": ["abc1234 swarm: task 1"],
+            "log_file": "logs/experiment_data.json",
+        });
+        let text = body(
+            &summary,
+            &Context {
+                target: ".",
+                key: "k1",
+                run_url: None,
+                base: "main",
+            },
+        );
+        for part in [
+            "> Make average() return 0.0 for an empty list",
+            "| pylint score | 8.50 | 9.00 |",
+            "- `fmt.py`: only that it compiles and imports (no test reaches it)",
+            "| 1. change average | done |",
+            "- `tests/test_stats.py`",
+            "1 secret(s), replaced by placeholders",
+            "- settings.py:4 (AWS access key id)",
+            "`swarm report` renders it as HTML",
+            "Close this pull request: `main` is untouched",
+        ] {
+            assert!(text.contains(part), "{part:?} not in:\n{text}");
+        }
+        assert_eq!(
+            title(&summary, "."),
+            "swarm: Make average() return 0.0 for an empty list"
+        );
+    }
 }
