@@ -193,18 +193,14 @@ fn externally_managed_python(dir: &Path) -> PathBuf {
 fn the_checks_set_up_on_a_python_that_refuses_system_wide_installs() {
     let tmp = tempfile::tempdir().unwrap();
     let python = externally_managed_python(&tmp.path().join("python"));
-    let site = tmp.path().join("python/lib");
-    let before = std::fs::read_dir(
-        site.read_dir()
+    let packages = || {
+        let lib = tmp.path().join("python/lib");
+        let version = lib.read_dir().unwrap().next().unwrap().unwrap().path();
+        std::fs::read_dir(version.join("site-packages"))
             .unwrap()
-            .next()
-            .unwrap()
-            .unwrap()
-            .path()
-            .join("site-packages"),
-    )
-    .unwrap()
-    .count();
+            .count()
+    };
+    let before = packages();
     // The interpreter itself refuses: the marker works.
     let refused = Command::new(&python)
         .args(["-m", "ensurepip", "--default-pip"])
@@ -242,16 +238,6 @@ fn the_checks_set_up_on_a_python_that_refuses_system_wide_installs() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&tools.stdout).trim(), "9.2.0 4.1.4");
-    let after = std::fs::read_dir(
-        site.read_dir()
-            .unwrap()
-            .next()
-            .unwrap()
-            .unwrap()
-            .path()
-            .join("site-packages"),
-    )
-    .unwrap()
-    .count();
+    let after = packages();
     assert_eq!(before, after, "nothing was installed into the interpreter");
 }

@@ -7,31 +7,12 @@ use std::fs;
 use std::path::Path;
 use std::process::Output;
 
-use crate::install::{hermetic, project_root};
+use crate::install::{action_command, add_origin};
 use crate::support::fixture::{fixture_dir, FixtureRepo};
 use crate::support::github::GitHubServer;
-use crate::support::repo::git_in;
 
 const REPO: &str = "acme/shop";
 const TOKEN: &str = "ghs_job_token_for_the_test";
-
-/// A bare `origin` beside the fixture's repository.
-fn add_origin(fixture: &FixtureRepo) {
-    let repo = &fixture.repo;
-    git_in(
-        repo.tmp(),
-        &repo.home,
-        &[
-            "clone",
-            "--quiet",
-            "--bare",
-            repo.root.to_str().unwrap(),
-            "origin.git",
-        ],
-    );
-    let origin = repo.tmp().join("origin.git");
-    repo.git(&["remote", "add", "origin", origin.to_str().unwrap()]);
-}
 
 /// The Action's run step as GitHub runs it, asked for a pull request.
 fn action_run(
@@ -41,18 +22,7 @@ fn action_run(
     step: &Path,
     outputs: &Path,
 ) -> Output {
-    let repo = &fixture.repo;
-    let bin_dir = Path::new(env!("CARGO_BIN_EXE_swarm")).parent().unwrap();
-    let path = std::env::join_paths(std::iter::once(bin_dir.to_path_buf()).chain(
-        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
-    ))
-    .unwrap();
-    hermetic("bash", &repo.home)
-        .arg(project_root().join("hooks/action.sh"))
-        .current_dir(&repo.root)
-        .env("PATH", path)
-        .env("SWARM_ACTION_TARGET", ".")
-        .env("SWARM_ACTION_ARGS", args)
+    action_command(fixture, args, step, outputs)
         .env("SWARM_ACTION_PULL_REQUEST", "true")
         .env("SWARM_PR_LABELS", "swarm,refactoring")
         .env("SWARM_PR_DRAFT", "true")
@@ -61,8 +31,6 @@ fn action_run(
         .env("GITHUB_TOKEN", TOKEN)
         .env("GITHUB_SERVER_URL", "https://github.example")
         .env("GITHUB_RUN_ID", "4242")
-        .env("GITHUB_STEP_SUMMARY", step)
-        .env("GITHUB_OUTPUT", outputs)
         .output()
         .unwrap()
 }
