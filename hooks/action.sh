@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # The GitHub Action's run step (action.yml): run swarm with --json, write the
-# summary to $GITHUB_STEP_SUMMARY, the outputs to $GITHUB_OUTPUT, and push the
+# summary to $GITHUB_STEP_SUMMARY, the outputs to $GITHUB_OUTPUT, and propose
+# a delivered result as a pull request (`swarm pull-request`: opened once,
+# updated by later runs for the same target and instruction), or push the
 # run branch. Usable in any CI that sets those two files (or none: then the
-# summary is printed only). Exit code is swarm's.
+# summary is printed only). Exit code is swarm's (or the pull request's when
+# that failed).
 #
 # Environment: SWARM_ACTION_TARGET (default .), SWARM_ACTION_ARGS (more flags,
 # split on spaces), SWARM_ACTION_TASK / SWARM_ACTION_TASK_FILE (an instruction,
 # or a file holding one: swarm --task / --task-file, passed whole),
-# SWARM_ACTION_PUSH (true: push the run branch to origin),
-# SWARM_BIN (default swarm), plus the provider variables.
+# SWARM_ACTION_PULL_REQUEST (true: open or update the pull request; needs
+# GITHUB_TOKEN and GITHUB_REPOSITORY), SWARM_PR_DRAFT, SWARM_PR_LABELS,
+# SWARM_PR_BASE (its options), SWARM_ACTION_PUSH (true: also push the run
+# branch swarm/<run>/best to origin), SWARM_BIN (default swarm), plus the
+# provider variables.
 set -u
 target="${SWARM_ACTION_TARGET:-.}"
 read -r -a extra <<< "${SWARM_ACTION_ARGS:-}"
@@ -74,10 +80,37 @@ if os.environ.get("GITHUB_OUTPUT"):
             f.write(f"{key}={value}\n")
 PY
 branch=$(python3 -c 'import json; print(json.load(open("swarm-summary.json")).get("branch") or "")' 2>/dev/null)
-if [ "${SWARM_ACTION_PUSH:-true}" = "true" ] && [ -n "$branch" ]; then
+if [ "${SWARM_ACTION_PUSH:-false}" = "true" ] && [ -n "$branch" ]; then
     git push --quiet origin "refs/heads/$branch:refs/heads/$branch" || {
         echo "swarm action: could not push $branch (does the job have contents: write?)" >&2
         [ "$code" = 0 ] && code=1
     }
+fi
+if [ "${SWARM_ACTION_PULL_REQUEST:-false}" = "true" ]; then
+    if "${SWARM_BIN:-swarm}" pull-request --json --target-dir "$target" \
+        --summary swarm-summary.json > swarm-pull-request.json; then
+        python3 - <<'PY'
+import json, os
+
+done = json.load(open("swarm-pull-request.json"))
+if done.get("action") == "nothing":
+    text = f"No pull request: {done.get('reason', '')}\n"
+else:
+    text = f"Pull request #{done['number']} {done['action']}: {done['url']}\n"
+print(text, end="")
+if os.environ.get("GITHUB_STEP_SUMMARY"):
+    with open(os.environ["GITHUB_STEP_SUMMARY"], "a") as f:
+        f.write("\n" + text)
+if os.environ.get("GITHUB_OUTPUT"):
+    with open(os.environ["GITHUB_OUTPUT"], "a") as f:
+        f.write(f"pull-request-number={done.get('number', '')}\n")
+        f.write(f"pull-request-url={done.get('url', '')}\n")
+PY
+    else
+        pr_code=$?
+        echo "swarm action: the pull request could not be opened (see above)" >&2
+        [ "$code" = 0 ] && code=$pr_code
+    fi
+    rm -f swarm-pull-request.json
 fi
 exit "$code"

@@ -185,6 +185,10 @@ impl From<GitError> for SwarmError {
             GitError::SubmoduleCommitMissing { path, .. } => Some(format!(
                 "run `git submodule update -- {path}` and try again"
             )),
+            GitError::Push { .. } => Some(
+                "give the job `permissions: contents: write` (or credentials for the remote) and run again"
+                    .to_string(),
+            ),
             GitError::Failed { .. }
             | GitError::Unexpected { .. }
             | GitError::NotStarted { .. }

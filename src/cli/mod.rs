@@ -7,10 +7,12 @@ mod doctor;
 mod hook;
 mod printer;
 mod progress;
+mod pull_request;
 mod report;
 mod run;
 mod runs;
 mod settings;
+mod targets;
 mod undo;
 
 use std::path::PathBuf;
@@ -70,6 +72,12 @@ enum Command {
     Clean(undo::CleanArgs),
     /// Write a run's HTML report again from the experiment log and print its path (`--open` opens it).
     Report(report::ReportArgs),
+    /// List the repository's independent targets (each package with its own tests and runner:
+    /// Python, JavaScript/TypeScript); `--json` prints a CI matrix to fan a run out over them.
+    Targets(runs::RepoArgs),
+    /// Propose a delivered run for review: push its result to the target's own branch and open
+    /// a GitHub pull request with the run's summary, or update the one an earlier run opened.
+    PullRequest(pull_request::PullRequestArgs),
 }
 
 /// Flags of a run. Every flag can also be set by its `SWARM_*` variable
@@ -261,6 +269,8 @@ pub fn main() -> ExitCode {
             Some(Command::Undo(args)) => undo::undo(&args),
             Some(Command::Clean(args)) => undo::clean(&args),
             Some(Command::Report(args)) => report::execute(&args),
+            Some(Command::Targets(args)) => targets::execute(&args),
+            Some(Command::PullRequest(args)) => pull_request::execute(&args).await,
             None => run::execute(cli.run, &printer).await,
         }
     });

@@ -31,6 +31,7 @@ mod layout;
 mod location;
 mod lock;
 mod prune;
+mod publish;
 mod refresh;
 mod remove;
 mod repo;
@@ -80,6 +81,14 @@ impl CommitId {
 /// as the one that renames a blocking branch, is a field.
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
+    /// Pushing a branch for review failed (credentials, a protected
+    /// branch, no such remote): git's own words.
+    #[error("cannot push {branch} to {remote}: {message}")]
+    Push {
+        remote: String,
+        branch: String,
+        message: String,
+    },
     /// The repository found has no working tree.
     #[error("{path} is a bare repository")]
     Bare { path: PathBuf },

@@ -25,6 +25,7 @@ pub mod beyond;
 pub mod javascript;
 pub mod python;
 pub mod suite;
+pub mod targets;
 
 pub use suite::Suite;
 
@@ -89,6 +90,18 @@ pub trait Language: Sync {
             self.name(),
             target.display()
         )
+    }
+    /// The files whose folder is a package of this language of its own
+    /// (`pyproject.toml`, `package.json`), for listing a repository's
+    /// independent targets ([`targets`]); none: only the root is one.
+    fn package_files(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// The test runner that would judge the package at `package` (in the
+    /// checkout `root`), read from its files alone (nothing installed or
+    /// run); `None` when nothing says.
+    fn package_runner(&self, _package: &Path, _root: &Path) -> Option<String> {
+        None
     }
     /// Whether a path is a test file of this language.
     fn is_test(&self, rel: &str) -> bool;

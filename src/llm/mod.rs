@@ -34,6 +34,8 @@
 //!   recording without a network.
 //! - `provider`: the provider table, one row per provider, which builds
 //!   the clients; `preflight` reads it too.
+//! - `forge`: the pull-request client (GitHub's REST API), on the same
+//!   HTTP stack and key handling; not a model.
 //! - `withhold`: a model wrapper that is never shown the run's secrets
 //!   (placeholders instead, see `crate::secrets`).
 
@@ -46,6 +48,7 @@ mod cassette;
 mod chat;
 mod decode;
 mod error;
+pub mod forge;
 mod gemini;
 mod http;
 mod openai;

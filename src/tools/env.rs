@@ -396,7 +396,7 @@ fn tool_env_name(info: &OriginInfo) -> String {
 }
 
 /// Writes a `.pth` file into the tool env's site-packages naming `site`.
-fn write_origin_pth(tool_python: &Path, site: &[String]) -> Result<(), ToolError> {
+pub(super) fn write_origin_pth(tool_python: &Path, site: &[String]) -> Result<(), ToolError> {
     let out = ProcessBuilder::new(tool_python)
         .args([
             "-c",

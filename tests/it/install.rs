@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::support::fixture::{fixture_dir, read_log, FixtureRepo};
 use crate::support::repo::git_in;
 
-fn project_root() -> PathBuf {
+pub(crate) fn project_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
@@ -47,7 +47,7 @@ fn wheel_build(command: &mut Command) -> &mut Command {
 
 /// A command with no `SWARM_*` or provider variables from the developer's
 /// shell, a private HOME, and cargo still found where it is installed.
-fn hermetic(program: impl AsRef<std::ffi::OsStr>, home: &Path) -> Command {
+pub(crate) fn hermetic(program: impl AsRef<std::ffi::OsStr>, home: &Path) -> Command {
     let real_home = std::env::var_os("HOME")
         .map(PathBuf::from)
         .unwrap_or_default();
@@ -278,11 +278,9 @@ fn pre_commit_try_repo_runs_swarm_as_a_manual_hook_without_touching_the_tree() {
     }
 }
 
-/// The composite action's `action.yml` runs `hooks/action.sh`; run that
-/// step as GitHub would, with a bare `origin` to push to.
-fn action_step(fixture: &FixtureRepo, args: &str, summary: &Path, outputs: &Path) -> Output {
+/// A bare `origin` beside the fixture's repository, cloned from it.
+pub(crate) fn add_origin(fixture: &FixtureRepo) {
     let repo = &fixture.repo;
-    let origin = repo.tmp().join("origin.git");
     git_in(
         repo.tmp(),
         &repo.home,
@@ -294,21 +292,42 @@ fn action_step(fixture: &FixtureRepo, args: &str, summary: &Path, outputs: &Path
             "origin.git",
         ],
     );
+    let origin = repo.tmp().join("origin.git");
     repo.git(&["remote", "add", "origin", origin.to_str().unwrap()]);
+}
+
+/// The composite action's `action.yml` runs `hooks/action.sh`: that step
+/// as GitHub runs it on the fixture (the built swarm first on `PATH`), with
+/// `args` for swarm and the job summary and outputs written to files.
+pub(crate) fn action_command(
+    fixture: &FixtureRepo,
+    args: &str,
+    summary: &Path,
+    outputs: &Path,
+) -> Command {
+    let repo = &fixture.repo;
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_swarm")).parent().unwrap();
     let path = std::env::join_paths(std::iter::once(bin_dir.to_path_buf()).chain(
         std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
     ))
     .unwrap();
-    hermetic("bash", &repo.home)
+    let mut command = hermetic("bash", &repo.home);
+    command
         .arg(project_root().join("hooks/action.sh"))
         .current_dir(&repo.root)
         .env("PATH", path)
         .env("SWARM_ACTION_TARGET", ".")
         .env("SWARM_ACTION_ARGS", args)
-        .env("SWARM_ACTION_PUSH", "true")
         .env("GITHUB_STEP_SUMMARY", summary)
-        .env("GITHUB_OUTPUT", outputs)
+        .env("GITHUB_OUTPUT", outputs);
+    command
+}
+
+/// The step with a bare `origin` to push the run branch to.
+fn action_step(fixture: &FixtureRepo, args: &str, summary: &Path, outputs: &Path) -> Output {
+    add_origin(fixture);
+    action_command(fixture, args, summary, outputs)
+        .env("SWARM_ACTION_PUSH", "true")
         .output()
         .unwrap()
 }

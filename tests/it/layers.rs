@@ -23,6 +23,7 @@ const MAY_USE: &[(&str, &[&str])] = &[
         &[
             "orchestrator",
             "stage",
+            "lang",
             "report",
             "tools",
             "git",

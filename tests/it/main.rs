@@ -1,6 +1,7 @@
 //! The one integration-test binary; one module per area.
 
 mod analysis;
+mod ci;
 mod cli;
 mod demo;
 mod e2e;
@@ -14,6 +15,7 @@ mod log_fixture;
 mod patch_corpus;
 mod patch_props;
 mod patch_support;
+mod pull_request;
 mod report;
 mod rooms;
 mod settings;

@@ -194,6 +194,20 @@ impl Language for JavaScript {
         &["package.json", "tsconfig.json"]
     }
 
+    fn package_files(&self) -> &'static [&'static str] {
+        &["package.json"]
+    }
+
+    /// The runner `scripts.test`, a runner configuration or a dependency
+    /// names (see [`super::runner::Runner::detect`]).
+    fn package_runner(&self, package: &std::path::Path, root: &std::path::Path) -> Option<String> {
+        let project = super::project::Project::find(package, root).ok()??;
+        (std::fs::canonicalize(&project.root).ok() == std::fs::canonicalize(package).ok())
+            .then(|| super::runner::Runner::detect(&project))
+            .flatten()
+            .map(|runner| runner.name().to_string())
+    }
+
     /// No reading of the runner or patching of the test framework is known
     /// for JavaScript yet: nothing is found.
     fn test_probes(&self, rel: &str, text: &str) -> Vec<swarm_analysis::TestProbe> {

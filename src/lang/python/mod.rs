@@ -144,6 +144,19 @@ impl Language for Python {
         harness::doctest_examples(text)
     }
 
+    fn package_files(&self) -> &'static [&'static str] {
+        &["pyproject.toml", "setup.py", "setup.cfg"]
+    }
+
+    /// pytest judges every Python package.
+    fn package_runner(
+        &self,
+        _package: &std::path::Path,
+        _root: &std::path::Path,
+    ) -> Option<String> {
+        Some("pytest".into())
+    }
+
     fn project_files(&self) -> &'static [&'static str] {
         &[
             "pyproject.toml",

@@ -3,7 +3,9 @@
 //!
 //! A virtualenv of the project's interpreter (found as for any run) under
 //! `<cache>/envs/py<version>-<hash>/`, made with `--system-site-packages`
-//! (so pytest and pylint the interpreter has still import), into which go
+//! (so pytest and pylint the interpreter has still import; when that
+//! interpreter is itself a virtualenv, its packages are chained in by a
+//! `.pth` file, as `--system-site-packages` alone would skip them), into which go
 //! the project itself with its test extras and dependency groups
 //! (`pip install '.[test]' --group dev`), its `requirements*.txt`, or —
 //! with a `uv.lock` — exactly what the lock says (`uv sync --frozen`).
@@ -26,7 +28,9 @@ use sha2::{Digest, Sha256};
 use super::super::process::{Ending, ProcessBuilder, ProcessOutput};
 use super::super::project::{Project, PROJECT_FILES};
 use super::super::{EnvSource, MissingTool, PythonEnv, ToolError};
-use super::{find_interpreter, last_line, origin_info, probe, search_path, EnvSettings};
+use super::{
+    find_interpreter, last_line, origin_info, probe, search_path, write_origin_pth, EnvSettings,
+};
 use super::{PYLINT_PIN, PYTEST_PIN};
 use crate::cancel::Cancel;
 
@@ -89,6 +93,11 @@ pub fn declared_env(
             .arg(&dir),
     };
     succeed(made.timeout(INSTALL_TIMEOUT).run(&Cancel::new()), &dir)?;
+    if let Some(site) = &info.venv_site {
+        // The interpreter is itself a virtualenv: its packages are not the
+        // base interpreter's system site, so point the environment at them.
+        write_origin_pth(&python, site)?;
+    }
     install_declared(&project, &python, uv.as_deref(), &dir, progress)?;
     add_missing_tools(&python, uv.as_deref(), &dir, progress)?;
     let env =

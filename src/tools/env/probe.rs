@@ -297,6 +297,16 @@ mod tests {
             .unwrap()
             .path()
             .join("site-packages");
+        // When python3 is itself a virtualenv (the checks' own), its
+        // packages are what "the system's" means here.
+        let outer = std::process::Command::new(&python)
+            .args([
+                "-c",
+                "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+            ])
+            .output()
+            .unwrap();
+        std::fs::write(site.join("_outer.pth"), &outer.stdout).unwrap();
         let shadow = site.join("pylint");
         std::fs::create_dir_all(&shadow).unwrap();
         std::fs::write(shadow.join("__init__.py"), "").unwrap();

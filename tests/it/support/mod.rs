@@ -3,6 +3,7 @@
 pub mod chromium;
 pub mod fake_pylint;
 pub mod fixture;
+pub mod github;
 pub mod llm_server;
 pub mod llm_stream;
 pub mod node;

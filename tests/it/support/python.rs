@@ -77,7 +77,29 @@ pub fn make_venv(dir: &Path, system_site: bool) -> PathBuf {
     }
     let made = command.arg(dir).status().expect("python -m venv runs");
     assert!(made.success(), "python -m venv {}", dir.display());
-    dir.join("bin/python")
+    let python = dir.join("bin/python");
+    if system_site {
+        // When python3 is itself a virtualenv (the checks' own, see
+        // .ci/setup), its packages are the machine's: `--system-site-packages`
+        // alone would see only the base interpreter's.
+        let outer = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+            ])
+            .output()
+            .expect("run python3");
+        let site = std::process::Command::new(&python)
+            .args([
+                "-c",
+                "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+            ])
+            .output()
+            .expect("run the venv's python");
+        let site = PathBuf::from(String::from_utf8_lossy(&site.stdout).trim());
+        std::fs::write(site.join("_machine.pth"), &outer.stdout).expect("write .pth");
+    }
+    python
 }
 
 /// The real interpreter binary behind `python3` (not a shim).
