@@ -4,6 +4,8 @@
 //! ([`TaskStatus`]). Values and the rules that order them; nothing here
 //! asks a model, runs a tool or touches git.
 
+pub mod stated;
+
 use serde::{Deserialize, Serialize};
 
 /// Longest instruction taken, in characters: an instruction is a request,
