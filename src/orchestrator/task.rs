@@ -11,6 +11,7 @@
 //! the last outcome), never a transcript.
 
 mod attempt;
+mod done;
 
 use std::collections::BTreeMap;
 
@@ -45,6 +46,9 @@ pub(crate) struct TaskBook {
     /// accepted attempt, or given a new pylint error): its next request
     /// shows them too.
     pub reached: BTreeMap<usize, Vec<String>>,
+    /// The open state of the task being worked on: its change so far, not
+    /// yet accepted (see `super::attempt::open`).
+    pub open: Option<super::attempt::OpenState>,
     /// Per task, where its modules' old dotted paths are still named in
     /// strings and configuration (see [`crate::stage::mentions`]).
     pub mentions: BTreeMap<usize, Vec<String>>,
@@ -63,6 +67,11 @@ impl TaskBook {
             status,
             ..Self::default()
         }
+    }
+
+    /// Whether some task changed anything (has an accepted commit).
+    pub fn changed_anything(&self) -> bool {
+        self.commits.values().any(|c| !c.is_empty())
     }
 
     /// Every task is done.
@@ -98,12 +107,13 @@ impl TaskBook {
 
 impl RunState {
     /// Whether the best state may be delivered: green (see
-    /// [`crate::pipeline::Bar`]); for a run of tasks, every task done and
-    /// nothing the baseline had lost.
+    /// [`crate::pipeline::Bar`]); for a run of tasks, every task done, some
+    /// task changed something, and nothing the baseline had lost.
     pub(crate) fn deliverable(&self) -> bool {
         match &self.work.tasks {
             Some(book) => {
                 book.all_done()
+                    && book.changed_anything()
                     && self
                         .facts
                         .bar
@@ -334,10 +344,12 @@ fn blocked_by(state: &RunState, number: usize) -> Option<String> {
         .map(|d| format!("task {d}, which it depends on, was not done"))
 }
 
-/// Every task settled: green when all are done, else a task was skipped.
+/// Every task settled: green when all are done and changed something,
+/// else a task was skipped or nothing changed.
 fn final_reason(state: &RunState) -> StopReason {
     match &state.work.tasks {
         Some(book) if !book.all_done() => StopReason::TaskSkipped,
+        Some(book) if !book.changed_anything() => StopReason::NothingChanged,
         _ => StopReason::Green,
     }
 }
@@ -399,6 +411,9 @@ enum Tried {
     Accepted,
     /// Refused, unusable or judged worse: why, for the next prompt.
     Failed(String),
+    /// Not accepted yet, kept as the task's own state to build on: what the
+    /// Judge found of the task's change so far.
+    Continued(String),
     /// The model answered that the task needs no further change.
     Done,
     /// The run stops.

@@ -322,18 +322,29 @@ fn public_names(
             });
         }
     }
-    let renames: BTreeMap<String, String> = task
+    let stated = state
+        .work
+        .tasks
+        .as_ref()
+        .map(|b| crate::pipeline::task::stated::stated(&b.instruction))
+        .unwrap_or_default();
+    let renames: BTreeMap<String, String> = stated
         .renames
         .iter()
+        .chain(&task.renames)
         .map(|r| (r.from.clone(), r.to.clone()))
         .collect();
+    let renamed = api::Renamed {
+        renames,
+        keep: stated.keep,
+    };
     let check = tokio::task::block_in_place(|| {
         api::check_api(
             tools,
             cx.root,
             &modules,
             files,
-            &renames,
+            &renamed,
             cx.config.limits,
             cx.cancel,
         )

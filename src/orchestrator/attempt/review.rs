@@ -48,7 +48,7 @@ pub(super) fn review(
     part: Option<Part>,
 ) -> Result<Reviewed, SwarmError> {
     let iteration = state.progress.iterations;
-    let base = ws.best().0.clone();
+    let base = super::open::base(state, ws, purpose);
     let taken = taken_names(state, purpose);
     let task = task_review(purpose, cx.config.size_limits, &taken);
     let ctx = context(cx, state, &base, task);
