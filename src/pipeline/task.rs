@@ -208,15 +208,17 @@ pub fn task_done(reply: TaskReply, accepted_before: bool) -> bool {
 }
 
 /// The line that stops the run when a task's intended behaviour change
-/// breaks tests that expect the old behaviour (`broke`, their ids) and
-/// test edits are not allowed; `None` when the run goes on.
+/// breaks tests that expect the old behaviour (`broke`: each test's id,
+/// with its assertion when known) and test edits are not allowed; `None`
+/// when the run goes on.
 pub fn test_conflict(task: &Task, allow_test_edits: bool, broke: &[String]) -> Option<String> {
     if task.kind != TaskKind::Change || allow_test_edits || broke.is_empty() {
         return None;
     }
     Some(format!(
-        "task {} ({}) changes behaviour that tests expect: {} fail(s) with it; the tests were \
-         not changed — rerun with --allow-test-edits to make the test change part of the task",
+        "task {} ({}) changes behaviour that tests expect: {} contradict(s) the instruction; \
+         the tests were not changed and nothing is delivered — rerun with --allow-test-edits \
+         to let the task change them",
         task.number,
         task.title,
         broke.join(", ")
@@ -273,7 +275,7 @@ mod tests {
         let line = test_conflict(&change, false, &broke).unwrap_or_default();
         assert!(line.starts_with("task 2 (task 2) changes behaviour that tests expect"));
         assert!(
-            line.contains("tests/test_a.py::test_old fail(s) with it; the tests were not changed")
+            line.contains("tests/test_a.py::test_old contradict(s) the instruction; the tests were not changed")
         );
     }
 
