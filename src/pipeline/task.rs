@@ -225,6 +225,53 @@ pub fn test_conflict(task: &Task, allow_test_edits: bool, broke: &[String]) -> O
     ))
 }
 
+/// What a task's change did to the tests of each test file it rewrote
+/// (`files`), from the tests that ran at `best` and with the change:
+/// `tests/test_a.py (removed test_old; added test_new)`, or the file alone
+/// when the same tests run (their bodies changed).
+pub fn test_changes(
+    best: &super::Snapshot,
+    result: &super::Snapshot,
+    files: &[String],
+) -> Vec<String> {
+    let ids = |s: &super::Snapshot| -> Vec<String> {
+        s.tests.as_ref().map_or_else(Vec::new, |t| {
+            let mut ids: Vec<String> = t.passed.iter().cloned().collect();
+            ids.extend(t.failing.iter().map(|c| c.id.clone()));
+            ids
+        })
+    };
+    let (before, after) = (ids(best), ids(result));
+    files
+        .iter()
+        .map(|file| {
+            let prefix = format!("{file}::");
+            let of = |ids: &[String], other: &[String]| -> Vec<String> {
+                let mut names: Vec<String> = ids
+                    .iter()
+                    .filter(|id| id.starts_with(&prefix) && !other.contains(id))
+                    .map(|id| id[prefix.len()..].to_string())
+                    .collect();
+                names.sort();
+                names
+            };
+            let (removed, added) = (of(&before, &after), of(&after, &before));
+            let mut parts = Vec::new();
+            if !removed.is_empty() {
+                parts.push(format!("removed {}", removed.join(", ")));
+            }
+            if !added.is_empty() {
+                parts.push(format!("added {}", added.join(", ")));
+            }
+            if parts.is_empty() {
+                file.clone()
+            } else {
+                format!("{file} ({})", parts.join("; "))
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -358,6 +358,13 @@ fn commit_message(
     for trailer in trailers(purpose, tried, total) {
         message.push_str(&format!("{trailer}\n"));
     }
+    if let Purpose::Task(_) = purpose {
+        let rewritten = judge::rewritten_tests(tried.change);
+        let best = &state.progress.best;
+        for changed in crate::pipeline::task::test_changes(best, result, &rewritten) {
+            message.push_str(&format!("Swarm-Tests-Changed: {changed}\n"));
+        }
+    }
     message
 }
 

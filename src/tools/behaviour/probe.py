@@ -591,19 +591,21 @@ def compare_name(name, original, changed, request, sites):
     renamed = request["renames"].get(name, name)
     entry = {"name": name, "now": renamed, "status": "same", "detail": "", "calls": 0}
     before = getattr(original, name, None)
+    kept = renamed != name and name in request.get("keep", [])
+    if kept and not hasattr(changed, name):
+        entry["status"] = "missing"
+        entry["detail"] = "the instruction asks to keep %s; it is no longer here" % name
+        return entry
     try:
         after = lookup(changed, renamed)
     except Exception as err:  # pylint: disable=broad-except
-        entry["status"] = "missing"
-        entry["detail"] = "%s: %s" % (type(err).__name__, err)
-        return entry
-    if renamed != name and name in request.get("keep", []):
-        try:
-            getattr(changed, name)
-        except AttributeError:
+        if not kept:
             entry["status"] = "missing"
-            entry["detail"] = "the instruction asks to keep %s; it is no longer here" % name
+            entry["detail"] = "%s: %s" % (type(err).__name__, err)
             return entry
+        # Kept under its old name only: compared there.
+        entry["now"] = name
+        after = getattr(changed, name)
     if inspect.isfunction(before) or inspect.isclass(before):
         broken = signature_break(before, after) if callable(after) else None
         if broken:
