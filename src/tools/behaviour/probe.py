@@ -591,6 +591,10 @@ def compare_name(name, original, changed, request, sites):
     renamed = request["renames"].get(name, name)
     entry = {"name": name, "now": renamed, "status": "same", "detail": "", "calls": 0}
     before = getattr(original, name, None)
+    if before is None and renamed != name:
+        # The best-state text ran with the renames applied (it imported
+        # the old name): the object is there under its new name.
+        before = getattr(original, renamed.rpartition(".")[2], None)
     kept = renamed != name and name in request.get("keep", [])
     if kept and not hasattr(changed, name):
         entry["status"] = "missing"
