@@ -219,6 +219,11 @@ def truncate(text, width=40, suffix="..."):
     if len(text) <= width:
         return text
     return text[: width - len(suffix)].rstrip() + suffix
+
+
+def initials(name):
+    """The initials of a name: 'Ada Lovelace' gives 'AL'."""
+    return "".join(part[0].upper() for part in name.split() if part)
 "#;
 
 pub const BLOG: &str = r#""""Blog posts."""
