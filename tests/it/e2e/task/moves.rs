@@ -211,3 +211,59 @@ fn a_behaviour_change_rewriting_a_test_stops_without_the_flag_naming_the_test_in
         assert_eq!(fx.repo.snapshot(), before);
     }
 }
+
+#[test]
+fn a_run_where_every_task_says_done_without_a_change_is_not_success() {
+    let fx = stats();
+    let start = fx.repo.head();
+    let plan = plan("Add type hints to stats", "preserving", &["stats.py"], &[], &[]);
+    let server = super::model(plan, |_, _| "TASK DONE: the module is fine as it is.".into());
+    let out = run_task(&fx, &server, "add type hints to stats.py", &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    let summary = summary_of(&out.stdout);
+    assert_eq!(summary["status"], "gave_up", "{summary}");
+    assert_eq!(summary["stop_reason"], "nothing_changed", "{summary}");
+    assert!(stderr.contains("no task changed anything"), "{stderr}");
+    assert_eq!(fx.repo.head(), start);
+}
+
+/// `text_utils.py` split in two: the slug helpers and the rest, the old
+/// module a package re-exporting both.
+fn split_reference() -> Reference {
+    let words = TEXT_UTILS_AFTER
+        .replace("from slug import slugify\n\n__all__ = [\"initials\", \"slugify\", \"truncate\", \"word_count\"]\n", "")
+        .replace("\"\"\"Small helpers for text.\"\"\"\n", "\"\"\"Helpers for words.\"\"\"\n");
+    let init = "\"\"\"Small helpers for text.\"\"\"\nfrom text_utils.slugs import slugify\n\
+                from text_utils.words import initials, truncate, word_count\n\n\
+                __all__ = [\"initials\", \"slugify\", \"truncate\", \"word_count\"]\n";
+    vec![
+        ("text_utils/slugs.py".into(), Some(SLUG.to_string())),
+        ("text_utils/words.py".into(), Some(words)),
+        ("text_utils/__init__.py".into(), Some(init.to_string())),
+        ("text_utils.py".into(), None),
+    ]
+}
+
+#[test]
+fn a_module_split_into_a_package_keeps_its_public_names_in_every_shape() {
+    let files = ["text_utils/slugs.py", "text_utils/words.py", "text_utils/__init__.py"];
+    for shape in SHAPES {
+        let fx = text_utils();
+        let start = fx.repo.head();
+        let plan = plan("Split text_utils into a package", "preserving", &[], &files, &["text_utils.py"]);
+        let server = reference_model(&plan, shape, split_reference());
+        let instruction = "split text_utils.py into a package text_utils with a module for slugs and one for words";
+        let out = run_task(&fx, &server, instruction, &["--max-iterations", "10"]);
+        let summary = assert_delivered(&fx, &out, &start);
+        assert_eq!(statuses(&summary)[0].1, "done", "{shape:?}");
+        assert!(!fx.repo.root.join("text_utils.py").exists(), "{shape:?}");
+        let names = python(&fx, "import text_utils as t; print(t.slugify('A b'), t.initials('ada lovelace'), t.__file__.endswith('__init__.py'))");
+        assert_eq!(names, "a-b AL True", "{shape:?}");
+        let checks = api_checks(&fx);
+        assert!(
+            checks.last().is_some_and(|c| c.starts_with("public names: ")),
+            "{shape:?}: {checks:?}"
+        );
+    }
+}
