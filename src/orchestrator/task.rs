@@ -119,7 +119,11 @@ impl RunState {
                     && self
                         .facts
                         .bar
-                        .task_verdict_rewriting(&self.facts.baseline, &self.progress.best, &rewritten)
+                        .task_verdict_rewriting(
+                            &self.facts.baseline,
+                            &self.progress.best,
+                            &rewritten,
+                        )
                         .is_accepted()
             }
             None => self.facts.bar.is_green(&self.progress.best),

@@ -321,9 +321,9 @@ mod tests {
         assert_eq!(test_conflict(&change, false, &[]), None);
         let line = test_conflict(&change, false, &broke).unwrap_or_default();
         assert!(line.starts_with("task 2 (task 2) changes behaviour that tests expect"));
-        assert!(
-            line.contains("tests/test_a.py::test_old contradict(s) the instruction; the tests were not changed")
-        );
+        assert!(line.contains(
+            "tests/test_a.py::test_old contradict(s) the instruction; the tests were not changed"
+        ));
     }
 
     #[test]

@@ -253,10 +253,12 @@ fn beyond_task(
     let broke: Vec<String> = broken.iter().map(|t| t.id.clone()).collect();
     let named: Vec<String> = broken
         .iter()
-        .map(|t| match t.message.as_deref().and_then(|m| m.lines().next()) {
-            Some(m) => format!("{} ({})", t.id, crate::pipeline::clip(m.trim(), 160)),
-            None => t.id.clone(),
-        })
+        .map(
+            |t| match t.message.as_deref().and_then(|m| m.lines().next()) {
+                Some(m) => format!("{} ({})", t.id, crate::pipeline::clip(m.trim(), 160)),
+                None => t.id.clone(),
+            },
+        )
         .collect();
     let allow_test_edits = cx.config.allow_test_edits;
     let mut found = Beyond {

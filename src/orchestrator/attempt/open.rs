@@ -71,7 +71,13 @@ pub(super) fn stays(purpose: Purpose<'_>, verdict: Verdict, conflict: bool) -> b
 }
 
 /// Keeps `commit` as the task's open state.
-pub(super) fn keep(state: &mut RunState, purpose: Purpose<'_>, commit: CommitId, change: &Change, outcome: &str) {
+pub(super) fn keep(
+    state: &mut RunState,
+    purpose: Purpose<'_>,
+    commit: CommitId,
+    change: &Change,
+    outcome: &str,
+) {
     let (Purpose::Task(task), Some(book)) = (purpose, state.work.tasks.as_mut()) else {
         return;
     };
@@ -93,7 +99,10 @@ pub(super) fn close(state: &mut RunState) {
 
 /// Throws the open state away, if any: the worktree back at the best
 /// state. What the Judge last found of it, when there was one.
-pub(crate) fn discard(ws: &RunWorkspace, state: &mut RunState) -> Result<Option<String>, SwarmError> {
+pub(crate) fn discard(
+    ws: &RunWorkspace,
+    state: &mut RunState,
+) -> Result<Option<String>, SwarmError> {
     let Some(open) = state.work.tasks.as_mut().and_then(|b| b.open.take()) else {
         return Ok(None);
     };

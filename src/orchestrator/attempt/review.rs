@@ -125,7 +125,10 @@ fn without_test_edits(
     let Purpose::Task(task) = purpose else {
         return None;
     };
-    let refused = matches!(reason, Rejection::TestFile { .. } | Rejection::TestConfig { .. });
+    let refused = matches!(
+        reason,
+        Rejection::TestFile { .. } | Rejection::TestConfig { .. }
+    );
     if !refused || cx.config.allow_test_edits || task.kind != crate::pipeline::TaskKind::Change {
         return None;
     }

@@ -40,8 +40,10 @@ static KEEP_ALIAS: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 static KEEP_IMPORT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\bkeep(?:ing)?\s+`?from\s+[A-Za-z0-9_.]+\s+import\s+([A-Za-z_][A-Za-z0-9_]*)`?")
-        .expect("the keep-import pattern compiles")
+    Regex::new(
+        r"(?i)\bkeep(?:ing)?\s+`?from\s+[A-Za-z0-9_.]+\s+import\s+([A-Za-z_][A-Za-z0-9_]*)`?",
+    )
+    .expect("the keep-import pattern compiles")
 });
 
 static KEEP_OLD: LazyLock<Regex> = LazyLock::new(|| {
@@ -77,7 +79,12 @@ pub fn stated(instruction: &str) -> Stated {
         .captures_iter(instruction)
         .chain(KEEP_IMPORT.captures_iter(instruction))
         .map(|c| c[1].to_string())
-        .filter(|n| !["from", "import", "imports", "name", "names", "alias", "path", "it", "them"].contains(&n.to_lowercase().as_str()))
+        .filter(|n| {
+            ![
+                "from", "import", "imports", "name", "names", "alias", "path", "it", "them",
+            ]
+            .contains(&n.to_lowercase().as_str())
+        })
         .collect();
     if KEEP_OLD.is_match(instruction) {
         keep.extend(found.renames.iter().map(|r| r.from.clone()));
@@ -123,7 +130,12 @@ pub fn unmet(task: &Task, renames: &[Rename], tree: &dyn Tree) -> Vec<String> {
     for f in task.delete.iter().filter(|f| tree.exists(f)) {
         missing.push(format!("{f} still exists"));
     }
-    let own: Vec<&str> = task.change.iter().chain(&task.create).map(String::as_str).collect();
+    let own: Vec<&str> = task
+        .change
+        .iter()
+        .chain(&task.create)
+        .map(String::as_str)
+        .collect();
     for rename in renames {
         if let Some((module, name)) = rename.to.rsplit_once('.') {
             missing.extend(moved_unmet(&rename.from, module, name, &own, tree));
@@ -164,7 +176,9 @@ fn moved_unmet(from: &str, module: &str, name: &str, own: &[&str], tree: &dyn Tr
     }
     for f in own.iter().filter(|f| **f != place && tree.exists(f)) {
         if tree.defines(f, old_name, false) == Some(true) {
-            missing.push(format!("{f} still defines {old_name} (a re-export is an import, not a definition)"));
+            missing.push(format!(
+                "{f} still defines {old_name} (a re-export is an import, not a definition)"
+            ));
         }
     }
     missing
@@ -195,9 +209,15 @@ mod tests {
         assert_eq!(s.renames, vec![rename("slugify", "slug.slugify")]);
         assert_eq!(s.keep, vec!["slugify"]);
         let s = stated("Move parse_money into shop/money.py and keep the old import working");
-        assert_eq!(s.renames, vec![rename("parse_money", "shop.money.parse_money")]);
+        assert_eq!(
+            s.renames,
+            vec![rename("parse_money", "shop.money.parse_money")]
+        );
         assert_eq!(s.keep, vec!["parse_money"]);
-        assert_eq!(stated("Make average() return 0.0 for an empty list"), Stated::default());
+        assert_eq!(
+            stated("Make average() return 0.0 for an empty list"),
+            Stated::default()
+        );
         assert!(stated("rename utils.py to helpers.py").renames.is_empty());
     }
 
@@ -210,7 +230,8 @@ mod tests {
         fn defines(&self, rel: &str, name: &str, assignment_counts: bool) -> Option<bool> {
             let defs = self.0.get(rel)?;
             Some(defs.iter().any(|d| {
-                d.strip_prefix('=').map_or(*d == name, |a| assignment_counts && a == name)
+                d.strip_prefix('=')
+                    .map_or(*d == name, |a| assignment_counts && a == name)
             }))
         }
         fn module_of(&self, rel: &str) -> String {
@@ -235,7 +256,10 @@ mod tests {
     fn a_move_is_done_at_its_new_place_and_not_at_its_old_one() {
         let t = task(&["text_utils.py", "blog.py"], &["slug.py"]);
         let moved = [rename("slugify", "slug.slugify")];
-        let nothing = Files(BTreeMap::from([("text_utils.py", &["slugify", "word_count"][..])]));
+        let nothing = Files(BTreeMap::from([(
+            "text_utils.py",
+            &["slugify", "word_count"][..],
+        )]));
         assert_eq!(
             unmet(&t, &moved, &nothing),
             vec![
@@ -249,7 +273,9 @@ mod tests {
         ]));
         assert_eq!(
             unmet(&t, &moved, &half),
-            vec!["text_utils.py still defines slugify (a re-export is an import, not a definition)"]
+            vec![
+                "text_utils.py still defines slugify (a re-export is an import, not a definition)"
+            ]
         );
         let done = Files(BTreeMap::from([
             ("text_utils.py", &["word_count"][..]),
@@ -262,7 +288,10 @@ mod tests {
     fn a_rename_is_done_when_a_file_of_the_task_defines_the_new_name() {
         let t = task(&["inventory/models.py"], &[]);
         let renamed = [rename("StockItem", "InventoryItem")];
-        let before = Files(BTreeMap::from([("inventory/models.py", &["StockItem"][..])]));
+        let before = Files(BTreeMap::from([(
+            "inventory/models.py",
+            &["StockItem"][..],
+        )]));
         assert_eq!(
             unmet(&t, &renamed, &before),
             vec!["no file of the task defines InventoryItem"]

@@ -59,7 +59,9 @@ fn move_reference(drop_initials: bool) -> Reference {
     if drop_initials {
         // No test and no module uses it: only the public-name check can
         // see it go.
-        let at = text_utils.find("\n\ndef initials").unwrap_or(text_utils.len());
+        let at = text_utils
+            .find("\n\ndef initials")
+            .unwrap_or(text_utils.len());
         text_utils.truncate(at + 1);
         text_utils = text_utils.replace("\"initials\", ", "");
     }
@@ -73,7 +75,13 @@ fn move_reference(drop_initials: bool) -> Reference {
 }
 
 fn move_plan() -> String {
-    plan("Move slugify into slug.py", "preserving", &["text_utils.py", "blog.py"], &["slug.py"], &[])
+    plan(
+        "Move slugify into slug.py",
+        "preserving",
+        &["text_utils.py", "blog.py"],
+        &["slug.py"],
+        &[],
+    )
 }
 
 #[test]
@@ -91,7 +99,9 @@ fn a_function_moved_to_a_new_module_keeping_its_old_import_is_delivered_in_every
         assert_eq!(same, "True a-b", "{shape:?}");
         let checks = api_checks(&fx);
         assert!(
-            checks.last().is_some_and(|c| c.starts_with("public names: ")),
+            checks
+                .last()
+                .is_some_and(|c| c.starts_with("public names: ")),
             "{shape:?}: {checks:?}"
         );
     }
@@ -108,7 +118,9 @@ fn a_move_that_also_drops_a_public_helper_is_refused_naming_it() {
     assert_eq!(fx.repo.head(), start);
     let checks = api_checks(&fx);
     assert!(
-        checks.iter().any(|c| c.starts_with("public names lost or changed: text_utils.initials: missing")),
+        checks
+            .iter()
+            .any(|c| c.starts_with("public names lost or changed: text_utils.initials: missing")),
         "{checks:?}"
     );
 }
@@ -132,7 +144,8 @@ fn said_done_without_the_change_is_not_done_and_nothing_changed_is_not_success()
     assert_eq!(fx.repo.head(), start);
 }
 
-const EMPTY_ZERO: &str = "Make average() return 0.0 for an empty list instead of raising ValueError";
+const EMPTY_ZERO: &str =
+    "Make average() return 0.0 for an empty list instead of raising ValueError";
 
 fn stats_reference() -> Reference {
     let stats = STATS
@@ -155,12 +168,20 @@ fn stats_reference() -> Reference {
 /// The scripted model edits the test whether or not the prompt shows it
 /// (the plan drops it without the flag): what a model does.
 fn stats_model(shape: Shape) -> crate::support::llm_server::LlmServer {
-    let plan = plan("Return 0.0 for an empty list", "change", &["stats.py", "tests/test_stats.py"], &[], &[]);
+    let plan = plan(
+        "Return 0.0 for an empty list",
+        "change",
+        &["stats.py", "tests/test_stats.py"],
+        &[],
+        &[],
+    );
     let reference = stats_reference();
     super::model(plan, move |_, prompt| {
         let mut prompt = prompt.to_string();
         if !prompt.contains("### `tests/test_stats.py`") {
-            prompt.push_str(&format!("### `tests/test_stats.py`\n```python\n{STATS_TESTS}```\n"));
+            prompt.push_str(&format!(
+                "### `tests/test_stats.py`\n```python\n{STATS_TESTS}```\n"
+            ));
         }
         super::shapes::reply(shape, &reference, &prompt)
     })
@@ -176,11 +197,25 @@ fn a_behaviour_change_rewriting_a_test_is_delivered_with_the_flag_in_every_shape
         let summary = assert_delivered(&fx, &out, &start);
         let task = &summary["tasks"]["tasks"][0];
         assert_eq!(task["status"], "done", "{shape:?}: {summary}");
-        assert_eq!(task["tests_changed"], serde_json::json!(["tests/test_stats.py"]));
-        assert!(fx.repo.read("tests/test_stats.py").contains("test_average_of_empty_is_zero"));
+        assert_eq!(
+            task["tests_changed"],
+            serde_json::json!(["tests/test_stats.py"])
+        );
+        assert!(fx
+            .repo
+            .read("tests/test_stats.py")
+            .contains("test_average_of_empty_is_zero"));
         assert_eq!(python(&fx, "import stats; print(stats.average([]))"), "0.0");
-        let changed = fx.repo.git(&["log", "--name-only", "--format=%B", &format!("{start}..HEAD")]);
-        assert!(changed.contains("tests/test_stats.py"), "{shape:?}: {changed}");
+        let changed = fx.repo.git(&[
+            "log",
+            "--name-only",
+            "--format=%B",
+            &format!("{start}..HEAD"),
+        ]);
+        assert!(
+            changed.contains("tests/test_stats.py"),
+            "{shape:?}: {changed}"
+        );
         assert!(
             changed.contains("Swarm-Tests-Changed: tests/test_stats.py (removed test_average_of_empty_raises; added test_average_of_empty_is_zero)"),
             "{shape:?}: {changed}"
@@ -203,7 +238,10 @@ fn a_behaviour_change_rewriting_a_test_stops_without_the_flag_naming_the_test_in
             .lines()
             .find(|l| l.contains("changes behaviour that tests expect"))
             .unwrap_or_else(|| panic!("{shape:?}: no conflict line:\n{stderr}"));
-        assert!(line.contains("tests/test_stats.py::test_average_of_empty_raises (") , "{line}");
+        assert!(
+            line.contains("tests/test_stats.py::test_average_of_empty_raises ("),
+            "{line}"
+        );
         assert!(line.contains("DID NOT RAISE"), "{line}");
         assert!(line.contains("--allow-test-edits"), "{line}");
         assert_eq!(summary_of(&out.stdout)["stop_reason"], "test_conflict");
@@ -216,8 +254,16 @@ fn a_behaviour_change_rewriting_a_test_stops_without_the_flag_naming_the_test_in
 fn a_run_where_every_task_says_done_without_a_change_is_not_success() {
     let fx = stats();
     let start = fx.repo.head();
-    let plan = plan("Add type hints to stats", "preserving", &["stats.py"], &[], &[]);
-    let server = super::model(plan, |_, _| "TASK DONE: the module is fine as it is.".into());
+    let plan = plan(
+        "Add type hints to stats",
+        "preserving",
+        &["stats.py"],
+        &[],
+        &[],
+    );
+    let server = super::model(plan, |_, _| {
+        "TASK DONE: the module is fine as it is.".into()
+    });
     let out = run_task(&fx, &server, "add type hints to stats.py", &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{stderr}");
@@ -247,11 +293,21 @@ fn split_reference() -> Reference {
 
 #[test]
 fn a_module_split_into_a_package_keeps_its_public_names_in_every_shape() {
-    let files = ["text_utils/slugs.py", "text_utils/words.py", "text_utils/__init__.py"];
+    let files = [
+        "text_utils/slugs.py",
+        "text_utils/words.py",
+        "text_utils/__init__.py",
+    ];
     for shape in SHAPES {
         let fx = text_utils();
         let start = fx.repo.head();
-        let plan = plan("Split text_utils into a package", "preserving", &[], &files, &["text_utils.py"]);
+        let plan = plan(
+            "Split text_utils into a package",
+            "preserving",
+            &[],
+            &files,
+            &["text_utils.py"],
+        );
         let server = reference_model(&plan, shape, split_reference());
         let instruction = "split text_utils.py into a package text_utils with a module for slugs and one for words";
         let out = run_task(&fx, &server, instruction, &["--max-iterations", "10"]);
@@ -262,7 +318,9 @@ fn a_module_split_into_a_package_keeps_its_public_names_in_every_shape() {
         assert_eq!(names, "a-b AL True", "{shape:?}");
         let checks = api_checks(&fx);
         assert!(
-            checks.last().is_some_and(|c| c.starts_with("public names: ")),
+            checks
+                .last()
+                .is_some_and(|c| c.starts_with("public names: ")),
             "{shape:?}: {checks:?}"
         );
     }

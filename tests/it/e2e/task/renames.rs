@@ -20,7 +20,12 @@ pub fn api_checks(fx: &super::Repo) -> Vec<String> {
                 .as_str()
                 .is_some_and(|p| p.starts_with("public-name check"))
         })
-        .map(|e| e["details"]["output_response"].as_str().unwrap_or_default().to_string())
+        .map(|e| {
+            e["details"]["output_response"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
         .collect()
 }
 
@@ -29,13 +34,18 @@ fn inventory_reference(alias: bool) -> Reference {
     let mut models = renamed(INVENTORY_MODELS);
     let mut init = renamed(INVENTORY_INIT);
     if alias {
-        models.push_str("\n\n# The old name, so existing imports keep working.\nStockItem = InventoryItem\n");
+        models.push_str(
+            "\n\n# The old name, so existing imports keep working.\nStockItem = InventoryItem\n",
+        );
         init = init.replace("import InventoryItem,", "import InventoryItem, StockItem,");
     }
     vec![
         ("inventory/models.py".into(), Some(models)),
         ("inventory/store.py".into(), Some(renamed(INVENTORY_STORE))),
-        ("inventory/report.py".into(), Some(renamed(INVENTORY_REPORT))),
+        (
+            "inventory/report.py".into(),
+            Some(renamed(INVENTORY_REPORT)),
+        ),
         ("inventory/__init__.py".into(), Some(init)),
     ]
 }
@@ -50,7 +60,13 @@ const INVENTORY_FILES: [&str; 4] = [
 fn rename_class(shape: Shape, alias: bool) {
     let fx = inventory();
     let start = fx.repo.head();
-    let plan = plan("Rename StockItem to InventoryItem", "preserving", &INVENTORY_FILES, &[], &[]);
+    let plan = plan(
+        "Rename StockItem to InventoryItem",
+        "preserving",
+        &INVENTORY_FILES,
+        &[],
+        &[],
+    );
     let server = reference_model(&plan, shape, inventory_reference(alias));
     let instruction = if alias {
         "Rename the class StockItem to InventoryItem everywhere in the inventory package; keep StockItem as an alias"
@@ -61,16 +77,24 @@ fn rename_class(shape: Shape, alias: bool) {
     let summary = assert_delivered(&fx, &out, &start);
     assert_eq!(statuses(&summary)[0].1, "done", "{shape:?}: {summary}");
     for path in ["inventory/store.py", "inventory/report.py"] {
-        assert!(!fx.repo.read(path).contains("StockItem"), "{shape:?} {path}");
+        assert!(
+            !fx.repo.read(path).contains("StockItem"),
+            "{shape:?} {path}"
+        );
     }
     let check = "from inventory import InventoryItem, Store; from inventory.models import parse_item; \
                  print(type(parse_item('D4, Dice, 1, 2.0')).__name__, Store().load(['D4, Dice, 1, 2.0']).total_value())";
     assert_eq!(python(&fx, check), "InventoryItem 2.0", "{shape:?}");
-    let kept = python(&fx, "import inventory.models as m; print(hasattr(m, 'StockItem'))");
+    let kept = python(
+        &fx,
+        "import inventory.models as m; print(hasattr(m, 'StockItem'))",
+    );
     assert_eq!(kept, if alias { "True" } else { "False" }, "{shape:?}");
     // The public-name check passed on the change that was delivered.
     let checks = api_checks(&fx);
-    let last = checks.last().unwrap_or_else(|| panic!("{shape:?}: no public-name check"));
+    let last = checks
+        .last()
+        .unwrap_or_else(|| panic!("{shape:?}: no public-name check"));
     assert!(last.starts_with("public names: "), "{shape:?}: {checks:?}");
     if shape == Shape::OneFilePerReply {
         // One reply per file, then done: the red steps in between built on
@@ -104,8 +128,14 @@ fn invoice_reference(reorder: bool) -> Reference {
     }
     vec![
         ("pricing.py".into(), Some(pricing)),
-        ("invoice.py".into(), Some(INVOICE.replace("calc_total", "compute_total"))),
-        ("checkout.py".into(), Some(CHECKOUT.replace("calc_total", "compute_total"))),
+        (
+            "invoice.py".into(),
+            Some(INVOICE.replace("calc_total", "compute_total")),
+        ),
+        (
+            "checkout.py".into(),
+            Some(CHECKOUT.replace("calc_total", "compute_total")),
+        ),
     ]
 }
 
@@ -117,18 +147,32 @@ fn a_function_renamed_with_its_callers_and_an_alias_is_delivered_in_every_shape(
     for shape in SHAPES {
         let fx = invoice();
         let start = fx.repo.head();
-        let plan = plan("Rename calc_total", "preserving", &["pricing.py", "invoice.py", "checkout.py"], &[], &[]);
+        let plan = plan(
+            "Rename calc_total",
+            "preserving",
+            &["pricing.py", "invoice.py", "checkout.py"],
+            &[],
+            &[],
+        );
         let server = reference_model(&plan, shape, invoice_reference(false));
         let out = run_task(&fx, &server, RENAME_FUNCTION, &[]);
         let summary = assert_delivered(&fx, &out, &start);
         assert_eq!(statuses(&summary)[0].1, "done", "{shape:?}");
-        assert!(fx.repo.read("invoice.py").contains("from pricing import compute_total"));
+        assert!(fx
+            .repo
+            .read("invoice.py")
+            .contains("from pricing import compute_total"));
         assert!(fx.repo.read("checkout.py").contains("compute_total(basket"));
-        let same = python(&fx, "import pricing; print(pricing.calc_total is pricing.compute_total)");
+        let same = python(
+            &fx,
+            "import pricing; print(pricing.calc_total is pricing.compute_total)",
+        );
         assert_eq!(same, "True", "{shape:?}");
         let checks = api_checks(&fx);
         assert!(
-            checks.last().is_some_and(|c| c.starts_with("public names: ")),
+            checks
+                .last()
+                .is_some_and(|c| c.starts_with("public names: ")),
             "{shape:?}: {checks:?}"
         );
     }
@@ -139,7 +183,13 @@ fn a_rename_that_also_reorders_parameters_is_refused_naming_the_function() {
     let fx = invoice();
     let start = fx.repo.head();
     let before = fx.repo.snapshot();
-    let plan = plan("Rename calc_total", "preserving", &["pricing.py", "invoice.py", "checkout.py"], &[], &[]);
+    let plan = plan(
+        "Rename calc_total",
+        "preserving",
+        &["pricing.py", "invoice.py", "checkout.py"],
+        &[],
+        &[],
+    );
     let server = reference_model(&plan, Shape::Whole, invoice_reference(true));
     let out = run_task(&fx, &server, RENAME_FUNCTION, &["--max-iterations", "4"]);
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -64,10 +64,19 @@ pub fn reply(shape: Shape, reference: &Reference, prompt: &str) -> String {
     if pending.is_empty() {
         return "TASK DONE: every file is as the task asks.".into();
     }
-    let take = if shape == Shape::OneFilePerReply { 1 } else { pending.len() };
+    let take = if shape == Shape::OneFilePerReply {
+        1
+    } else {
+        pending.len()
+    };
     let mut text = String::from("Here is the change.\n");
     for (path, now, after) in pending.into_iter().take(take) {
-        text.push_str(&diff_as(path, now.as_deref(), after, shape != Shape::NoPrefixes));
+        text.push_str(&diff_as(
+            path,
+            now.as_deref(),
+            after,
+            shape != Shape::NoPrefixes,
+        ));
     }
     text
 }
@@ -75,7 +84,9 @@ pub fn reply(shape: Shape, reference: &Reference, prompt: &str) -> String {
 /// A model that plans `plan` and answers every task request with the
 /// reference refactoring in `shape`.
 pub fn reference_model(plan: &str, shape: Shape, reference: Reference) -> LlmServer {
-    model(plan.to_string(), move |_, prompt| reply(shape, &reference, prompt))
+    model(plan.to_string(), move |_, prompt| {
+        reply(shape, &reference, prompt)
+    })
 }
 
 /// A one-task plan of `kind` over the files `change`, `create`, `delete`.
