@@ -414,6 +414,37 @@ mod tests {
     }
 
     #[test]
+    fn a_test_the_task_removed_from_a_file_it_rewrote_is_not_lost() {
+        let best = snap(
+            &["t.py::test_raises", "t.py::test_mean", "u.py::test_x"],
+            &[],
+            9.0,
+        );
+        let rewritten = vec!["t.py".to_string()];
+        // Replaced by another test: judged by the tests as the task leaves them.
+        let replaced = snap(
+            &["t.py::test_zero", "t.py::test_mean", "u.py::test_x"],
+            &[],
+            9.0,
+        );
+        assert_eq!(bar(9.0).task_verdict(&best, &replaced), Verdict::Regressed);
+        let verdict = bar(9.0).task_verdict_rewriting(&best, &replaced, &rewritten);
+        assert!(verdict.is_accepted(), "{verdict:?}");
+        // A test of the rewritten file that still runs and fails is lost;
+        // so is a test of a file the task did not rewrite.
+        let failing = snap(
+            &["t.py::test_mean", "u.py::test_x"],
+            &["t.py::test_raises"],
+            9.0,
+        );
+        let verdict = bar(9.0).task_verdict_rewriting(&best, &failing, &rewritten);
+        assert_eq!(verdict, Verdict::Regressed);
+        let other = snap(&["t.py::test_raises", "t.py::test_mean"], &[], 9.0);
+        let verdict = bar(9.0).task_verdict_rewriting(&best, &other, &rewritten);
+        assert_eq!(verdict, Verdict::Regressed);
+    }
+
+    #[test]
     fn an_attempt_is_held_to_its_purpose_bar_and_held_out_tests() {
         let best = snap(&["a", "b"], &["c"], 8.0);
         let kept = snap(&["a", "b"], &["c"], 8.0);

@@ -327,6 +327,28 @@ mod tests {
     }
 
     #[test]
+    fn the_test_changes_of_a_rewritten_file_name_the_tests_removed_and_added() {
+        let run = |ids: &[&str]| crate::pipeline::Snapshot {
+            tests: Some(crate::pipeline::TestState {
+                passed: ids.iter().map(|s| s.to_string()).collect(),
+                total: ids.len(),
+                ..Default::default()
+            }),
+            checks: None,
+            lint_score: None,
+            lint: Default::default(),
+        };
+        let best = run(&["tests/t.py::test_raises", "tests/t.py::test_mean"]);
+        let after = run(&["tests/t.py::test_zero", "tests/t.py::test_mean"]);
+        let files = vec!["tests/t.py".to_string()];
+        assert_eq!(
+            test_changes(&best, &after, &files),
+            vec!["tests/t.py (removed test_raises; added test_zero)"]
+        );
+        assert_eq!(test_changes(&best, &best, &files), vec!["tests/t.py"]);
+    }
+
+    #[test]
     fn tasks_run_after_what_they_depend_on() {
         let plan = TaskPlan {
             tasks: vec![task(1, &[3]), task(2, &[]), task(3, &[2])],
