@@ -7,11 +7,14 @@ Usage: python probe.py REQUEST.json RESULT.json
 Written into a sandbox cell and run there by swarm (src/tools/behaviour);
 nothing needs installing. The request names the module, the original source,
 the function pairs to compare and the call sites found in the repository.
-With `"mode": "api"` it checks a module's public names instead: every
-name the original text declares (or re-exports from the project, or lists in
-`__all__`) must still be importable from the same module in the changed tree
-(or from where the task renamed it), with the same behaviour: functions on the
-same inputs, classes with the same public attributes, values equal.
+With `"mode": "api"` it checks a module's public names instead, by Python's
+rules as griffe reads them (`__all__`; else what the module defines without a
+leading underscore, a redundant alias, and in a package's `__init__` what it
+re-exports from the project; a plain import is not API): each must still be
+importable from the same module in the changed tree (or from where the task
+renamed it; the old name too when the instruction asks to keep it), with the
+same parameters and behaviour: functions on the same inputs, renamed names
+mapped in the values, classes with the same public attributes, values equal.
 Side effects are refused while the module is imported and while a function
 runs (an audit hook stops file writes, processes, sockets; stdin reads
 fail; anything printed at import counts): a module with such effects at
