@@ -40,6 +40,9 @@ pub(crate) struct TaskBook {
     pub commits: BTreeMap<usize, Vec<String>>,
     /// The test files each task changed (only with `--allow-test-edits`).
     pub tests_changed: BTreeMap<usize, Vec<String>>,
+    /// What each task did to the tests of those files, one line per file
+    /// (see [`crate::pipeline::task::test_changes`]).
+    pub test_changes: BTreeMap<usize, Vec<String>>,
     /// Top-level module names a new module may not take.
     pub taken: std::collections::BTreeSet<String>,
     /// Per task, files its attempts reached beyond its own (changed by an
@@ -321,6 +324,12 @@ async fn run_tasks(
                 let status = TaskStatus::Done {
                     commits: commits_of(state, number),
                     tests_changed: tests_changed_by(state, number),
+                    test_changes: state
+                        .work
+                        .tasks
+                        .as_ref()
+                        .and_then(|b| b.test_changes.get(&number).cloned())
+                        .unwrap_or_default(),
                 };
                 settle(cx, rec, state, number, status, StopReason::Green)?;
             }

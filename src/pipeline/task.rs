@@ -165,6 +165,11 @@ pub enum TaskStatus {
     Done {
         commits: Vec<String>,
         tests_changed: Vec<String>,
+        /// What the task did to the tests of each file it changed
+        /// (`tests/t.py (removed test_a; added test_b)`, see
+        /// [`test_changes`]).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        test_changes: Vec<String>,
     },
     /// Given up, and why (its own attempts failed, or a task it depends
     /// on was skipped).

@@ -201,6 +201,17 @@ fn a_behaviour_change_rewriting_a_test_is_delivered_with_the_flag_in_every_shape
             task["tests_changed"],
             serde_json::json!(["tests/test_stats.py"])
         );
+        let listed = "tests/test_stats.py (removed test_average_of_empty_raises; added test_average_of_empty_is_zero)";
+        assert_eq!(
+            task["test_changes"],
+            serde_json::json!([listed]),
+            "{shape:?}"
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("tests changed: {listed}")),
+            "{shape:?}: {stderr}"
+        );
         assert!(fx
             .repo
             .read("tests/test_stats.py")
