@@ -183,11 +183,17 @@ fn task_lines(s: &Summary) -> Vec<String> {
             TaskStatus::Done {
                 commits,
                 tests_changed,
+                test_changes,
             } => {
-                let tests = if tests_changed.is_empty() {
+                let listed = if test_changes.is_empty() {
+                    tests_changed
+                } else {
+                    test_changes
+                };
+                let tests = if listed.is_empty() {
                     String::new()
                 } else {
-                    format!("; tests changed: {}", tests_changed.join(", "))
+                    format!("; tests changed: {}", listed.join(", "))
                 };
                 format!("done ({} commit(s){tests})", commits.len())
             }

@@ -24,6 +24,9 @@ pub enum StopReason {
     /// A task's intended behaviour change breaks tests that expect the old
     /// behaviour, and `--allow-test-edits` was not given.
     TestConflict,
+    /// Every task of the instruction (`--task`) ended without changing
+    /// anything: nothing was done, whatever the model said.
+    NothingChanged,
 }
 
 impl StopReason {
@@ -37,6 +40,9 @@ impl StopReason {
             StopReason::Budget => "token or cost budget reached",
             StopReason::Interrupted => "interrupted",
             StopReason::TaskSkipped => "a task was skipped; see the tasks below",
+            StopReason::NothingChanged => {
+                "no task changed anything: nothing the instruction asks for was done"
+            }
             StopReason::TestConflict => {
                 "a task's behaviour change meets tests that expect the old behaviour (--allow-test-edits)"
             }

@@ -11,6 +11,7 @@
 //! the last outcome), never a transcript.
 
 mod attempt;
+mod done;
 
 use std::collections::BTreeMap;
 
@@ -39,12 +40,18 @@ pub(crate) struct TaskBook {
     pub commits: BTreeMap<usize, Vec<String>>,
     /// The test files each task changed (only with `--allow-test-edits`).
     pub tests_changed: BTreeMap<usize, Vec<String>>,
+    /// What each task did to the tests of those files, one line per file
+    /// (see [`crate::pipeline::task::test_changes`]).
+    pub test_changes: BTreeMap<usize, Vec<String>>,
     /// Top-level module names a new module may not take.
     pub taken: std::collections::BTreeSet<String>,
     /// Per task, files its attempts reached beyond its own (changed by an
     /// accepted attempt, or given a new pylint error): its next request
     /// shows them too.
     pub reached: BTreeMap<usize, Vec<String>>,
+    /// The open state of the task being worked on: its change so far, not
+    /// yet accepted (see `super::attempt::open`).
+    pub open: Option<super::attempt::OpenState>,
     /// Per task, where its modules' old dotted paths are still named in
     /// strings and configuration (see [`crate::stage::mentions`]).
     pub mentions: BTreeMap<usize, Vec<String>>,
@@ -63,6 +70,11 @@ impl TaskBook {
             status,
             ..Self::default()
         }
+    }
+
+    /// Whether some task changed anything (has an accepted commit).
+    pub fn changed_anything(&self) -> bool {
+        self.commits.values().any(|c| !c.is_empty())
     }
 
     /// Every task is done.
@@ -98,16 +110,23 @@ impl TaskBook {
 
 impl RunState {
     /// Whether the best state may be delivered: green (see
-    /// [`crate::pipeline::Bar`]); for a run of tasks, every task done and
-    /// nothing the baseline had lost.
+    /// [`crate::pipeline::Bar`]); for a run of tasks, every task done, some
+    /// task changed something, and nothing the baseline had lost.
     pub(crate) fn deliverable(&self) -> bool {
         match &self.work.tasks {
             Some(book) => {
+                let rewritten: Vec<String> =
+                    book.tests_changed.values().flatten().cloned().collect();
                 book.all_done()
+                    && book.changed_anything()
                     && self
                         .facts
                         .bar
-                        .task_verdict(&self.facts.baseline, &self.progress.best)
+                        .task_verdict_rewriting(
+                            &self.facts.baseline,
+                            &self.progress.best,
+                            &rewritten,
+                        )
                         .is_accepted()
             }
             None => self.facts.bar.is_green(&self.progress.best),
@@ -305,6 +324,12 @@ async fn run_tasks(
                 let status = TaskStatus::Done {
                     commits: commits_of(state, number),
                     tests_changed: tests_changed_by(state, number),
+                    test_changes: state
+                        .work
+                        .tasks
+                        .as_ref()
+                        .and_then(|b| b.test_changes.get(&number).cloned())
+                        .unwrap_or_default(),
                 };
                 settle(cx, rec, state, number, status, StopReason::Green)?;
             }
@@ -334,10 +359,12 @@ fn blocked_by(state: &RunState, number: usize) -> Option<String> {
         .map(|d| format!("task {d}, which it depends on, was not done"))
 }
 
-/// Every task settled: green when all are done, else a task was skipped.
+/// Every task settled: green when all are done and changed something,
+/// else a task was skipped or nothing changed.
 fn final_reason(state: &RunState) -> StopReason {
     match &state.work.tasks {
         Some(book) if !book.all_done() => StopReason::TaskSkipped,
+        Some(book) if !book.changed_anything() => StopReason::NothingChanged,
         _ => StopReason::Green,
     }
 }
@@ -399,6 +426,9 @@ enum Tried {
     Accepted,
     /// Refused, unusable or judged worse: why, for the next prompt.
     Failed(String),
+    /// Not accepted yet, kept as the task's own state to build on: what the
+    /// Judge found of the task's change so far.
+    Continued(String),
     /// The model answered that the task needs no further change.
     Done,
     /// The run stops.

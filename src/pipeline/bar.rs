@@ -15,7 +15,7 @@
 //! statements, never by removing a message, so it is never an improvement.
 
 use super::measure::{LintKind, LintMessage, LintReport};
-use super::state::Snapshot;
+use super::state::{Snapshot, TestState};
 use super::verdict::{BehaviourOutcome, Verdict};
 
 /// The least rise of pylint's score that makes a state better when the
@@ -171,7 +171,22 @@ impl Bar {
     /// [`Verdict::Kept`] ([`Verdict::Green`] when the state is green).
     /// The public-name check then speaks through [`Bar::after_behaviour`].
     pub fn task_verdict(&self, best: &Snapshot, new: &Snapshot) -> Verdict {
-        let (regressed, _) = tests_or_checks(best, new);
+        self.task_verdict_rewriting(best, new, &[])
+    }
+
+    /// [`Bar::task_verdict`] for a task that changes the test files
+    /// `rewritten` (with `--allow-test-edits`): a test of those files that
+    /// the change removed or renamed (it is gone, neither passing nor
+    /// failing) is not lost — the task is judged by the tests as it leaves
+    /// them, and by every other test unchanged. A test of those files that
+    /// still runs and now fails is lost as any other.
+    pub fn task_verdict_rewriting(
+        &self,
+        best: &Snapshot,
+        new: &Snapshot,
+        rewritten: &[String],
+    ) -> Verdict {
+        let (regressed, _) = tests_or_checks_except(best, new, rewritten);
         if regressed || !risen_errors(best, new).is_empty() {
             return Verdict::Regressed;
         }
@@ -293,10 +308,32 @@ pub fn risen_errors<'a>(best: &Snapshot, new: &'a Snapshot) -> Vec<&'a LintMessa
 /// Whether the tests (or, without tests, the checks) lost anything, and
 /// whether they gained anything, from `best` to `new`.
 fn tests_or_checks(best: &Snapshot, new: &Snapshot) -> (bool, bool) {
+    tests_or_checks_except(best, new, &[])
+}
+
+/// Whether test `id` is in one of the test files `rewritten` and is gone
+/// from `new` (neither passed nor failing there): removed or renamed by the
+/// change that rewrote its file.
+fn rewritten_away(id: &str, new: &TestState, rewritten: &[String]) -> bool {
+    let file = id.split("::").next().unwrap_or(id);
+    rewritten.iter().any(|f| f == file)
+        && !new.passed.contains(id)
+        && !new.failing.iter().any(|c| c.id == id)
+}
+
+/// [`tests_or_checks`], a test removed or renamed from the test files
+/// `rewritten` not counting as lost.
+fn tests_or_checks_except(best: &Snapshot, new: &Snapshot, rewritten: &[String]) -> (bool, bool) {
     match (&best.tests, &new.tests, &best.checks, &new.checks) {
         (Some(b), Some(n), _, _) => {
-            let lost = b.passed.difference(&n.passed).next().is_some();
-            let vanished = n.vanished.difference(&b.vanished).next().is_some();
+            let lost = b
+                .passed
+                .difference(&n.passed)
+                .any(|id| !rewritten_away(id, n, rewritten));
+            let vanished = n
+                .vanished
+                .difference(&b.vanished)
+                .any(|id| !rewritten_away(id, n, rewritten));
             let gained = n.passed.difference(&b.passed).next().is_some();
             (lost || vanished || (n.timed_out && !b.timed_out), gained)
         }
@@ -374,6 +411,37 @@ mod tests {
             // below 10, over 10 statements).
             lint: lint_with((10.0 - pylint).round().max(0.0) as usize),
         }
+    }
+
+    #[test]
+    fn a_test_the_task_removed_from_a_file_it_rewrote_is_not_lost() {
+        let best = snap(
+            &["t.py::test_raises", "t.py::test_mean", "u.py::test_x"],
+            &[],
+            9.0,
+        );
+        let rewritten = vec!["t.py".to_string()];
+        // Replaced by another test: judged by the tests as the task leaves them.
+        let replaced = snap(
+            &["t.py::test_zero", "t.py::test_mean", "u.py::test_x"],
+            &[],
+            9.0,
+        );
+        assert_eq!(bar(9.0).task_verdict(&best, &replaced), Verdict::Regressed);
+        let verdict = bar(9.0).task_verdict_rewriting(&best, &replaced, &rewritten);
+        assert!(verdict.is_accepted(), "{verdict:?}");
+        // A test of the rewritten file that still runs and fails is lost;
+        // so is a test of a file the task did not rewrite.
+        let failing = snap(
+            &["t.py::test_mean", "u.py::test_x"],
+            &["t.py::test_raises"],
+            9.0,
+        );
+        let verdict = bar(9.0).task_verdict_rewriting(&best, &failing, &rewritten);
+        assert_eq!(verdict, Verdict::Regressed);
+        let other = snap(&["t.py::test_raises", "t.py::test_mean"], &[], 9.0);
+        let verdict = bar(9.0).task_verdict_rewriting(&best, &other, &rewritten);
+        assert_eq!(verdict, Verdict::Regressed);
     }
 
     #[test]

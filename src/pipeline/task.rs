@@ -4,6 +4,8 @@
 //! ([`TaskStatus`]). Values and the rules that order them; nothing here
 //! asks a model, runs a tool or touches git.
 
+pub mod stated;
+
 use serde::{Deserialize, Serialize};
 
 /// Longest instruction taken, in characters: an instruction is a request,
@@ -163,6 +165,11 @@ pub enum TaskStatus {
     Done {
         commits: Vec<String>,
         tests_changed: Vec<String>,
+        /// What the task did to the tests of each file it changed
+        /// (`tests/t.py (removed test_a; added test_b)`, see
+        /// [`test_changes`]).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        test_changes: Vec<String>,
     },
     /// Given up, and why (its own attempts failed, or a task it depends
     /// on was skipped).
@@ -206,19 +213,68 @@ pub fn task_done(reply: TaskReply, accepted_before: bool) -> bool {
 }
 
 /// The line that stops the run when a task's intended behaviour change
-/// breaks tests that expect the old behaviour (`broke`, their ids) and
-/// test edits are not allowed; `None` when the run goes on.
+/// breaks tests that expect the old behaviour (`broke`: each test's id,
+/// with its assertion when known) and test edits are not allowed; `None`
+/// when the run goes on.
 pub fn test_conflict(task: &Task, allow_test_edits: bool, broke: &[String]) -> Option<String> {
     if task.kind != TaskKind::Change || allow_test_edits || broke.is_empty() {
         return None;
     }
     Some(format!(
-        "task {} ({}) changes behaviour that tests expect: {} fail(s) with it; the tests were \
-         not changed — rerun with --allow-test-edits to make the test change part of the task",
+        "task {} ({}) changes behaviour that tests expect: {} contradict(s) the instruction; \
+         the tests were not changed and nothing is delivered — rerun with --allow-test-edits \
+         to let the task change them",
         task.number,
         task.title,
         broke.join(", ")
     ))
+}
+
+/// What a task's change did to the tests of each test file it rewrote
+/// (`files`), from the tests that ran at `best` and with the change:
+/// `tests/test_a.py (removed test_old; added test_new)`, or the file alone
+/// when the same tests run (their bodies changed).
+pub fn test_changes(
+    best: &super::Snapshot,
+    result: &super::Snapshot,
+    files: &[String],
+) -> Vec<String> {
+    let ids = |s: &super::Snapshot| -> Vec<String> {
+        s.tests.as_ref().map_or_else(Vec::new, |t| {
+            let mut ids: Vec<String> = t.passed.iter().cloned().collect();
+            ids.extend(t.failing.iter().map(|c| c.id.clone()));
+            ids
+        })
+    };
+    let (before, after) = (ids(best), ids(result));
+    files
+        .iter()
+        .map(|file| {
+            let prefix = format!("{file}::");
+            let of = |ids: &[String], other: &[String]| -> Vec<String> {
+                let mut names: Vec<String> = ids
+                    .iter()
+                    .filter(|id| id.starts_with(&prefix) && !other.contains(id))
+                    .map(|id| id[prefix.len()..].to_string())
+                    .collect();
+                names.sort();
+                names
+            };
+            let (removed, added) = (of(&before, &after), of(&after, &before));
+            let mut parts = Vec::new();
+            if !removed.is_empty() {
+                parts.push(format!("removed {}", removed.join(", ")));
+            }
+            if !added.is_empty() {
+                parts.push(format!("added {}", added.join(", ")));
+            }
+            if parts.is_empty() {
+                file.clone()
+            } else {
+                format!("{file} ({})", parts.join("; "))
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -270,9 +326,31 @@ mod tests {
         assert_eq!(test_conflict(&change, false, &[]), None);
         let line = test_conflict(&change, false, &broke).unwrap_or_default();
         assert!(line.starts_with("task 2 (task 2) changes behaviour that tests expect"));
-        assert!(
-            line.contains("tests/test_a.py::test_old fail(s) with it; the tests were not changed")
+        assert!(line.contains(
+            "tests/test_a.py::test_old contradict(s) the instruction; the tests were not changed"
+        ));
+    }
+
+    #[test]
+    fn the_test_changes_of_a_rewritten_file_name_the_tests_removed_and_added() {
+        let run = |ids: &[&str]| crate::pipeline::Snapshot {
+            tests: Some(crate::pipeline::TestState {
+                passed: ids.iter().map(|s| s.to_string()).collect(),
+                total: ids.len(),
+                ..Default::default()
+            }),
+            checks: None,
+            lint_score: None,
+            lint: Default::default(),
+        };
+        let best = run(&["tests/t.py::test_raises", "tests/t.py::test_mean"]);
+        let after = run(&["tests/t.py::test_zero", "tests/t.py::test_mean"]);
+        let files = vec!["tests/t.py".to_string()];
+        assert_eq!(
+            test_changes(&best, &after, &files),
+            vec!["tests/t.py (removed test_raises; added test_zero)"]
         );
+        assert_eq!(test_changes(&best, &best, &files), vec!["tests/t.py"]);
     }
 
     #[test]

@@ -98,18 +98,22 @@ pub struct Settled {
 
 /// Commits the judged attempt with `message` (see [`commit_message`]); the
 /// run branch moves to it when the verdict accepts it, otherwise the
-/// worktree goes back to the best state.
+/// worktree goes back to the best state — or, when the attempt `stay`s
+/// (a task's step kept as the task's open state), stays on it.
 pub fn settle(
     ws: &mut RunWorkspace,
     change: &Change,
     attempt: u32,
     verdict: Verdict,
     message: &str,
+    stay: bool,
 ) -> Result<Settled, GitError> {
     let started = Instant::now();
     let commit = ws.commit_attempt(attempt, &change.writes, message)?;
     let best = if verdict.is_accepted() {
         ws.advance_best(&commit)?;
+        commit.clone()
+    } else if stay {
         commit.clone()
     } else {
         ws.best().clone()

@@ -1,6 +1,7 @@
 //! The tools module against real processes: the runner with fake scripts,
 //! and real python, pytest and pylint on small projects in temp dirs.
 
+mod api;
 mod behaviour;
 mod hanging;
 mod imports;

@@ -187,6 +187,23 @@ impl super::beyond::Beyond for Modules {
     fn is_module(&self, rel: &str) -> bool {
         crate::tools::imports::is_importable_module(rel)
     }
+
+    /// A top-level `def` or `class` (tree-sitter's outline), or a line
+    /// `name = …` / `name: T = …` at column 0.
+    fn defines(&self, text: &str, name: &str, assignment_counts: bool) -> bool {
+        let outline = swarm_analysis::outline(text);
+        if outline.top_level().any(|d| d.name == name) {
+            return true;
+        }
+        assignment_counts
+            && text.lines().any(|line| {
+                line.strip_prefix(name).is_some_and(|rest| {
+                    let rest = rest.trim_start();
+                    (rest.starts_with('=') && !rest.starts_with("=="))
+                        || (rest.starts_with(':') && rest.contains('='))
+                })
+            })
+    }
 }
 
 /// What the environment lacks when the baseline's pytest run (or, without

@@ -67,10 +67,14 @@ pub(super) fn judge(
     let judging = Instant::now();
     rec.measurement(Agent::Judge, &measured, Some(k))?;
     let snapshot = measured.snapshot;
-    let verdict = state
-        .facts
-        .bar
-        .judge(purpose.judging(), &state.progress.best, &snapshot);
+    let bar = &state.facts.bar;
+    let verdict = match purpose {
+        Purpose::Task(_) if cx.config.allow_test_edits => {
+            let rewritten = rewritten_tests(change);
+            bar.task_verdict_rewriting(&state.progress.best, &snapshot, &rewritten)
+        }
+        _ => bar.judge(purpose.judging(), &state.progress.best, &snapshot),
+    };
     let checked = (change, &snapshot, files.as_slice());
     let found = match purpose {
         Purpose::Repair => beyond_repair(cx, ws, rec, state, checked, (verdict, k, tools))?,
@@ -101,6 +105,16 @@ pub(super) fn judge(
         conflict: found.conflict,
         times,
     })
+}
+
+/// The test files a task's change writes (with `--allow-test-edits`).
+pub(super) fn rewritten_tests(change: &Change) -> Vec<String> {
+    change
+        .files
+        .iter()
+        .filter(|f| lang::is_test(f))
+        .map(|f| f.to_string())
+        .collect()
 }
 
 /// The measurement of the worktree as it is, and the tools the checks
@@ -235,9 +249,16 @@ fn beyond_task(
     (verdict, k, tools): (Verdict, u32, Tools<'_>),
 ) -> Result<Beyond, SwarmError> {
     let best = &state.progress.best;
-    let broke: Vec<String> = crate::stage::prompt::broken_tests(best, snapshot)
-        .into_iter()
-        .map(|t| t.id)
+    let broken = crate::stage::prompt::broken_tests(best, snapshot);
+    let broke: Vec<String> = broken.iter().map(|t| t.id.clone()).collect();
+    let named: Vec<String> = broken
+        .iter()
+        .map(
+            |t| match t.message.as_deref().and_then(|m| m.lines().next()) {
+                Some(m) => format!("{} ({})", t.id, crate::pipeline::clip(m.trim(), 160)),
+                None => t.id.clone(),
+            },
+        )
         .collect();
     let allow_test_edits = cx.config.allow_test_edits;
     let mut found = Beyond {
@@ -245,7 +266,7 @@ fn beyond_task(
         behaviour: None,
         note: String::new(),
         why: Some(why_regressed(best, snapshot, &broke)),
-        conflict: crate::pipeline::task::test_conflict(task, allow_test_edits, &broke),
+        conflict: crate::pipeline::task::test_conflict(task, allow_test_edits, &named),
     };
     if !verdict.is_accepted() || task.kind != TaskKind::Preserving {
         return Ok(found);
@@ -322,18 +343,29 @@ fn public_names(
             });
         }
     }
-    let renames: BTreeMap<String, String> = task
+    let stated = state
+        .work
+        .tasks
+        .as_ref()
+        .map(|b| crate::pipeline::task::stated::stated(&b.instruction))
+        .unwrap_or_default();
+    let renames: BTreeMap<String, String> = stated
         .renames
         .iter()
+        .chain(&task.renames)
         .map(|r| (r.from.clone(), r.to.clone()))
         .collect();
+    let renamed = api::Renamed {
+        renames,
+        keep: stated.keep,
+    };
     let check = tokio::task::block_in_place(|| {
         api::check_api(
             tools,
             cx.root,
             &modules,
             files,
-            &renames,
+            &renamed,
             cx.config.limits,
             cx.cancel,
         )

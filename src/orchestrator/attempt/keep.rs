@@ -72,6 +72,14 @@ fn adopt(
     judged: Judgement,
     commit: &str,
 ) {
+    let test_notes = match purpose {
+        Purpose::Task(_) => crate::pipeline::task::test_changes(
+            &state.progress.best,
+            &judged.result,
+            &super::judge::rewritten_tests(change),
+        ),
+        Purpose::Repair => Vec::new(),
+    };
     let progress = &mut state.progress;
     progress.best = judged.result;
     progress.accepted += 1;
@@ -83,7 +91,7 @@ fn adopt(
             state.work.declined.clear();
             verified(cx, state, change, judged.behaviour.as_ref(), &judged.files);
         }
-        Purpose::Task(task) => task_adopted(state, task, change, commit),
+        Purpose::Task(task) => task_adopted(state, task, change, commit, test_notes),
     }
     state.facts.files = judged.files;
 }
@@ -132,7 +140,13 @@ fn verified(
 
 /// Notes an accepted change's commit for its task, and the test files it
 /// changed.
-fn task_adopted(state: &mut RunState, task: &Task, change: &Change, commit: &str) {
+fn task_adopted(
+    state: &mut RunState,
+    task: &Task,
+    change: &Change,
+    commit: &str,
+    test_notes: Vec<String>,
+) {
     let tests: Vec<String> = change
         .files
         .iter()
@@ -149,6 +163,13 @@ fn task_adopted(state: &mut RunState, task: &Task, change: &Change, commit: &str
             if !changed.contains(&t) {
                 changed.push(t);
             }
+        }
+        // The latest note of a file stands for it.
+        let notes = book.test_changes.entry(task.number).or_default();
+        for note in test_notes {
+            let file = note.split(" (").next().unwrap_or(&note).to_string();
+            notes.retain(|n| n.split(" (").next() != Some(file.as_str()));
+            notes.push(note);
         }
     }
 }

@@ -14,8 +14,11 @@
 
 mod judge;
 mod keep;
+mod open;
 mod review;
 mod subset;
+
+pub(crate) use open::{discard, OpenState};
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -74,6 +77,9 @@ pub(crate) enum Attempted {
     /// The Reviewer found the reply leaves every file as it is: what the
     /// Fixer is told of it.
     Unchanged(String),
+    /// A task's step not accepted yet, kept as the task's open state (see
+    /// [`open`]): what the Judge found of the task's change so far.
+    Continued(String),
     /// A task's intended behaviour change breaks tests it may not change:
     /// the line that stops the run.
     TestConflict(String),
@@ -136,6 +142,7 @@ pub(crate) fn attempt(
             Some(_) => format!("{said} (the hunks the evidence points at)"),
             None => said,
         };
+        let change = open::whole(state, purpose, change);
         let tried = Tried {
             file,
             change: &change,
@@ -244,7 +251,8 @@ fn judge_and_commit(
     let mut judged = judge::judge(cx, ws, rec, state, purpose, (tried.file, tried.change), k)?;
     let verdict = judged.verdict;
     let message = commit_message(state, purpose, &tried, k, verdict, &judged.result);
-    let settled = executor::settle(ws, tried.change, k, verdict, &message)?;
+    let stays = open::stays(purpose, verdict, judged.conflict.is_some());
+    let settled = executor::settle(ws, tried.change, k, verdict, &message, stays)?;
     judged.times.review = tried.review_time;
     judged.times.commit = settled.committing;
     judged.times.worktree = settled.worktree;
@@ -284,11 +292,30 @@ fn judge_and_commit(
     remember_attempt(state, purpose, tried.file, past);
     state.progress.commits.push(commit.0.clone());
     if let Some(line) = judged.conflict.take() {
+        open::discard(ws, state)?;
         return Ok(Attempted::TestConflict(line));
     }
-    Ok(keep::keep_or_reset(
-        cx, state, purpose, &tried, judged, &commit.0, outcome,
-    ))
+    let kept = keep::keep_or_reset(cx, state, purpose, &tried, judged, &commit.0, outcome);
+    if stays {
+        open::keep(state, purpose, commit, tried.change, &judged_why(&kept));
+        if let Attempted::NotMoved(why) = kept {
+            return Ok(Attempted::Continued(why));
+        }
+    } else if kept.moved() {
+        open::close(state);
+    }
+    Ok(kept)
+}
+
+/// What the Fixer is told of an attempt that did not move the run branch.
+fn judged_why(kept: &Attempted) -> String {
+    match kept {
+        Attempted::NotMoved(why) | Attempted::Continued(why) | Attempted::Unchanged(why) => {
+            why.clone()
+        }
+        Attempted::TestConflict(line) => line.clone(),
+        Attempted::Moved => String::new(),
+    }
 }
 
 /// The attempt's commit message: the Executor's, with the purpose's
@@ -330,6 +357,13 @@ fn commit_message(
     let mut message = executor::commit_message(&record);
     for trailer in trailers(purpose, tried, total) {
         message.push_str(&format!("{trailer}\n"));
+    }
+    if let Purpose::Task(_) = purpose {
+        let rewritten = judge::rewritten_tests(tried.change);
+        let best = &state.progress.best;
+        for changed in crate::pipeline::task::test_changes(best, result, &rewritten) {
+            message.push_str(&format!("Swarm-Tests-Changed: {changed}\n"));
+        }
     }
     message
 }

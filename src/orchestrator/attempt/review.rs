@@ -48,7 +48,7 @@ pub(super) fn review(
     part: Option<Part>,
 ) -> Result<Reviewed, SwarmError> {
     let iteration = state.progress.iterations;
-    let base = ws.best().0.clone();
+    let base = super::open::base(state, ws, purpose);
     let taken = taken_names(state, purpose);
     let task = task_review(purpose, cx.config.size_limits, &taken);
     let ctx = context(cx, state, &base, task);
@@ -58,6 +58,17 @@ pub(super) fn review(
         Review::Accepted(change) => return accepted(cx, rec, state, purpose, change, (file, step)),
         Review::Rejected(reason) => reason,
     };
+    if let Some(code) = without_test_edits(cx, purpose, proposal, &reason) {
+        if let Review::Accepted(change) = reviewer::review(&code, &ctx) {
+            cx.events.emit(Event::Notice {
+                message: format!(
+                    "{reason}; the rest of the change is judged without its test edits, to name \
+                     the tests the instruction contradicts"
+                ),
+            });
+            return accepted(cx, rec, state, purpose, change, (file, step));
+        }
+    }
     // Only a repair's whole proposal refused for its size is split.
     let splits = reason.is_size() && matches!(purpose, Purpose::Repair) && part.is_none();
     let split: Option<Result<Vec<Step>, SplitFailure>> =
@@ -99,6 +110,41 @@ pub(super) fn review(
         return Ok(Reviewed::Unchanged(outcome));
     }
     Ok(Reviewed::Rejected(outcome))
+}
+
+/// Of a behaviour-changing task's proposal refused for editing a test
+/// without `--allow-test-edits`: the proposal without its test edits, so
+/// the Judge can name the tests the intended change contradicts (the
+/// test-conflict stop). `None` for anything else.
+fn without_test_edits(
+    cx: &RunContext<'_>,
+    purpose: Purpose<'_>,
+    proposal: &Proposal,
+    reason: &Rejection,
+) -> Option<Proposal> {
+    let Purpose::Task(task) = purpose else {
+        return None;
+    };
+    let refused = matches!(
+        reason,
+        Rejection::TestFile { .. } | Rejection::TestConfig { .. }
+    );
+    if !refused || cx.config.allow_test_edits || task.kind != crate::pipeline::TaskKind::Change {
+        return None;
+    }
+    let edits = proposal.edits.as_ref().ok()?;
+    let code: Vec<_> = edits
+        .iter()
+        .filter(|e| !crate::lang::is_test(&e.path) && !crate::lang::is_test_harness(&e.path))
+        .cloned()
+        .collect();
+    if code.is_empty() || code.len() == edits.len() {
+        return None;
+    }
+    Some(Proposal {
+        edits: Ok(code),
+        ..proposal.clone()
+    })
 }
 
 /// What the Reviewer is given: the best state's commit `base`, the run's

@@ -55,6 +55,7 @@ impl Recorder<'_> {
             TaskStatus::Done {
                 commits,
                 tests_changed,
+                ..
             } => (None, commits.clone(), tests_changed.clone()),
             TaskStatus::Skipped { reason } => (Some(reason.clone()), Vec::new(), Vec::new()),
             TaskStatus::NotReached | TaskStatus::Pending => (None, Vec::new(), Vec::new()),

@@ -41,6 +41,23 @@ pub(super) async fn run_task(
     });
     learn_taken_names(cx, state);
     find_mentions(cx, state, &task);
+    let end = work_on(cx, ws, rec, state, &task).await;
+    // A change the task leaves open (not accepted as a whole) is thrown
+    // away with it.
+    crate::orchestrator::attempt::discard(ws, state)?;
+    end
+}
+
+/// Asks for `task` reply after reply until it is done, fails or the run
+/// must stop.
+async fn work_on(
+    cx: &RunContext<'_>,
+    ws: &mut RunWorkspace,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+    task: &Task,
+) -> Result<TaskEnd, SwarmError> {
+    let number = task.number;
     let mut failures = 0;
     loop {
         if state.progress.iterations >= cx.config.max_iterations {
@@ -54,12 +71,19 @@ pub(super) async fn run_task(
             number: state.progress.iterations,
             files: task.files().iter().map(ToString::to_string).collect(),
         });
-        match attempt_task(cx, ws, rec, state, &task).await? {
+        match attempt_task(cx, ws, rec, state, task).await? {
             Tried::Done => return Ok(TaskEnd::Done),
             Tried::Stop(reason) => return Ok(TaskEnd::Stop(reason)),
             Tried::Accepted => {
                 failures = 0;
                 remember(state, number, "accepted: the change is committed; say whether anything more is needed for this task".into());
+            }
+            Tried::Continued(why) => {
+                remember(state, number, format!(
+                    "your change so far is kept as this task's own state (the files above show it), \
+                     but the task as a whole is not accepted yet: {why}. Continue from it; answer \
+                     TASK DONE only when the whole task is finished"
+                ));
             }
             Tried::Failed(why) => {
                 failures += 1;
@@ -185,9 +209,12 @@ async fn attempt_task(
         Ok(TaskAnswer::Done(reply)) => {
             let said = reply.lines().next().unwrap_or_default().to_string();
             remember(state, task.number, format!("the model said: {said}"));
+            if let Some(why) = thrown_away(ws, state)? {
+                return Ok(Tried::Failed(why));
+            }
             let done = task_done(TaskReply::SaidDone, has_accepted(state, task.number));
             return Ok(if done {
-                Tried::Done
+                checked_done(cx, state, task)
             } else {
                 Tried::Failed(said)
             });
@@ -195,7 +222,7 @@ async fn attempt_task(
         Ok(TaskAnswer::Proposal(p)) => p,
     };
     let attempted = attempt(cx, ws, rec, state, Purpose::Task(task), &proposal)?;
-    tried(cx, rec, state, task, attempted)
+    tried(cx, ws, rec, state, task, attempted)
 }
 
 /// What an attempt at `task` means for the task: a change left unchanged
@@ -203,6 +230,7 @@ async fn attempt_task(
 /// tests skips it and stops the run.
 fn tried(
     cx: &RunContext<'_>,
+    ws: &RunWorkspace,
     rec: &mut Recorder<'_>,
     state: &mut RunState,
     task: &Task,
@@ -211,9 +239,13 @@ fn tried(
     Ok(match attempted {
         Attempted::Moved => Tried::Accepted,
         Attempted::NotMoved(why) => Tried::Failed(why),
+        Attempted::Continued(why) => Tried::Continued(why),
         Attempted::Unchanged(why) => {
+            if let Some(why) = thrown_away(ws, state)? {
+                return Ok(Tried::Failed(why));
+            }
             if task_done(TaskReply::LeftUnchanged, has_accepted(state, task.number)) {
-                Tried::Done
+                checked_done(cx, state, task)
             } else {
                 Tried::Failed(why)
             }
@@ -228,6 +260,36 @@ fn tried(
             Tried::Stop(stop)
         }
     })
+}
+
+/// The task's open state judged as a whole once the model says the task
+/// is done: not accepted, so thrown away (the worktree back at the best
+/// state); why, for the next prompt. `None` without an open state.
+fn thrown_away(ws: &RunWorkspace, state: &mut RunState) -> Result<Option<String>, SwarmError> {
+    let outcome = crate::orchestrator::attempt::discard(ws, state)?;
+    Ok(outcome.map(|why| {
+        format!(
+            "the model said the task is done, but its change as a whole is not accepted \
+             ({why}); it is thrown away and the task starts again from the last accepted state"
+        )
+    }))
+}
+
+/// Done when what the task names holds (see [`super::done`]); else a
+/// failed attempt saying what does not hold.
+fn checked_done(cx: &RunContext<'_>, state: &RunState, task: &Task) -> Tried {
+    let unmet = super::done::unmet(cx, state, task);
+    if unmet.is_empty() {
+        return Tried::Done;
+    }
+    let why = format!(
+        "the model said the task is done, but it is not: {}",
+        unmet.join("; ")
+    );
+    cx.events.emit(Event::Notice {
+        message: format!("task {}: {why}", task.number),
+    });
+    Tried::Failed(why)
 }
 
 /// The files a task's request shows: the task's own, then those its

@@ -79,15 +79,24 @@ impl ApiCheck {
     }
 }
 
+/// The renames a task's public names are compared under: old name → new
+/// name (or dotted `module.Name` for a move), and the old names the
+/// instruction asks to keep at their old place too.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Renamed {
+    pub renames: BTreeMap<String, String>,
+    pub keep: Vec<String>,
+}
+
 /// Checks the public names of `modules` (their best-state texts; the
 /// changed tree is in `root`). `sources` are the target's Python files,
-/// searched for literal calls; `renames` maps old names to new ones.
+/// searched for literal calls; `renamed` maps old names to new ones.
 pub fn check_api(
     tools: Tools<'_>,
     root: &Path,
     modules: &[ChangedModule],
     sources: &[String],
-    renames: &BTreeMap<String, String>,
+    renamed: &Renamed,
     limits: Limits,
     cancel: &Cancel,
 ) -> Result<ApiCheck, ToolError> {
@@ -99,7 +108,7 @@ pub fn check_api(
     let mut checked = Vec::new();
     let mut problems = Vec::new();
     for module in modules {
-        let found = check_module(tools, root, module, &texts, renames, limits, cancel)?;
+        let found = check_module(tools, root, module, &texts, renamed, limits, cancel)?;
         problems.extend(found.1);
         checked.push(found.0);
     }
@@ -126,7 +135,7 @@ fn check_module(
     root: &Path,
     module: &ChangedModule,
     texts: &[String],
-    renames: &BTreeMap<String, String>,
+    renamed: &Renamed,
     limits: Limits,
     cancel: &Cancel,
 ) -> Result<(ModuleNames, Vec<String>), ToolError> {
@@ -140,7 +149,8 @@ fn check_module(
     let request = ApiRequest {
         file: &module.file,
         original: &module.original,
-        renames,
+        renames: &renamed.renames,
+        keep: &renamed.keep,
         calls: &calls,
         import_timeout: limits.tests.min(IMPORT_TIMEOUT),
         call_timeout: limits

@@ -252,9 +252,12 @@ fn task_rules(input: &TaskInput<'_>) -> String {
          exact text above (`--- a/<path>` and `+++ b/<path>`; `--- /dev/null` to create a file, \
          `+++ /dev/null` to delete one, or git's `rename from` / `rename to` to move one). All \
          files of the reply are applied together or not at all. {tests} Change at most {max} lines \
-         (added plus removed), not counting lines moved unchanged from one file to another. When \
-         this task needs no further change (it is complete in the files above), reply `{TASK_DONE}` \
-         and one sentence why, without a diff.\n",
+         (added plus removed), not counting lines moved unchanged from one file to another. The \
+         task may take several replies: each is applied to the files as shown above, and the task \
+         is judged as a whole once you say it is done. When this task needs no further change (it \
+         is complete in the files above), reply `{TASK_DONE}` and one sentence why, without a \
+         diff; what the task names is checked then (new files exist, moved definitions are at \
+         their new place, renamed names exist under their new name).\n",
         max = input.max_changed_lines
     )
 }

@@ -241,6 +241,8 @@ pub struct ApiRequest<'a> {
     pub original: &'a str,
     /// Old public name → the name (or dotted `module.Name`) it was renamed to.
     pub renames: &'a std::collections::BTreeMap<String, String>,
+    /// Old names that must still be found at their old place too.
+    pub keep: &'a [String],
     /// The repository's literal calls of the module's functions.
     pub calls: &'a [CallSite],
     pub import_timeout: Duration,
@@ -281,6 +283,7 @@ struct ApiWire<'a> {
     path: String,
     original: &'a str,
     renames: &'a std::collections::BTreeMap<String, String>,
+    keep: &'a [String],
     calls: &'a [CallSite],
     import_timeout: f64,
     call_timeout: f64,
@@ -311,6 +314,7 @@ pub fn probe_api(
         path: root.join(request.file).display().to_string(),
         original: request.original,
         renames: request.renames,
+        keep: request.keep,
         calls: request.calls,
         import_timeout: request.import_timeout.as_secs_f64(),
         call_timeout: request.call_timeout.as_secs_f64(),

@@ -7,11 +7,14 @@ Usage: python probe.py REQUEST.json RESULT.json
 Written into a sandbox cell and run there by swarm (src/tools/behaviour);
 nothing needs installing. The request names the module, the original source,
 the function pairs to compare and the call sites found in the repository.
-With `"mode": "api"` it checks a module's public names instead: every
-name the original text declares (or re-exports from the project, or lists in
-`__all__`) must still be importable from the same module in the changed tree
-(or from where the task renamed it), with the same behaviour: functions on the
-same inputs, classes with the same public attributes, values equal.
+With `"mode": "api"` it checks a module's public names instead, by Python's
+rules as griffe reads them (`__all__`; else what the module defines without a
+leading underscore, a redundant alias, and in a package's `__init__` what it
+re-exports from the project; a plain import is not API): each must still be
+importable from the same module in the changed tree (or from where the task
+renamed it; the old name too when the instruction asks to keep it), with the
+same parameters and behaviour: functions on the same inputs, renamed names
+mapped in the values, classes with the same public attributes, values equal.
 Side effects are refused while the module is imported and while a function
 runs (an audit hook stops file writes, processes, sockets; stdin reads
 fail; anything printed at import counts): a module with such effects at
@@ -419,10 +422,26 @@ def inside(path, root):
     return path == root or path.startswith(root + os.sep)
 
 
-def declared_names(source, root):
-    """The public names a module's text gives: its definitions and
-    assignments, and what it imports from modules of the project (a
-    re-export); `__all__` when the module has one."""
+def project_module(node, root):
+    """Whether an `import from` names a module of the project."""
+    if node.level > 0:
+        return True
+    if not node.module:
+        return False
+    try:
+        spec = importlib.util.find_spec(node.module)
+        return bool(spec and spec.origin and inside(spec.origin, root))
+    except Exception:  # pylint: disable=broad-except
+        return False
+
+
+def declared_names(source, root, package):
+    """The public names a module's text gives, by Python's rules as griffe
+    reads them: what it defines or assigns without a leading underscore;
+    of what it imports, only a redundant alias (`import x as x`,
+    `from m import x as x`) or, in a package's `__init__`, a name imported
+    from the project (a re-export). A plain import in a module is not its
+    API. `__all__`, when the module has one, replaces all of this."""
     tree = ast.parse(source)
     names = []
     for node in tree.body:
@@ -432,21 +451,72 @@ def declared_names(source, root):
             names.extend(t.id for t in node.targets if isinstance(t, ast.Name))
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value:
             names.append(node.target.id)
+        elif isinstance(node, ast.Import):
+            names.extend(a.asname for a in node.names if a.asname and a.asname == a.name)
         elif isinstance(node, ast.ImportFrom):
-            ours = node.level > 0
-            if not ours and node.module:
-                try:
-                    spec = importlib.util.find_spec(node.module)
-                    ours = bool(spec and spec.origin and inside(spec.origin, root))
-                except Exception:  # pylint: disable=broad-except
-                    ours = False
-            if ours:
-                names.extend(a.asname or a.name for a in node.names if a.name != "*")
+            exported = package and project_module(node, root)
+            for alias in node.names:
+                if alias.name == "*":
+                    continue
+                if exported or alias.asname == alias.name:
+                    names.append(alias.asname or alias.name)
     seen = []
     for name in names:
         if not name.startswith("_") and name not in seen:
             seen.append(name)
     return seen
+
+
+def renamed_text(text, renames):
+    """`text` with every renamed name (its last dotted part) in its new
+    form: a repr that differs only by a rename the task asked for is the
+    same value."""
+    for old, new in renames.items():
+        short_old = old.rpartition(".")[2]
+        short_new = new.rpartition(".")[2]
+        if short_old != short_new:
+            text = re.sub(r"\b%s\b" % re.escape(short_old), short_new, text)
+    return text
+
+
+def parameters(fn):
+    """(name, kind, default) of fn's parameters, or None."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    return [
+        (p.name, p.kind.name, None if p.default is inspect.Parameter.empty else shown(p.default))
+        for p in params
+    ]
+
+
+def signature_break(before, after):
+    """How after's parameters break callers of before, or None: a parameter
+    removed, renamed, reordered or of another kind, a default removed or
+    changed, a new one without a default."""
+    old, new = parameters(before), parameters(after)
+    if old is None or new is None or old == new:
+        return None
+    old_names = [p[0] for p in old]
+    new_names = [p[0] for p in new]
+    gone = [n for n in old_names if n not in new_names]
+    if gone:
+        return "parameter(s) %s removed" % ", ".join(gone)
+    if new_names[: len(old_names)] != old_names:
+        return "parameters reordered: (%s), now (%s)" % (", ".join(old_names), ", ".join(new_names))
+    for (name, kind, default), (_, new_kind, new_default) in zip(old, new):
+        if kind != new_kind:
+            return "parameter %s was %s, now %s" % (name, kind.lower(), new_kind.lower())
+        if default != new_default:
+            return "parameter %s default was %s, now %s" % (name, default, new_default)
+    required = [
+        p[0] for p in new[len(old):]
+        if p[2] is None and p[1] in ("POSITIONAL_ONLY", "POSITIONAL_OR_KEYWORD", "KEYWORD_ONLY")
+    ]
+    if required:
+        return "new required parameter(s) %s" % ", ".join(required)
+    return None
 
 
 def lookup(changed, name):
@@ -457,6 +527,32 @@ def lookup(changed, name):
         module = importlib.import_module(module_name)
         return getattr(module, attr)
     return getattr(changed, name)
+
+
+def mapped(outcome, renames):
+    """A call's outcome at the best state as the renames the task asked for
+    would show it: its repr and type name in their new form. A value the
+    same but for a renamed class compares by its repr."""
+    if not renames or outcome["kind"] not in ("value", "raised"):
+        return outcome
+    outcome = dict(outcome)
+    outcome["shown"] = renamed_text(outcome["shown"], renames)
+    outcome["type"] = renamed_text(outcome["type"], renames)
+    if outcome["kind"] == "value":
+        outcome["args_after"] = renamed_text(outcome["args_after"], renames)
+        if renamed_text(type(outcome["value"]).__name__, renames) != type(outcome["value"]).__name__:
+            outcome["value"] = Unequal()
+    return outcome
+
+
+class Unequal:
+    """Stands for a value of a renamed class: equal to nothing, so the
+    outcomes compare by their (renamed) reprs."""
+
+    def __eq__(self, other):
+        return False
+
+    __hash__ = None
 
 
 def compare_function(before_fn, after_fn, label, sites, request):
@@ -479,6 +575,7 @@ def compare_function(before_fn, after_fn, label, sites, request):
         seen.add(text)
         before = outcome_of(before_fn, copy.deepcopy(args), copy.deepcopy(kwargs), request["call_timeout"])
         after = outcome_of(after_fn, copy.deepcopy(args), copy.deepcopy(kwargs), request["call_timeout"])
+        before = mapped(before, request["renames"])
         if before["kind"] in ("timeout", "side_effect") or after["kind"] == "side_effect":
             continue
         if not same(before, after):
@@ -497,12 +594,31 @@ def compare_name(name, original, changed, request, sites):
     renamed = request["renames"].get(name, name)
     entry = {"name": name, "now": renamed, "status": "same", "detail": "", "calls": 0}
     before = getattr(original, name, None)
+    if before is None and renamed != name:
+        # The best-state text ran with the renames applied (it imported
+        # the old name): the object is there under its new name.
+        before = getattr(original, renamed.rpartition(".")[2], None)
+    kept = renamed != name and name in request.get("keep", [])
+    if kept and not hasattr(changed, name):
+        entry["status"] = "missing"
+        entry["detail"] = "the instruction asks to keep %s; it is no longer here" % name
+        return entry
     try:
         after = lookup(changed, renamed)
     except Exception as err:  # pylint: disable=broad-except
-        entry["status"] = "missing"
-        entry["detail"] = "%s: %s" % (type(err).__name__, err)
-        return entry
+        if not kept:
+            entry["status"] = "missing"
+            entry["detail"] = "%s: %s" % (type(err).__name__, err)
+            return entry
+        # Kept under its old name only: compared there.
+        entry["now"] = name
+        after = getattr(changed, name)
+    if inspect.isfunction(before) or inspect.isclass(before):
+        broken = signature_break(before, after) if callable(after) else None
+        if broken:
+            entry["status"] = "different"
+            entry["detail"] = broken
+            return entry
     if inspect.isfunction(before):
         if not callable(after):
             entry["status"] = "different"
@@ -531,10 +647,30 @@ def compare_name(name, original, changed, request, sites):
             same_value = bool(before == after)
         except Exception:  # pylint: disable=broad-except
             pass
-        if not same_value and shown(before) != shown(after):
+        if not same_value and renamed_text(shown(before), request["renames"]) != shown(after):
             entry["status"] = "different"
             entry["detail"] = "was %s, now %s" % (shown(before), shown(after))
     return entry
+
+
+def load_original_text(request):
+    """The module as its best-state text defines it, run in the changed tree:
+    (module, None), or (None, why not). When that text no longer imports
+    (it imported a name the task renamed), it is run with the renames
+    applied, as it would read had the rename been made there too."""
+    problem = None
+    for source in (request["original"], renamed_text(request["original"], request["renames"])):
+        module = fresh_module(request)
+        try:
+            code = compile(source, request["path"], "exec", dont_inherit=True)
+        except SyntaxError:
+            return None, "its text at the best state does not compile"
+        problem = import_problem(lambda: exec(code, module.__dict__), request["import_timeout"])  # pylint: disable=cell-var-from-loop
+        if not problem:
+            return module, None
+        if not request["renames"]:
+            break
+    return None, "at the best state, " + problem
 
 
 def probe_api(request):
@@ -543,16 +679,11 @@ def probe_api(request):
     result = {"module": request["module"], "names": [], "not_checked": None}
     sys.path[:0] = [request["import_root"], request["root"]]
     root = os.path.realpath(request["root"])
-    names = declared_names(request["original"], root)
-    original = fresh_module(request)
-    try:
-        code = compile(request["original"], request["path"], "exec", dont_inherit=True)
-    except SyntaxError:
-        result["not_checked"] = "its text at the best state does not compile"
-        return result
-    problem = import_problem(lambda: exec(code, original.__dict__), request["import_timeout"])
+    package = os.path.basename(request["path"]) == "__init__.py"
+    names = declared_names(request["original"], root, package)
+    original, problem = load_original_text(request)
     if problem:
-        result["not_checked"] = "at the best state, " + problem
+        result["not_checked"] = problem
         return result
     listed = getattr(original, "__all__", None)
     if isinstance(listed, (list, tuple)):

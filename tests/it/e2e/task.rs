@@ -8,7 +8,11 @@
 mod cases;
 mod honesty;
 mod interfaces;
+mod moves;
 mod package;
+mod projects;
+mod renames;
+mod shapes;
 
 use serde_json::Value;
 

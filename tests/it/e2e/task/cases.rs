@@ -204,7 +204,7 @@ fn a_move_that_leaves_a_caller_importing_a_removed_name_is_refused() {
             "TASK DONE".into()
         }
     });
-    let out = run_task(&fx, &server, INSTRUCTION, &["--max-iterations", "3"]);
+    let out = run_task(&fx, &server, INSTRUCTION, &["--max-iterations", "5"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "stderr:\n{stderr}");
     let summary = summary_of(&out.stdout);

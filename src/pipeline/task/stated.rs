@@ -1,0 +1,305 @@
+//! What an instruction states in words that the checks can hold a task to:
+//! the names it renames (`rename the class StockItem to InventoryItem`,
+//! `rename calc_total() to compute_total()`), the definitions it moves to
+//! another module (`move slugify() out of text_utils.py into a new module
+//! slug.py`: `slugify` → `slug.slugify`), and the old names it asks to keep
+//! (`keep StockItem as an alias`, ``keep `from text_utils import slugify`
+//! working``, `keep the old name working`). And when a task is done: what
+//! it names holds ([`unmet`]). Pure: words in, values out; what a file
+//! defines is the caller's to say.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::{Rename, Task};
+
+/// A name: identifier, maybe dotted, maybe quoted in backticks, maybe
+/// written as a call (`calc_total()`).
+const NAME: &str = r"`?([A-Za-z_][A-Za-z0-9_.]*?)(?:\(\))?`?";
+
+static RENAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&format!(
+        r"(?i)\brename\s+(?:the\s+)?(?:class\s+|function\s+|method\s+|constant\s+)?{NAME}\s+(?:to|as|into)\s+(?:the\s+)?(?:class\s+|function\s+)?{NAME}(?:[\s,;:.]|$)"
+    ))
+    .expect("the rename pattern compiles")
+});
+
+static MOVE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&format!(
+        r"(?i)\bmove\s+(?:the\s+)?(?:class\s+|function\s+)?{NAME}\s+(?:(?:out\s+of|from)\s+`?[A-Za-z0-9_./]+`?\s+)?(?:in)?to\s+(?:a\s+|the\s+)?(?:new\s+)?(?:module\s+|file\s+)?`?([A-Za-z0-9_/]+)\.py`?"
+    ))
+    .expect("the move pattern compiles")
+});
+
+static KEEP_ALIAS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&format!(
+        r"(?i)\bkeep(?:ing)?\s+(?:the\s+old\s+(?:name\s+)?)?{NAME}\s+(?:as\s+an?\s+(?:\w+\s+)?(?:alias|re-?export|name)|working|importable|available)"
+    ))
+    .expect("the keep pattern compiles")
+});
+
+static KEEP_IMPORT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\bkeep(?:ing)?\s+`?from\s+[A-Za-z0-9_.]+\s+import\s+([A-Za-z_][A-Za-z0-9_]*)`?",
+    )
+    .expect("the keep-import pattern compiles")
+});
+
+static KEEP_OLD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\bkeep(?:ing)?\s+the\s+old\s+(?:name|names|import|imports|alias|aliases|path|paths)\b")
+        .expect("the keep-old pattern compiles")
+});
+
+/// What an instruction states about names.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stated {
+    /// Old name → new name, or → `module.name` for a move.
+    pub renames: Vec<Rename>,
+    /// Old names the instruction asks to keep working at their old place.
+    pub keep: Vec<String>,
+}
+
+/// What `instruction` states: its renames and moves, and the old names it
+/// asks to keep.
+pub fn stated(instruction: &str) -> Stated {
+    let mut found = Stated::default();
+    for c in RENAME.captures_iter(instruction) {
+        let (from, to) = (&c[1], &c[2]);
+        if from != to && !from.ends_with(".py") && !to.ends_with(".py") {
+            push_rename(&mut found.renames, from, to);
+        }
+    }
+    for c in MOVE.captures_iter(instruction) {
+        let module = c[2].trim_matches('/').replace('/', ".");
+        let to = format!("{module}.{}", &c[1]);
+        push_rename(&mut found.renames, &c[1], &to);
+    }
+    let mut keep: Vec<String> = KEEP_ALIAS
+        .captures_iter(instruction)
+        .chain(KEEP_IMPORT.captures_iter(instruction))
+        .map(|c| c[1].to_string())
+        .filter(|n| {
+            ![
+                "from", "import", "imports", "name", "names", "alias", "path", "it", "them",
+            ]
+            .contains(&n.to_lowercase().as_str())
+        })
+        .collect();
+    if KEEP_OLD.is_match(instruction) {
+        keep.extend(found.renames.iter().map(|r| r.from.clone()));
+    }
+    keep.sort();
+    keep.dedup();
+    found.keep = keep;
+    found
+}
+
+fn push_rename(renames: &mut Vec<Rename>, from: &str, to: &str) {
+    if !renames.iter().any(|r| r.from == from) {
+        renames.push(Rename {
+            from: from.to_string(),
+            to: to.to_string(),
+        });
+    }
+}
+
+/// What the done check may ask of the tree the task leaves.
+pub trait Tree {
+    /// Whether `rel` (target-relative) exists.
+    fn exists(&self, rel: &str) -> bool;
+    /// Whether `rel` defines `name` at its top level (a function or class
+    /// by that name, or an assignment to it); `None` when the file's
+    /// language is not read for definitions.
+    fn defines(&self, rel: &str, name: &str, assignment_counts: bool) -> Option<bool>;
+    /// The module path of `rel` (`inventory/models.py` → `inventory.models`).
+    fn module_of(&self, rel: &str) -> String;
+}
+
+/// What `task` names that does not hold in `tree`, one reason each: a
+/// file it creates that does not exist, one it deletes that does, a name
+/// it renames that none of its files defines, a definition it moves that
+/// is not at its new module or still defined (not merely re-exported) at
+/// its old one. `renames` are the task's own and, for the plan's last
+/// task, those the instruction states. Empty when the task is done.
+pub fn unmet(task: &Task, renames: &[Rename], tree: &dyn Tree) -> Vec<String> {
+    let mut missing = Vec::new();
+    for f in task.create.iter().filter(|f| !tree.exists(f)) {
+        missing.push(format!("{f} does not exist"));
+    }
+    for f in task.delete.iter().filter(|f| tree.exists(f)) {
+        missing.push(format!("{f} still exists"));
+    }
+    let own: Vec<&str> = task
+        .change
+        .iter()
+        .chain(&task.create)
+        .map(String::as_str)
+        .collect();
+    for rename in renames {
+        if let Some((module, name)) = rename.to.rsplit_once('.') {
+            missing.extend(moved_unmet(&rename.from, module, name, &own, tree));
+            continue;
+        }
+        let defined = own
+            .iter()
+            .filter(|f| tree.exists(f))
+            .filter_map(|f| tree.defines(f, &rename.to, true))
+            .collect::<Vec<bool>>();
+        if !defined.is_empty() && !defined.contains(&true) {
+            missing.push(format!("no file of the task defines {}", rename.to));
+        }
+    }
+    let mut seen = Vec::new();
+    missing.retain(|m| {
+        let new = !seen.contains(m);
+        seen.push(m.clone());
+        new
+    });
+    missing
+}
+
+/// What does not hold of `from` moved to `module.name`.
+fn moved_unmet(from: &str, module: &str, name: &str, own: &[&str], tree: &dyn Tree) -> Vec<String> {
+    let mut missing = Vec::new();
+    let place = own
+        .iter()
+        .copied()
+        .find(|f| tree.module_of(f) == module || tree.module_of(f).ends_with(&format!(".{module}")))
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("{}.py", module.replace('.', "/")));
+    let old_name = from.rsplit('.').next().unwrap_or(from);
+    if !tree.exists(&place) {
+        missing.push(format!("{place} does not exist"));
+    } else if tree.defines(&place, name, false) == Some(false) {
+        missing.push(format!("{place} does not define {name}"));
+    }
+    for f in own.iter().filter(|f| **f != place && tree.exists(f)) {
+        if tree.defines(f, old_name, false) == Some(true) {
+            missing.push(format!(
+                "{f} still defines {old_name} (a re-export is an import, not a definition)"
+            ));
+        }
+    }
+    missing
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::TaskKind;
+    use std::collections::BTreeMap;
+
+    fn rename(from: &str, to: &str) -> Rename {
+        Rename {
+            from: from.into(),
+            to: to.into(),
+        }
+    }
+
+    #[test]
+    fn renames_moves_and_kept_names_are_read_from_the_words() {
+        let s = stated("Rename the class StockItem to InventoryItem everywhere in the inventory package; keep StockItem as an alias.");
+        assert_eq!(s.renames, vec![rename("StockItem", "InventoryItem")]);
+        assert_eq!(s.keep, vec!["StockItem"]);
+        let s = stated("Rename calc_total() to compute_total() and update its callers");
+        assert_eq!(s.renames, vec![rename("calc_total", "compute_total")]);
+        assert!(s.keep.is_empty());
+        let s = stated("move slugify() out of text_utils.py into a new module slug.py; keep `from text_utils import slugify` working");
+        assert_eq!(s.renames, vec![rename("slugify", "slug.slugify")]);
+        assert_eq!(s.keep, vec!["slugify"]);
+        let s = stated("Move parse_money into shop/money.py and keep the old import working");
+        assert_eq!(
+            s.renames,
+            vec![rename("parse_money", "shop.money.parse_money")]
+        );
+        assert_eq!(s.keep, vec!["parse_money"]);
+        assert_eq!(
+            stated("Make average() return 0.0 for an empty list"),
+            Stated::default()
+        );
+        assert!(stated("rename utils.py to helpers.py").renames.is_empty());
+    }
+
+    struct Files(BTreeMap<&'static str, &'static [&'static str]>);
+
+    impl Tree for Files {
+        fn exists(&self, rel: &str) -> bool {
+            self.0.contains_key(rel)
+        }
+        fn defines(&self, rel: &str, name: &str, assignment_counts: bool) -> Option<bool> {
+            let defs = self.0.get(rel)?;
+            Some(defs.iter().any(|d| {
+                d.strip_prefix('=')
+                    .map_or(*d == name, |a| assignment_counts && a == name)
+            }))
+        }
+        fn module_of(&self, rel: &str) -> String {
+            rel.trim_end_matches(".py").replace('/', ".")
+        }
+    }
+
+    fn task(change: &[&str], create: &[&str]) -> Task {
+        Task {
+            number: 1,
+            title: "t".into(),
+            change: change.iter().map(|s| s.to_string()).collect(),
+            create: create.iter().map(|s| s.to_string()).collect(),
+            delete: Vec::new(),
+            depends_on: Vec::new(),
+            kind: TaskKind::Preserving,
+            renames: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_move_is_done_at_its_new_place_and_not_at_its_old_one() {
+        let t = task(&["text_utils.py", "blog.py"], &["slug.py"]);
+        let moved = [rename("slugify", "slug.slugify")];
+        let nothing = Files(BTreeMap::from([(
+            "text_utils.py",
+            &["slugify", "word_count"][..],
+        )]));
+        assert_eq!(
+            unmet(&t, &moved, &nothing),
+            vec![
+                "slug.py does not exist",
+                "text_utils.py still defines slugify (a re-export is an import, not a definition)"
+            ]
+        );
+        let half = Files(BTreeMap::from([
+            ("text_utils.py", &["slugify"][..]),
+            ("slug.py", &["slugify"][..]),
+        ]));
+        assert_eq!(
+            unmet(&t, &moved, &half),
+            vec![
+                "text_utils.py still defines slugify (a re-export is an import, not a definition)"
+            ]
+        );
+        let done = Files(BTreeMap::from([
+            ("text_utils.py", &["word_count"][..]),
+            ("slug.py", &["slugify"][..]),
+        ]));
+        assert!(unmet(&t, &moved, &done).is_empty());
+    }
+
+    #[test]
+    fn a_rename_is_done_when_a_file_of_the_task_defines_the_new_name() {
+        let t = task(&["inventory/models.py"], &[]);
+        let renamed = [rename("StockItem", "InventoryItem")];
+        let before = Files(BTreeMap::from([(
+            "inventory/models.py",
+            &["StockItem"][..],
+        )]));
+        assert_eq!(
+            unmet(&t, &renamed, &before),
+            vec!["no file of the task defines InventoryItem"]
+        );
+        let after = Files(BTreeMap::from([(
+            "inventory/models.py",
+            &["InventoryItem", "=StockItem"][..],
+        )]));
+        assert!(unmet(&t, &renamed, &after).is_empty());
+    }
+}
