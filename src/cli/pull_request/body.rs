@@ -223,7 +223,11 @@ fn tasks(summary: &Value) -> Vec<String> {
                 .unwrap_or_default()
                 .replace('_', " "),
         ));
-        for test in task["tests_changed"].as_array().into_iter().flatten() {
+        // What the task did to each test file (`tests/t.py (removed
+        // test_a; added test_b)`), else the files alone.
+        let described = task["test_changes"].as_array().filter(|c| !c.is_empty());
+        let listed = described.or(task["tests_changed"].as_array());
+        for test in listed.into_iter().flatten() {
             if let Some(test) = test.as_str() {
                 tests_changed.push(test.to_string());
             }
@@ -231,7 +235,7 @@ fn tasks(summary: &Value) -> Vec<String> {
     }
     if !tests_changed.is_empty() {
         out.extend(heading("Tests the tasks changed (--allow-test-edits)"));
-        out.extend(tests_changed.iter().map(|t| format!("- `{t}`")));
+        out.extend(tests_changed.iter().map(|t| format!("- {t}")));
     }
     out
 }
@@ -366,7 +370,8 @@ mod tests {
                 "fmt.py": {"by": "compiles_and_imports_only", "reason": "no test reaches it"}},
             "tasks": {"instruction": "Make average() return 0.0 for an empty list",
                 "tasks": [{"number": 1, "title": "change average", "status": "done",
-                    "commits": ["abc1234"], "tests_changed": ["tests/test_stats.py"]}]},
+                    "commits": ["abc1234"], "tests_changed": ["tests/test_stats.py"],
+                    "test_changes": ["tests/test_stats.py (removed test_average_of_empty_raises; added test_average_of_empty_is_zero)"]}]},
             "secrets": {"withheld": 1, "places": ["settings.py:4 (AWS access key id)"], "allowed": false},
             "commits": ["abc1234 swarm: task 1"],
             "log_file": "logs/experiment_data.json",
@@ -385,7 +390,7 @@ mod tests {
             "| pylint score | 8.50 | 9.00 |",
             "- `fmt.py`: only that it compiles and imports (no test reaches it)",
             "| 1. change average | done |",
-            "- `tests/test_stats.py`",
+            "- tests/test_stats.py (removed test_average_of_empty_raises; added test_average_of_empty_is_zero)",
             "1 secret(s), replaced by placeholders",
             "- settings.py:4 (AWS access key id)",
             "`swarm report` renders it as HTML",
