@@ -39,7 +39,14 @@ const EXEC_HOOK_KINDS: &[&str] = &["exec", "which", "version-name", "version-ori
 /// Whether the script's first bytes are pyenv's shim.
 pub(super) fn is_shim(head: &[u8]) -> bool {
     let text = String::from_utf8_lossy(head);
-    text.starts_with("#!") && text.contains("pyenv") && text.contains("exec")
+    // pyenv's shim always sets its root; a script that only mentions
+    // pyenv (in a message, a comment) is another launcher.
+    text.starts_with("#!")
+        && text.contains("pyenv")
+        && text.contains("exec")
+        && text
+            .lines()
+            .any(|line| line.trim().starts_with("export PYENV_ROOT="))
 }
 
 /// What decides the version pyenv's shim picks, as read from its files.
