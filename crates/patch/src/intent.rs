@@ -57,11 +57,16 @@ fn key(line: &str, level: Level) -> &str {
 /// The hunk's intended text and the texts it explicitly removes. Removed
 /// lines replaced by added ones are dropped; removed lines with no added
 /// line after them stay removed when the file has them, and are the new
-/// text when it does not.
-fn intended<'h>(hunk: &'h Hunk, file: &[&str]) -> (Vec<&'h str>, Vec<&'h str>) {
+/// text when it does not. Stale (third value) when a removed line replaced
+/// by added ones is not in the file (and is not their text either): the
+/// diff was written against another text, and reading it would overwrite
+/// that line's current text with the model's (a rebase's business) — it
+/// may then only be found already applied.
+fn intended<'h>(hunk: &'h Hunk, file: &[&str]) -> (Vec<&'h str>, Vec<&'h str>, bool) {
     let in_file = |t: &str| file.iter().any(|f| f.trim_end() == t.trim_end());
     let mut text = Vec::new();
     let mut removed = Vec::new();
+    let mut is_stale = false;
     let lines = &hunk.lines;
     let mut i = 0;
     while i < lines.len() {
@@ -76,6 +81,12 @@ fn intended<'h>(hunk: &'h Hunk, file: &[&str]) -> (Vec<&'h str>, Vec<&'h str>) {
             .map_or(lines.len(), |p| i + p);
         let run = &lines[i..run_end];
         let adds = run.iter().any(|l| matches!(l, HunkLine::Add(_)));
+        let added = |t: &str| {
+            run.iter()
+                .any(|l| matches!(l, HunkLine::Add(a) if a.trim() == t.trim()))
+        };
+        let stale = |l: &HunkLine| matches!(l, HunkLine::Remove(t) if !in_file(t) && !added(t));
+        is_stale |= adds && run.iter().any(stale);
         for line in run {
             match line {
                 HunkLine::Add(t) => text.push(t.as_str()),
@@ -86,17 +97,20 @@ fn intended<'h>(hunk: &'h Hunk, file: &[&str]) -> (Vec<&'h str>, Vec<&'h str>) {
         }
         i = run_end;
     }
-    (text, removed)
+    (text, removed, is_stale)
 }
 
 /// Reads `hunk` as the new text of one region of `file`.
 pub(crate) fn read(file: &[&str], hunk: &Hunk) -> Reading {
-    let (text, removed) = intended(hunk, file);
+    let (text, removed, stale) = intended(hunk, file);
     if text.iter().all(|t| t.trim().is_empty()) {
         return Reading::Unreadable;
     }
     for level in [Level::Trailing, Level::Indentation] {
-        let found = candidates(file, &text, &removed, level);
+        let mut found = candidates(file, &text, &removed, level);
+        if stale {
+            found.retain(|r| r.len == 0 && r.lines.is_empty());
+        }
         match found.len() {
             0 => continue,
             1 => {

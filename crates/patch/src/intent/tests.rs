@@ -251,3 +251,19 @@ fn a_whole_file_reply_is_untouched_by_partial_application() {
     assert_eq!(done.outcomes[0].after.as_deref(), Some(&b"x = 1\n"[..]));
     assert!(done.left.is_empty());
 }
+
+#[test]
+fn a_stale_replacement_is_not_read_over_the_line_s_current_text() {
+    // The removed line was `top(text, n)`'s old text; the file has moved on.
+    let file = WORDFREQ.replace("item[1])", "item[1], reverse=True)");
+    let reply = "```diff
+--- a/wordfreq.py
++++ b/wordfreq.py
+@@ -15,3 +15,3 @@
+ def top(text, n):
+-    ranked = sorted(count(text).items(), key=lambda item: item[1])
++    ranked = sorted(count(text).items(), key=lambda item: -item[1])
+     return [word for word, _ in ranked[:n]]
+```";
+    assert!(applied(&file, reply).is_err());
+}
