@@ -83,13 +83,7 @@ impl Printer {
                 left.hunk, left.attempt, left.why
             ));
         }
-        out.extend(reply_lines(&s.replies));
-        out.extend(s.unguarded.iter().map(|file| {
-            format!(
-                "  held-out: no held-out test guarded the change to {file} (the model wrote none \
-                 that held): only the visible tests checked it"
-            )
-        }));
+        out.extend(reply_lines(s));
         out.extend(task_lines(s));
         out.extend(s.overfitted.iter().map(|o| {
             format!(
@@ -421,9 +415,16 @@ fn stop_reason(stop: StopReason, check_failed: bool) -> &'static str {
 /// The run branch and how to inspect it, or why there is none.
 /// The forms of the Fixer's replies, the ones not used and why, and what
 /// would help.
-fn reply_lines(r: &crate::orchestrator::summary::Replies) -> Vec<String> {
+fn reply_lines(s: &Summary) -> Vec<String> {
+    let r = &s.replies;
+    let unguarded = s.unguarded.iter().map(|file| {
+        format!(
+            "  held-out: no held-out test guarded the change to {file} (the model wrote none \
+             that held): only the visible tests checked it"
+        )
+    });
     if r.diff + r.whole_file == 0 && r.unusable.is_empty() {
-        return Vec::new();
+        return unguarded.collect();
     }
     let mut out = vec![format!(
         "  replies:  {} diff, {} whole file; {} could not be used",
@@ -440,6 +441,7 @@ fn reply_lines(r: &crate::orchestrator::summary::Replies) -> Vec<String> {
     if let Some(advice) = r.advice() {
         out.push(format!("    {advice}"));
     }
+    out.extend(unguarded);
     out
 }
 

@@ -204,6 +204,63 @@ pub(crate) fn patch_some(
     partial: bool,
 ) -> Result<(Document, Vec<String>), Vec<String>> {
     let texts = doc.texts();
+    let (mut placed, mut failures, failed) = place_all(path, doc, &texts, hunks);
+    placed.sort_by_key(|p| p.start);
+    let mut overlaps = Vec::new();
+    for pair in placed.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        if a.start + a.len > b.start || a.len == 0 && b.start == a.start {
+            overlaps.push(report::overlap(
+                path,
+                (a.hunk, a.start + 1, a.start + a.len),
+                (b.hunk, b.start + 1, b.start + b.len),
+            ));
+        }
+    }
+    let leave = partial
+        && overlaps.is_empty()
+        && !placed.is_empty()
+        && failed.iter().all(|&f| {
+            placed
+                .iter()
+                .all(|p| intent::independent(&hunks[f], &hunks[p.hunk], &texts))
+        });
+    if !overlaps.is_empty() || !failures.is_empty() && !leave {
+        failures.append(&mut overlaps);
+        return Err(failures);
+    }
+    let mut lines: Vec<Line> = Vec::with_capacity(doc.lines.len() + 16);
+    let mut cursor = 0;
+    let mut final_newline = doc.final_newline;
+    for p in placed {
+        let hunk = &hunks[p.hunk];
+        lines.extend_from_slice(&doc.lines[cursor..p.start]);
+        lines.extend(p.lines);
+        cursor = p.start + p.len;
+        if cursor == doc.lines.len() && hunk.old_no_eol != hunk.new_no_eol {
+            final_newline = !hunk.new_no_eol;
+        }
+    }
+    lines.extend_from_slice(&doc.lines[cursor..]);
+    let mut out = Document {
+        bom: doc.bom,
+        lines,
+        eol: doc.eol,
+        final_newline,
+    };
+    out.settle_endings(final_newline);
+    Ok((out, failures))
+}
+
+/// Every hunk placed, or why not: the placed ones, the failures and the
+/// indexes of the failing hunks.
+fn place_all(
+    path: &str,
+    doc: &Document,
+    texts: &[&str],
+    hunks: &[Hunk],
+) -> (Vec<Placed>, Vec<String>, Vec<usize>) {
+    let texts = texts.to_vec();
     let view = FileView::new(&texts);
     let mut placed: Vec<Placed> = Vec::new();
     let mut failures = Vec::new();
@@ -251,51 +308,7 @@ pub(crate) fn patch_some(
         failures.push(failure);
         failed.push(k);
     }
-    placed.sort_by_key(|p| p.start);
-    let mut overlaps = Vec::new();
-    for pair in placed.windows(2) {
-        let (a, b) = (&pair[0], &pair[1]);
-        if a.start + a.len > b.start || a.len == 0 && b.start == a.start {
-            overlaps.push(report::overlap(
-                path,
-                (a.hunk, a.start + 1, a.start + a.len),
-                (b.hunk, b.start + 1, b.start + b.len),
-            ));
-        }
-    }
-    let leave = partial
-        && overlaps.is_empty()
-        && !placed.is_empty()
-        && failed.iter().all(|&f| {
-            placed
-                .iter()
-                .all(|p| intent::independent(&hunks[f], &hunks[p.hunk], &texts))
-        });
-    if !overlaps.is_empty() || !failures.is_empty() && !leave {
-        failures.append(&mut overlaps);
-        return Err(failures);
-    }
-    let mut lines: Vec<Line> = Vec::with_capacity(doc.lines.len() + 16);
-    let mut cursor = 0;
-    let mut final_newline = doc.final_newline;
-    for p in placed {
-        let hunk = &hunks[p.hunk];
-        lines.extend_from_slice(&doc.lines[cursor..p.start]);
-        lines.extend(p.lines);
-        cursor = p.start + p.len;
-        if cursor == doc.lines.len() && hunk.old_no_eol != hunk.new_no_eol {
-            final_newline = !hunk.new_no_eol;
-        }
-    }
-    lines.extend_from_slice(&doc.lines[cursor..]);
-    let mut out = Document {
-        bom: doc.bom,
-        lines,
-        eol: doc.eol,
-        final_newline,
-    };
-    out.settle_endings(final_newline);
-    Ok((out, failures))
+    (placed, failures, failed)
 }
 
 /// The lines that replace the region a hunk covers: the file's own context
