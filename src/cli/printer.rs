@@ -83,6 +83,7 @@ impl Printer {
                 left.hunk, left.attempt, left.why
             ));
         }
+        out.extend(reply_lines(s));
         out.extend(task_lines(s));
         out.extend(s.overfitted.iter().map(|o| {
             format!(
@@ -418,6 +419,38 @@ fn stop_reason(stop: StopReason, check_failed: bool) -> &'static str {
 }
 
 /// The run branch and how to inspect it, or why there is none.
+/// The forms of the Fixer's replies, the ones not used and why, and what
+/// would help.
+fn reply_lines(s: &Summary) -> Vec<String> {
+    let r = &s.replies;
+    let unguarded = s.unguarded.iter().map(|file| {
+        format!(
+            "  held-out: no held-out test guarded the change to {file} (the model wrote none \
+             that held): only the visible tests checked it"
+        )
+    });
+    if r.diff + r.whole_file == 0 && r.unusable.is_empty() {
+        return unguarded.collect();
+    }
+    let mut out = vec![format!(
+        "  replies:  {} diff, {} whole file; {} could not be used",
+        r.diff,
+        r.whole_file,
+        r.unusable.len()
+    )];
+    out.extend(
+        r.unusable
+            .iter()
+            .take(5)
+            .map(|u| format!("    not used: {u}")),
+    );
+    if let Some(advice) = r.advice() {
+        out.push(format!("    {advice}"));
+    }
+    out.extend(unguarded);
+    out
+}
+
 fn branch_line(s: &Summary) -> String {
     if s.branch.is_empty() {
         format!(

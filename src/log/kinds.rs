@@ -208,6 +208,9 @@ pub struct ModelCall {
     /// when it showed excerpts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub excerpts: Option<Value>,
+    /// Which form the Fixer's reply was: `diff`, `whole file` or `none`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_form: Option<String>,
     /// Token counts as other tools nest them; swarm writes
     /// `input_tokens` and `output_tokens`. Read only.
     #[serde(skip_serializing)]

@@ -119,6 +119,20 @@ fn summary_of(config: &RunConfig, ending: Ending, delivery: Delivery, exit: Exit
         let (passed, total) = s.counts();
         TestCount { passed, total }
     };
+    // Held-out tests are written for a fix of failing tests; a file fixed
+    // without any that held is said to be checked by the visible tests only.
+    let unguarded: Vec<String> = if state.facts.baseline.failing().is_empty() {
+        Vec::new()
+    } else {
+        let guarded = |f: &String| state.progress.held_out.iter().any(|h| &h.file == f);
+        state
+            .progress
+            .verified
+            .keys()
+            .filter(|f| !guarded(f))
+            .cloned()
+            .collect()
+    };
     Summary {
         status: status_of(exit),
         exit_code: exit.code(),
@@ -156,6 +170,8 @@ fn summary_of(config: &RunConfig, ending: Ending, delivery: Delivery, exit: Exit
         final_check,
         safety,
         left_out: state.progress.left_out,
+        replies: state.progress.replies,
+        unguarded,
         time: super::summary::RunTime::default(),
         secrets,
         overfitted: state.progress.overfitted,

@@ -245,6 +245,8 @@ pub(crate) struct Progress {
     pub generated_files: BTreeSet<RepoPath>,
     /// Hunks left out of accepted attempts that tried part of a proposal.
     pub left_out: Vec<summary::LeftOutHunk>,
+    /// The forms of the Fixer's replies and the ones not used.
+    pub replies: summary::Replies,
     /// Tests no Fixer is shown, that judge the attempts they apply to (see
     /// [`crate::stage::tester::held_out`]).
     pub held_out: Vec<crate::stage::tester::held_out::HeldOut>,
@@ -271,6 +273,7 @@ impl Progress {
             generated: BTreeMap::new(),
             generated_files: BTreeSet::new(),
             left_out: Vec::new(),
+            replies: Default::default(),
             held_out: Vec::new(),
             overfitted: Vec::new(),
             references: BTreeMap::new(),

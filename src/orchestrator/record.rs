@@ -329,6 +329,10 @@ impl<'a> Recorder<'a> {
                 logged.output_tokens = Some(r.usage.output_tokens);
                 logged.tokens_estimated = Some(r.usage.estimated);
                 logged.finish = Some(as_json(&r.finish));
+                if let (Agent::Fixer, Some(file)) = (agent, file) {
+                    let form = crate::stage::fixer::reply_form(&r.text, file);
+                    logged.reply_form = Some(form.to_string());
+                }
                 if let crate::llm::Finish::Repeated { tokens } = r.finish {
                     logged.cut = Some(ReplyProblem::Repeated { tokens }.to_string());
                 }
@@ -376,6 +380,16 @@ impl<'a> Recorder<'a> {
         if let Some(steps) = note.split_into {
             output.push_str(&format!("\nsplit into {steps} reviewer-sized steps"));
         }
+        let unplaced = outcome.ok().map(|c| &c.unplaced).filter(|u| !u.is_empty());
+        for why in unplaced.into_iter().flatten() {
+            output.push_str(&format!("\nleft out (did not apply): {why}"));
+        }
+        let unplaced = unplaced.map(|u| {
+            let hunks = u
+                .iter()
+                .map(|why| serde_json::json!({"hunk": "did not apply", "why": why}));
+            serde_json::Value::Array(hunks.collect())
+        });
         let kind = Kind::Review(crate::log::Review {
             file: file.to_string(),
             iteration,
@@ -386,7 +400,7 @@ impl<'a> Recorder<'a> {
                 .step
                 .map(|(index, total)| format!("{index} of {total}")),
             kept: None,
-            left_out: None,
+            left_out: unplaced,
         });
         let e = self.entry(
             Agent::Reviewer,

@@ -121,6 +121,30 @@ pub struct LeftOutHunk {
     pub why: String,
 }
 
+/// The forms of the Fixer's replies, and the ones that could not be used.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Replies {
+    /// Replies holding a diff.
+    pub diff: u32,
+    /// Replies holding a whole file (turned into a diff by swarm).
+    pub whole_file: u32,
+    /// Replies swarm could not use — no change it could read, or a diff
+    /// that did not apply — each `file: why` in one line.
+    pub unusable: Vec<String>,
+}
+
+impl Replies {
+    /// What would help when most replies could not be used.
+    pub fn advice(&self) -> Option<&'static str> {
+        let total = (self.diff + self.whole_file) as usize;
+        let many = !self.unusable.is_empty() && self.unusable.len() * 2 >= total.max(1);
+        many.then_some(
+            "most of the model's replies could not be used: a larger model, or whole-file replies \
+             (swarm asks for them for files of up to 60 lines, and after a diff failed), would help",
+        )
+    }
+}
+
 /// What happened to the user's branch.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
@@ -205,6 +229,13 @@ pub struct Summary {
     /// an oversized proposal the evidence points at.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<LeftOutHunk>,
+    /// The forms of the Fixer's replies and the ones not used.
+    pub replies: Replies,
+    /// Files changed on the delivered state to fix failing tests that no
+    /// held-out test guarded (the model wrote none that held): only the
+    /// visible tests checked them (target-relative).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unguarded: Vec<String>,
     /// The run's wall time and the Judge's share of it.
     pub time: RunTime,
 }

@@ -20,6 +20,9 @@ pub struct Change {
     /// Files whose diff was written against an earlier version and merged
     /// onto the current text.
     pub rebased: Vec<Rebased>,
+    /// Hunks of the reply that did not apply and were left out, each with
+    /// why (the rest of the reply was independent of them and applied).
+    pub unplaced: Vec<String>,
 }
 
 /// A file whose diff was rebased onto its current text.

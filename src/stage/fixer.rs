@@ -9,6 +9,12 @@
 //! file needs no change is an answer: it is not asked again. The
 //! placeholders of withheld secrets in a reply are mapped back to their
 //! values before its edits are read (see [`crate::secrets`]).
+//!
+//! A small file is asked for whole ([`prompt::asks_whole_file`]), and so is
+//! a file of up to [`prompt::WHOLE_FILE_AFTER_FAILURE_LINES`] lines once a
+//! diff of it could not be used; the reply is turned into a diff here (an
+//! `EditOp::Replace`, reviewed as the change from the current text).
+//! [`reply_form`] names which form a reply was, for the log and summary.
 
 use super::prompt::{self, FixInput, FixPrompt};
 use super::{call_model, restore_secrets, ModelCall};
@@ -64,6 +70,13 @@ pub async fn propose(
         ReplyProblem::NotUtf8 { .. } => {
             let follow = prompt::reask_unusable(&problem.to_string());
             prompt::follow_up_within(request, UNREADABLE_REPLY, follow, input.allowance)
+        }
+        ReplyProblem::Patch(_)
+            if input.text.lines().count() <= prompt::WHOLE_FILE_AFTER_FAILURE_LINES =>
+        {
+            // Short: the one thing wrong and the whole file asked for.
+            let follow = prompt::reask_whole_file(&problem.to_string(), input.path);
+            prompt::follow_up_within(request, &first_text, follow, input.allowance)
         }
         _ => {
             let follow = prompt::reask_unusable(&problem.to_string());
@@ -135,6 +148,27 @@ fn edits_in_reply(
         Ok(edits) if edits.is_empty() => Err(ReplyProblem::Patch(patch::PatchError::NoChange)),
         Ok(edits) => Ok(edits),
         Err(e) => Err(ReplyProblem::Patch(e)),
+    }
+}
+
+/// Which form a reply's change was: `"whole file"` when it rewrites a file
+/// whole, `"diff"` when it is hunks, `"none"` when it holds no change.
+pub fn reply_form(text: &str, file: &str) -> &'static str {
+    let ctx = ReplyContext {
+        target_prefix: String::new(),
+        requested: vec![file.to_string()],
+        language: crate::lang::code_language(&[file.to_string()]),
+    };
+    match patch::parse_reply(text, &ctx) {
+        Ok(edits)
+            if edits
+                .iter()
+                .any(|e| matches!(e.op, patch::EditOp::Replace(_))) =>
+        {
+            "whole file"
+        }
+        Ok(edits) if !edits.is_empty() => "diff",
+        _ => "none",
     }
 }
 

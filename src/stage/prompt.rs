@@ -23,6 +23,40 @@ current text of the file you are given, in a ```diff fenced block, with `--- a/<
 `+++ b/<path>` headers and enough unchanged context lines (3) for every hunk to be located. You \
 never modify test files. You keep each change small and focused.";
 
+/// The same, for a reply asked as the whole file ([`asks_whole_file`]).
+const FIX_SYSTEM_WHOLE: &str =
+    "You are the Fixer of swarm, an automated refactoring tool for {language} \
+projects. You fix bugs so that the project's tests pass, and you clean up code without changing \
+tested behaviour. You answer with the whole new text of the file you are given, every line, in one \
+fenced code block. You never modify test files. You keep each change small and focused.";
+
+/// A file of at most this many lines, and [`WHOLE_FILE_CHARS`] characters,
+/// is asked for whole: small models write a whole small file far more
+/// reliably than a diff of it, and swarm makes the diff itself.
+pub const WHOLE_FILE_LINES: usize = 60;
+/// See [`WHOLE_FILE_LINES`].
+pub const WHOLE_FILE_CHARS: usize = 2_400;
+/// After a diff of a file could not be used, a file of at most this many
+/// lines is asked for whole; longer files stay diffs.
+pub const WHOLE_FILE_AFTER_FAILURE_LINES: usize = 200;
+
+/// What the outcome of an attempt whose diff could not be used starts with.
+pub const DIFF_NOT_USED: &str = "no usable change";
+
+/// Whether the Fixer asks for `text` whole rather than as a diff: a small
+/// file (see [`WHOLE_FILE_LINES`]), or one of at most
+/// [`WHOLE_FILE_AFTER_FAILURE_LINES`] lines whose last reply could not be used.
+pub fn asks_whole_file(text: &str, history: &[PastAttempt]) -> bool {
+    let lines = text.lines().count();
+    let small = lines <= WHOLE_FILE_LINES && text.chars().count() <= WHOLE_FILE_CHARS;
+    let failed = history.last().is_some_and(|past| {
+        past.outcome.starts_with(DIFF_NOT_USED)
+            || past.outcome.contains("did not apply")
+            || past.outcome.contains("the patch was not applied")
+    });
+    small || failed && lines <= WHOLE_FILE_AFTER_FAILURE_LINES
+}
+
 /// One earlier attempt on a file, as the Fixer remembers it.
 #[derive(Clone, Debug, Default)]
 pub struct PastAttempt {
@@ -125,12 +159,33 @@ pub fn fix_prompt(input: &FixInput<'_>) -> FixPrompt {
     }
 }
 
-/// The request around `evidence` and the file's section.
+/// The request around `evidence` and the file's section (the whole file,
+/// excerpts, or nothing while the fixed parts are measured).
 fn fix_chat(input: &FixInput<'_>, evidence: &str, file: &str) -> ChatRequest {
     let mut p = String::new();
     let _ = writeln!(p, "Fix and improve `{}`.", input.path);
     p.push_str(evidence);
     p.push_str(file);
+    let shown_whole = file.starts_with("\n## Current text of");
+    if shown_whole && asks_whole_file(input.text, input.history) {
+        let _ = writeln!(
+            p,
+            "\nReply with the whole new text of `{path}` in one ```{fence} block: every line, \
+             changed or not, no diff. Change at most {max} lines. Fix the failing tests first; keep \
+             public names that tests use; do not edit tests. If `{path}` needs no change, reply \
+             `NO CHANGE` and one sentence why.",
+            path = input.path,
+            fence = crate::lang::fence_of(input.path),
+            max = input.max_changed_lines,
+        );
+        return ChatRequest {
+            system: crate::lang::worded(FIX_SYSTEM_WHOLE, &[input.path]),
+            messages: vec![user(p)],
+            max_output_tokens: input.allowance.reply_tokens,
+            temperature: 0.2,
+            sampling: Default::default(),
+        };
+    }
     let _ = writeln!(
         p,
         "\nReply with one unified diff of `{path}` in a ```diff block (`--- a/{path}`, `+++ b/{path}`). \
@@ -186,6 +241,19 @@ pub fn reask_unusable(problem: &str) -> String {
         "Your reply could not be used: {problem}. Reply with exactly one ```diff fenced block holding a \
          unified diff of the file against its current text, with `--- a/<path>` / `+++ b/<path>` headers \
          and @@ hunks, and nothing else."
+    )
+}
+
+/// The follow-up after a diff that could not be used, for a file asked
+/// whole from then on ([`WHOLE_FILE_AFTER_FAILURE_LINES`]): short — the one
+/// thing wrong and the form to answer in (the file's text is in the
+/// request already).
+pub fn reask_whole_file(problem: &str, path: &str) -> String {
+    let problem = problem.lines().next().unwrap_or(problem);
+    format!(
+        "Your reply could not be used ({problem}). Reply instead with the whole new text of \
+         `{path}` in one ```{} block: every line, changed or not, and nothing else.",
+        crate::lang::fence_of(path)
     )
 }
 
@@ -337,6 +405,35 @@ mod tests {
         assert!(text.contains("`f3`") && !text.contains("`f4`"), "{text}");
         let bare = fix_prompt(&input(&[])).request.messages[0].content.clone();
         assert!(!bare.contains("Related code"), "{bare}");
+    }
+
+    #[test]
+    fn a_small_file_is_asked_whole_and_a_long_one_as_a_diff_until_a_diff_fails() {
+        let small = fix_prompt(&input(&[])).request;
+        let text = &small.messages[0].content;
+        assert!(
+            text.contains("Reply with the whole new text of `pkg/x.py`"),
+            "{text}"
+        );
+        assert!(small.system.contains("whole new text"), "{}", small.system);
+        let long: String = (0..120).map(|i| format!("v{i} = {i}\n")).collect();
+        let big = FixInput {
+            text: &long,
+            ..input(&[])
+        };
+        let text = fix_prompt(&big).request.messages[0].content.clone();
+        assert!(text.contains("Reply with one unified diff"), "{text}");
+        let failed = [PastAttempt {
+            outcome: "rejected by the Reviewer: the patch was not applied (no file was changed)"
+                .into(),
+            ..attempt(1)
+        }];
+        let after = FixInput {
+            text: &long,
+            ..input(&failed)
+        };
+        let text = fix_prompt(&after).request.messages[0].content.clone();
+        assert!(text.contains("Reply with the whole new text"), "{text}");
     }
 
     #[test]

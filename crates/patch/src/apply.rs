@@ -2,6 +2,7 @@
 //! located first; only when all succeed are the new contents computed.
 //! Keeps line endings, BOM, final newline, tabs and non-ASCII text.
 
+use super::intent::{self, Reading};
 use super::locate::{self, FileView, Level, Located, Placement, Reindent};
 use super::report;
 use super::text::{self, Document, Line};
@@ -14,11 +15,14 @@ struct Slot {
     after: Option<Vec<u8>>,
 }
 
-/// See [`super::apply`].
+/// See [`super::apply`] and [`super::apply_partial`]: the outcomes and
+/// the hunks left out (only with `partial`).
 pub(crate) fn apply_all(
     edits: &[FileEdit],
     read: &dyn Fn(&str) -> Option<Vec<u8>>,
-) -> Result<Vec<FileOutcome>, PatchError> {
+    partial: bool,
+) -> Result<(Vec<FileOutcome>, Vec<String>), PatchError> {
+    let mut left: Vec<String> = Vec::new();
     let mut slots: Vec<Slot> = Vec::new();
     let mut failures: Vec<String> = Vec::new();
     for edit in edits {
@@ -42,6 +46,18 @@ pub(crate) fn apply_all(
             }
             continue;
         }
+        if let (true, EditOp::Patch(hunks), Some(bytes)) = (partial, &edit.op, &slot.after) {
+            let some =
+                decode(&edit.path, bytes).and_then(|doc| patch_some(&edit.path, &doc, hunks, true));
+            match some {
+                Ok((doc, mut rest)) => {
+                    slot.after = Some(doc.encode());
+                    left.append(&mut rest);
+                }
+                Err(mut reasons) => failures.append(&mut reasons),
+            }
+            continue;
+        }
         match apply_one(&edit.path, &edit.op, slot.after.as_deref()) {
             Ok(after) => slot.after = after,
             Err(mut reasons) => failures.append(&mut reasons),
@@ -59,14 +75,15 @@ pub(crate) fn apply_all(
         }
         return Err(PatchError::Apply(message));
     }
-    Ok(slots
+    let outcomes = slots
         .into_iter()
         .map(|s| FileOutcome {
             path: s.path,
             before: s.before,
             after: s.after,
         })
-        .collect())
+        .collect();
+    Ok((outcomes, left))
 }
 
 /// The new bytes of one file (`None`: deleted), or the reasons it failed.
@@ -163,40 +180,62 @@ pub(crate) fn patch_document(
     doc: &Document,
     hunks: &[Hunk],
 ) -> Result<Document, Vec<String>> {
+    let (out, left) = patch_some(path, doc, hunks, false)?;
+    debug_assert!(left.is_empty());
+    Ok(out)
+}
+
+/// One hunk placed: the file lines it replaces and their new text.
+struct Placed {
+    hunk: usize,
+    start: usize,
+    len: usize,
+    lines: Vec<Line>,
+}
+
+/// Applies the hunks to one document. With `partial`, hunks that cannot be
+/// placed are left out (and described in the second value) when at least
+/// one hunk is placed and none of the left ones is tied to a placed one
+/// (see [`intent::independent`]); otherwise every failing hunk is an error.
+pub(crate) fn patch_some(
+    path: &str,
+    doc: &Document,
+    hunks: &[Hunk],
+    partial: bool,
+) -> Result<(Document, Vec<String>), Vec<String>> {
     let texts = doc.texts();
-    let view = FileView::new(&texts);
-    let mut placed: Vec<(usize, Placement)> = Vec::new();
-    let mut failures = Vec::new();
-    for (k, hunk) in hunks.iter().enumerate() {
-        let label = report::hunk_label(k, hunks.len(), hunk);
-        match locate::locate(&view, hunk) {
-            Located::Found(p) => placed.push((k, p)),
-            Located::Ambiguous(lines) => failures.push(report::ambiguous(path, &label, &lines)),
-            Located::NotFound => failures.push(report::not_found(path, &label, hunk, &texts)),
-            Located::NoAnchor => failures.push(report::no_anchor(path, &label)),
-        }
-    }
-    placed.sort_by_key(|(_, p)| p.start);
+    let (mut placed, mut failures, failed) = place_all(path, doc, &texts, hunks);
+    placed.sort_by_key(|p| p.start);
+    let mut overlaps = Vec::new();
     for pair in placed.windows(2) {
-        let ((ka, a), (kb, b)) = (&pair[0], &pair[1]);
+        let (a, b) = (&pair[0], &pair[1]);
         if a.start + a.len > b.start || a.len == 0 && b.start == a.start {
-            failures.push(report::overlap(
+            overlaps.push(report::overlap(
                 path,
-                (*ka, a.start + 1, a.start + a.len),
-                (*kb, b.start + 1, b.start + b.len),
+                (a.hunk, a.start + 1, a.start + a.len),
+                (b.hunk, b.start + 1, b.start + b.len),
             ));
         }
     }
-    if !failures.is_empty() {
+    let leave = partial
+        && overlaps.is_empty()
+        && !placed.is_empty()
+        && failed.iter().all(|&f| {
+            placed
+                .iter()
+                .all(|p| intent::independent(&hunks[f], &hunks[p.hunk], &texts))
+        });
+    if !overlaps.is_empty() || !failures.is_empty() && !leave {
+        failures.append(&mut overlaps);
         return Err(failures);
     }
     let mut lines: Vec<Line> = Vec::with_capacity(doc.lines.len() + 16);
     let mut cursor = 0;
     let mut final_newline = doc.final_newline;
-    for (k, p) in &placed {
-        let hunk = &hunks[*k];
+    for p in placed {
+        let hunk = &hunks[p.hunk];
         lines.extend_from_slice(&doc.lines[cursor..p.start]);
-        lines.extend(replacement(doc, hunk, p));
+        lines.extend(p.lines);
         cursor = p.start + p.len;
         if cursor == doc.lines.len() && hunk.old_no_eol != hunk.new_no_eol {
             final_newline = !hunk.new_no_eol;
@@ -210,7 +249,66 @@ pub(crate) fn patch_document(
         final_newline,
     };
     out.settle_endings(final_newline);
-    Ok(out)
+    Ok((out, failures))
+}
+
+/// Every hunk placed, or why not: the placed ones, the failures and the
+/// indexes of the failing hunks.
+fn place_all(
+    path: &str,
+    doc: &Document,
+    texts: &[&str],
+    hunks: &[Hunk],
+) -> (Vec<Placed>, Vec<String>, Vec<usize>) {
+    let texts = texts.to_vec();
+    let view = FileView::new(&texts);
+    let mut placed: Vec<Placed> = Vec::new();
+    let mut failures = Vec::new();
+    let mut failed = Vec::new();
+    for (k, hunk) in hunks.iter().enumerate() {
+        let label = report::hunk_label(k, hunks.len(), hunk);
+        // A hunk without markers is only ever a region's new text: the
+        // looser matches of `locate` (edge lines trimmed) would read it as
+        // "no change" wherever part of it fits.
+        let located = if hunk.changes_something() {
+            locate::locate(&view, hunk)
+        } else {
+            Located::NotFound
+        };
+        let failure = match located {
+            Located::Found(p) => {
+                placed.push(Placed {
+                    hunk: k,
+                    start: p.start,
+                    len: p.len,
+                    lines: replacement(doc, hunk, &p),
+                });
+                continue;
+            }
+            Located::Ambiguous(lines) => report::ambiguous(path, &label, &lines),
+            Located::NotFound => match intent::read(&texts, hunk) {
+                Reading::Region(region) => {
+                    placed.push(Placed {
+                        hunk: k,
+                        start: region.start,
+                        len: region.len,
+                        lines: region
+                            .lines
+                            .into_iter()
+                            .map(|text| Line { text, eol: "" })
+                            .collect(),
+                    });
+                    continue;
+                }
+                Reading::Ambiguous(lines) => report::ambiguous_region(path, &label, &lines),
+                Reading::Unreadable => report::not_found(path, &label, hunk, &texts),
+            },
+            Located::NoAnchor => report::no_anchor(path, &label),
+        };
+        failures.push(failure);
+        failed.push(k);
+    }
+    (placed, failures, failed)
 }
 
 /// The lines that replace the region a hunk covers: the file's own context
@@ -224,23 +322,50 @@ fn replacement(doc: &Document, hunk: &Hunk, p: &Placement) -> Vec<Line> {
             .collect();
         Reindent::learn(kept, &file)
     });
-    let mut out = Vec::with_capacity(kept.len());
+    let mut out: Vec<Line> = Vec::with_capacity(kept.len());
     let mut at = p.start;
-    for line in kept {
-        match line {
+    let mut i = 0;
+    while i < kept.len() {
+        match &kept[i] {
             HunkLine::Context(_) => {
                 out.push(doc.lines[at].clone());
                 at += 1;
             }
             HunkLine::Remove(_) => at += 1,
-            HunkLine::Add(t) => out.push(Line {
-                text: match &reindent {
-                    Some(r) => r.apply(t),
-                    None => t.clone(),
-                },
-                eol: "",
-            }),
+            HunkLine::Add(_) => {
+                let run: Vec<&str> = kept[i..]
+                    .iter()
+                    .map_while(|l| match l {
+                        HunkLine::Add(t) => Some(t.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                let first = i;
+                i += run.len();
+                // A pure addition whose text stands right there already (or
+                // that is written twice in a row) is not made twice.
+                let run = intent::once(&run).to_vec();
+                let pure = first == 0 || !matches!(kept[first - 1], HunkLine::Remove(_));
+                let texts: Vec<&str> = doc.lines[p.start.saturating_sub(run.len())..p.start]
+                    .iter()
+                    .chain(&out)
+                    .map(|l| l.text.as_str())
+                    .collect();
+                let next: Vec<&str> = doc.lines[at..].iter().map(|l| l.text.as_str()).collect();
+                if pure && intent::repeats(&run, &texts, &next) {
+                    continue;
+                }
+                out.extend(run.iter().map(|t| Line {
+                    text: match &reindent {
+                        Some(r) => r.apply(t),
+                        None => t.to_string(),
+                    },
+                    eol: "",
+                }));
+                continue;
+            }
         }
+        i += 1;
     }
     out
 }

@@ -233,6 +233,25 @@ fn ends_hunk(lines: &[&str], j: usize) -> bool {
 }
 
 /// Reads one hunk body from `start`; returns it and the next line index.
+/// A hunk none of whose lines has a `+` or `-` marker and some of whose
+/// lines start with code (no marker space): its lines were written with no
+/// markers at all, so a leading space is indentation, not a marker.
+fn unmark(body: &mut [HunkLine], raw: &[&str]) {
+    let marked = body.iter().any(|l| !matches!(l, HunkLine::Context(_)));
+    let code_first = |l: &&&str| {
+        l.chars()
+            .next()
+            .is_some_and(|c| !c.is_whitespace() && c != '\\')
+    };
+    if marked || !raw.iter().any(|l| code_first(&l)) {
+        return;
+    }
+    let texts = raw.iter().filter(|l| !l.starts_with('\\'));
+    for (line, text) in body.iter_mut().zip(texts) {
+        *line = HunkLine::Context(text.to_string());
+    }
+}
+
 fn parse_hunk(lines: &[&str], start: usize, header: Option<&str>, origin: Origin) -> (Hunk, usize) {
     let numbers = header.map(header_numbers).unwrap_or_default();
     let counts = numbers.old_count.zip(numbers.new_count);
@@ -289,6 +308,7 @@ fn parse_hunk(lines: &[&str], start: usize, header: Option<&str>, origin: Origin
         }
         j += 1;
     }
+    unmark(&mut body, &lines[start..j]);
     while matches!(body.last(), Some(HunkLine::Context(t)) if t.trim().is_empty()) {
         body.pop();
     }

@@ -17,6 +17,7 @@
 mod apply;
 mod diff;
 mod fence;
+mod intent;
 mod locate;
 mod merge;
 mod numbers;
@@ -73,6 +74,13 @@ pub struct Hunk {
     pub(crate) new_no_eol: bool,
 }
 
+impl HunkLine {
+    pub(crate) fn text(&self) -> &str {
+        let (HunkLine::Context(t) | HunkLine::Remove(t) | HunkLine::Add(t)) = self;
+        t
+    }
+}
+
 /// One body line of a hunk, without its marker.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum HunkLine {
@@ -108,6 +116,13 @@ impl Hunk {
         self.lines
             .iter()
             .any(|l| !matches!(l, HunkLine::Context(_)))
+    }
+
+    /// True when the hunk may change something: it adds or removes a line,
+    /// or it has no markers at all and may be a region's new text (read
+    /// when applied; one that matches the file as it is changes nothing).
+    pub(crate) fn may_change(&self) -> bool {
+        self.changes_something() || self.lines.iter().any(|l| !l.text().trim().is_empty())
     }
 }
 
@@ -189,7 +204,29 @@ pub fn apply(
     edits: &[FileEdit],
     read: &dyn Fn(&str) -> Option<Vec<u8>>,
 ) -> Result<Vec<FileOutcome>, PatchError> {
-    apply::apply_all(edits, read)
+    apply::apply_all(edits, read, false).map(|(outcomes, _)| outcomes)
+}
+
+/// A reply applied as far as it could be (see [`apply_partial`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Partial {
+    /// One outcome per path, as [`apply`] gives them.
+    pub outcomes: Vec<FileOutcome>,
+    /// Why each hunk left out could not be applied (empty: all applied).
+    pub left: Vec<String>,
+}
+
+/// Like [`apply`], but a file's hunks that cannot be placed are left out
+/// when at least one of its hunks applies and none of those left uses a
+/// word another applied hunk brings into the file (an import, a new
+/// function); the reasons of the hunks left are in [`Partial::left`]. A
+/// file none of whose hunks applies, hunks that overlap, or a left hunk tied
+/// to an applied one fail the whole reply, as with [`apply`].
+pub fn apply_partial(
+    edits: &[FileEdit],
+    read: &dyn Fn(&str) -> Option<Vec<u8>>,
+) -> Result<Partial, PatchError> {
+    apply::apply_all(edits, read, true).map(|(outcomes, left)| Partial { outcomes, left })
 }
 
 /// Rebases `hunks` of `path`, written against the `earlier` bytes of the

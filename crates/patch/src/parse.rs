@@ -96,11 +96,18 @@ fn edit_of(raw: RawFileDiff, ctx: &ReplyContext) -> Result<Result<FileEdit, Stri
             op: EditOp::Delete,
         }));
     }
-    let hunks: Vec<Hunk> = raw
-        .hunks
-        .into_iter()
-        .filter(Hunk::changes_something)
-        .collect();
+    if !raw.hunks.iter().any(Hunk::changes_something) && !created {
+        // Only unmarked lines: each hunk may be a region's new text.
+        let hunks: Vec<Hunk> = raw.hunks.into_iter().filter(Hunk::may_change).collect();
+        if hunks.is_empty() {
+            return Ok(Err(path));
+        }
+        return Ok(Ok(FileEdit {
+            path,
+            op: EditOp::Patch(hunks),
+        }));
+    }
+    let hunks: Vec<Hunk> = raw.hunks.into_iter().filter(Hunk::may_change).collect();
     if hunks.is_empty() {
         return Ok(Err(path));
     }

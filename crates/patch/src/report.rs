@@ -37,6 +37,17 @@ pub(crate) fn ambiguous(path: &str, label: &str, lines: &[usize]) -> String {
     )
 }
 
+/// The hunk, read as a region's new text, fits several regions.
+pub(crate) fn ambiguous_region(path: &str, label: &str, lines: &[usize]) -> String {
+    format!(
+        "`{path}`, {label}: its lines are not in the file as written, and read as the new text of \
+         a region they fit {} places (starting at lines {}); copy the unchanged lines exactly and \
+         mark the changed ones with `-` and `+`",
+        lines.len(),
+        list(lines)
+    )
+}
+
 /// The hunk has only added lines.
 pub(crate) fn no_anchor(path: &str, label: &str) -> String {
     format!(

@@ -210,6 +210,12 @@ fn no_change(
             file: file.to_string(),
             reason: reason.to_string(),
         });
+        let why = crate::stage::prompt::one_line(Some(&reason.to_string()));
+        state
+            .progress
+            .replies
+            .unusable
+            .push(format!("{file}: {why}"));
         format!("no usable change: {reason}")
     };
     let past = PastAttempt {
@@ -276,7 +282,17 @@ fn judge_and_commit(
         linter: crate::lang::linters_of(&state.facts.files, " and "),
         commit: commit.short().to_string(),
     });
-    let outcome = format!("the Judge found it {verdict}: {}", judged.why);
+    let mut outcome = format!("the Judge found it {verdict}: {}", judged.why);
+    if let Some(first) = tried.change.unplaced.first() {
+        // Asked again briefly: the first hunk left out, in one line.
+        let first = crate::stage::prompt::one_line(Some(first.trim_start_matches("- ")));
+        let more = tried.change.unplaced.len() - 1;
+        outcome.push_str(&format!(
+            "; {} of its hunks did not apply and were left out ({first}{})",
+            more + 1,
+            if more > 0 { "; …" } else { "" }
+        ));
+    }
     // What the Fixer remembers of it, with the tests it broke.
     let broke = match verdict {
         Verdict::Regressed => broken_tests(&state.progress.best, &judged.result),
@@ -381,7 +397,14 @@ fn trailers(purpose: Purpose<'_>, tried: &Tried<'_>, total: usize) -> Vec<String
             .map(|r| format!("Swarm-Rebased: {r}"));
         let left_out = tried.subset.into_iter().flat_map(|s| &s.left_out);
         let left_out = left_out.map(|left| format!("Swarm-Left-Out: {left}"));
-        return step.into_iter().chain(rebased).chain(left_out).collect();
+        let unplaced = tried.change.unplaced.iter();
+        let unplaced = unplaced.map(|_| "Swarm-Left-Out: a hunk that did not apply".to_string());
+        return step
+            .into_iter()
+            .chain(rebased)
+            .chain(left_out)
+            .chain(unplaced)
+            .collect();
     };
     let title = task.title.replace('\n', " ");
     vec![format!("Swarm-Task: {}/{total} {title}", task.number)]
@@ -423,6 +446,11 @@ pub(crate) fn record_calls(
     for call in calls {
         rec.fixer_call(action, call, file, state.progress.iterations, excerpts)?;
         if let Ok(reply) = &call.reply {
+            match file.map(|f| crate::stage::fixer::reply_form(&reply.text, f)) {
+                Some("diff") => state.progress.replies.diff += 1,
+                Some("whole file") => state.progress.replies.whole_file += 1,
+                _ => {}
+            }
             state.add_usage(&reply.usage, &cx.config.prices);
         }
     }

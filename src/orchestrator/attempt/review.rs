@@ -106,6 +106,14 @@ pub(super) fn review(
         None => format!("rejected by the Reviewer: {reason}"),
     };
     remember_refusal(state, purpose, file, summary, outcome.clone());
+    if matches!(reason, Rejection::DoesNotApply(_)) {
+        let why = crate::stage::prompt::one_line(Some(&reason.to_string()));
+        state
+            .progress
+            .replies
+            .unusable
+            .push(format!("{file}: {why}"));
+    }
     if reason == Rejection::NoChange {
         return Ok(Reviewed::Unchanged(outcome));
     }

@@ -263,3 +263,12 @@ async fn a_reply_that_repeats_twice_is_unusable_and_its_loop_is_not_its_summary(
     );
     assert_eq!(p.summary(), "clean up a.py");
 }
+
+#[test]
+fn a_reply_is_named_by_its_form() {
+    use super::reply_form;
+    let diff = "```diff\n--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n```\n";
+    assert_eq!(reply_form(diff, "m.py"), "diff");
+    assert_eq!(reply_form("```python\nx = 2\n```\n", "m.py"), "whole file");
+    assert_eq!(reply_form("I would change x.", "m.py"), "none");
+}

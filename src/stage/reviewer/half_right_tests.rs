@@ -228,3 +228,27 @@ fn a_proposal_that_does_not_apply_is_not_split() {
     // A deletion is one unit: it cannot be cut, and alone it passes.
     assert_eq!(split(&proposal, &fx.ctx()).unwrap().len(), 1);
 }
+
+#[test]
+fn the_hunks_that_apply_are_accepted_and_an_independent_one_that_does_not_is_left_out() {
+    let mut fx = Fixture::new(ORIGINAL);
+    fx.shown.remember("m.py", 1, ORIGINAL);
+    let good = diff(
+        ORIGINAL,
+        &ORIGINAL.replace("amount * 10)", "amount * 100)"),
+        3,
+    );
+    let stale = "@@ -90,2 +90,2 @@\n def never_there(x):\n-    return x\n+    return -x\n```";
+    let reply = format!("{}{stale}", good.trim_end().trim_end_matches("```"));
+    let Review::Accepted(change) = review(&Fixture::proposal(&reply), &fx.ctx()) else {
+        panic!("refused a reply whose independent hunk applies: {reply}");
+    };
+    assert_eq!(change.unplaced.len(), 1, "{:?}", change.unplaced);
+    assert!(
+        change.unplaced[0].contains("hunk 2 of 2"),
+        "{:?}",
+        change.unplaced
+    );
+    let want = ORIGINAL.replace("amount * 10)", "amount * 100)");
+    assert_eq!(change.writes[0].content.as_deref(), Some(want.as_bytes()));
+}

@@ -165,7 +165,7 @@ fn check_edits(
     read: &dyn Fn(&str) -> Option<Vec<u8>>,
 ) -> Result<Change, Rejection> {
     rules::check_paths(edits, ctx)?;
-    let (applied, rebased) = rebase::apply_or_rebase(edits, ctx.shown, read)?;
+    let (applied, rebased, unplaced) = rebase::apply_or_rebase(edits, ctx.shown, read)?;
     let outcomes: Vec<&patch::FileOutcome> =
         applied.iter().filter(|o| o.before != o.after).collect();
     let texts = texts_of(&outcomes);
@@ -181,6 +181,7 @@ fn check_edits(
     )?;
     let mut change = change_of(&outcomes, &files, ctx, hash);
     change.rebased = rebased;
+    change.unplaced = unplaced;
     Ok(change)
 }
 
@@ -260,6 +261,7 @@ fn change_of(
         diff: String::new(),
         hash,
         rebased: Vec::new(),
+        unplaced: Vec::new(),
     };
     for (outcome, file) in outcomes.iter().zip(files) {
         let (b, a) = (file.before.unwrap_or(""), file.after.unwrap_or(""));

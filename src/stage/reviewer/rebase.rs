@@ -60,9 +60,34 @@ impl ShownVersions {
     }
 }
 
+/// The edits applied in memory, with the files merged from an earlier
+/// version and the hunks left out (see [`apply_or_rebase`]).
+type Applied = (Vec<FileOutcome>, Vec<Rebased>, Vec<String>);
+
 /// The edits applied in memory: as they are, or with the diffs that fit
-/// only an earlier shown version rebased onto the current text.
+/// only an earlier shown version rebased onto the current text, or — when
+/// neither fits whole — the hunks that apply, the failing ones left out
+/// when they are independent of them ([`patch::apply_partial`]).
 pub(super) fn apply_or_rebase(
+    edits: &[FileEdit],
+    shown: &ShownVersions,
+    read: &dyn Fn(&str) -> Option<Vec<u8>>,
+) -> Result<Applied, Rejection> {
+    match apply_whole_or_rebase(edits, shown, read) {
+        Ok((applied, rebased)) => Ok((applied, rebased, Vec::new())),
+        Err(Rejection::DoesNotApply(error)) => match patch::apply_partial(edits, read) {
+            Ok(partial) if partial.outcomes.iter().any(|o| o.before != o.after) => {
+                Ok((partial.outcomes, Vec::new(), partial.left))
+            }
+            _ => Err(Rejection::DoesNotApply(error)),
+        },
+        Err(other) => Err(other),
+    }
+}
+
+/// The edits applied as they are, or rebased; all or nothing (a split and
+/// a subset are made of whole hunks).
+pub(super) fn apply_whole_or_rebase(
     edits: &[FileEdit],
     shown: &ShownVersions,
     read: &dyn Fn(&str) -> Option<Vec<u8>>,

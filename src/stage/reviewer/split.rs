@@ -78,7 +78,8 @@ pub fn split(proposal: &Proposal, ctx: &ReviewContext<'_>) -> Result<Vec<Step>, 
     let unreviewable = |r: Rejection| SplitFailure::Unreviewable(Box::new(r));
     let edits = readable_edits(proposal).map_err(unreviewable)?;
     let read = |p: &str| crate::stage::read_source(ctx.root, p);
-    let (outcomes, _) = rebase::apply_or_rebase(edits, ctx.shown, &read).map_err(unreviewable)?;
+    let (outcomes, _) =
+        rebase::apply_whole_or_rebase(edits, ctx.shown, &read).map_err(unreviewable)?;
     let mut files: BTreeMap<String, FileSteps> = BTreeMap::new();
     let mut units = Vec::new();
     for outcome in outcomes.into_iter().filter(|o| o.before != o.after) {
