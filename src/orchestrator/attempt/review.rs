@@ -105,6 +105,18 @@ pub(super) fn review(
         }
         None => format!("rejected by the Reviewer: {reason}"),
     };
+    Ok(refused(state, purpose, (file, summary), &reason, outcome))
+}
+
+/// A refusal remembered (and, for a diff that could not be used, counted
+/// among the unusable replies): what the Fixer is told.
+fn refused(
+    state: &mut RunState,
+    purpose: Purpose<'_>,
+    (file, summary): (&str, &str),
+    reason: &Rejection,
+    outcome: String,
+) -> Reviewed {
     remember_refusal(state, purpose, file, summary, outcome.clone());
     if matches!(reason, Rejection::DoesNotApply(_)) {
         let why = crate::stage::prompt::one_line(Some(&reason.to_string()));
@@ -114,10 +126,10 @@ pub(super) fn review(
             .unusable
             .push(format!("{file}: {why}"));
     }
-    if reason == Rejection::NoChange {
-        return Ok(Reviewed::Unchanged(outcome));
+    if *reason == Rejection::NoChange {
+        return Reviewed::Unchanged(outcome);
     }
-    Ok(Reviewed::Rejected(outcome))
+    Reviewed::Rejected(outcome)
 }
 
 /// Of a behaviour-changing task's proposal refused for editing a test
