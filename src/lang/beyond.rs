@@ -15,20 +15,6 @@ pub trait Beyond: Sync {
     /// and run: for Python an importable module (not a test, a conftest,
     /// `setup.py` or `__main__.py`).
     fn is_module(&self, rel: &str) -> bool;
-
-    /// Whether `text` defines `name` at its top level: a function or a
-    /// class by that name, or (when `assignment_counts`) an assignment to
-    /// it. A name it only imports is not defined there. Asked by the done
-    /// check of a task that moves or renames a definition.
-    fn defines(&self, text: &str, name: &str, assignment_counts: bool) -> bool;
-}
-
-/// Whether `text` (of `rel`) defines `name` at its top level (see
-/// [`Beyond::defines`]); `None` when `rel`'s language is not read for
-/// definitions.
-pub fn defines(rel: &str, text: &str, name: &str, assignment_counts: bool) -> Option<bool> {
-    let beyond = super::of(rel)?.beyond_suite()?;
-    Some(beyond.defines(text, name, assignment_counts))
 }
 
 /// Whether the behaviour check and the Tester reach `rel`: its language

@@ -23,6 +23,7 @@ use crate::pipeline::TargetDir;
 
 pub mod beyond;
 pub mod javascript;
+pub mod names;
 pub mod python;
 pub mod suite;
 pub mod targets;
@@ -79,6 +80,11 @@ pub trait Language: Sync {
     /// [`beyond`]); `None`: not available for this language yet, which
     /// the summary states.
     fn beyond_suite(&self) -> Option<&'static dyn beyond::Beyond> {
+        None
+    }
+    /// What this language's modules define and export (see [`names`]);
+    /// `None`: not read for this language.
+    fn names(&self) -> Option<&'static dyn names::Names> {
         None
     }
     /// Why a target whose sources are of this language alone cannot be

@@ -46,21 +46,26 @@ pub(crate) fn final_check(
     ws.forget_disk();
     let measured = measured?;
     rec.measurement(Agent::Judge, &measured, None)?;
-    let snapshot = &measured.snapshot;
+    let mut snapshot = measured.snapshot.clone();
     let check = FinalCheck {
         passed: match &state.work.tasks {
             // A run of tasks keeps what the baseline had (see
-            // `Bar::task_verdict`), but for the tests its tasks rewrote.
+            // `Bar::task_verdict`), but for the tests its tasks rewrote,
+            // whose removed tests are not counted.
             Some(book) => {
                 let rewritten: Vec<String> =
                     book.tests_changed.values().flatten().cloned().collect();
-                state
+                let kept = state
                     .facts
                     .bar
-                    .task_verdict_rewriting(&state.facts.baseline, snapshot, &rewritten)
-                    .is_accepted()
+                    .task_verdict_rewriting(&state.facts.baseline, &snapshot, &rewritten)
+                    .is_accepted();
+                if let Some(tests) = snapshot.tests.as_mut() {
+                    tests.retire(&rewritten);
+                }
+                kept
             }
-            None => state.facts.bar.is_green(snapshot),
+            None => state.facts.bar.is_green(&snapshot),
         },
         tests: snapshot.describe(),
         restored: overlay.into_iter().map(|w| w.path).collect(),

@@ -101,6 +101,26 @@ impl TestState {
         state
     }
 
+    /// Drops from [`TestState::vanished`] (and from the count) the tests
+    /// whose file is one of `rewritten`: test files a task rewrote on
+    /// purpose (`--allow-test-edits`), whose removed or renamed tests are
+    /// neither run nor missing.
+    pub fn retire(&mut self, rewritten: &[String]) {
+        let retired: Vec<String> = self
+            .vanished
+            .iter()
+            .filter(|id| {
+                let file = id.split("::").next().unwrap_or(id);
+                rewritten.iter().any(|f| f == file)
+            })
+            .cloned()
+            .collect();
+        for id in retired {
+            self.vanished.remove(&id);
+            self.total = self.total.saturating_sub(1);
+        }
+    }
+
     /// `5/6 passed`, plus how many tests the time limit left unrun and
     /// how many baseline tests no longer ran.
     pub fn describe(&self) -> String {
@@ -263,5 +283,33 @@ impl EarlyStop {
             self.rerun.len(),
             self.collected.saturating_sub(self.rerun.len())
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tests_a_rewritten_file_lost_on_purpose_are_retired_others_stay_missing() {
+        let mut tests = TestState {
+            passed: BTreeSet::from(["t/test_a.py::new".to_string()]),
+            vanished: BTreeSet::from([
+                "t/test_a.py::old".to_string(),
+                "t/test_b.py::gone".to_string(),
+            ]),
+            total: 3,
+            ..Default::default()
+        };
+        tests.retire(&["t/test_a.py".to_string()]);
+        assert_eq!(tests.total, 2);
+        assert_eq!(
+            tests.vanished,
+            BTreeSet::from(["t/test_b.py::gone".to_string()])
+        );
+        assert_eq!(
+            tests.describe(),
+            "1/2 passed, 1 baseline test(s) missing, deselected or skipped"
+        );
     }
 }

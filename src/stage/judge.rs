@@ -23,6 +23,7 @@ pub use early::measure_attempt;
 pub mod api;
 pub mod behaviour;
 pub mod early;
+pub mod exports;
 
 /// The longest one module may take to import or load (capped further by
 /// the test timeout): loading should be instant, so a module still busy

@@ -156,6 +156,10 @@ impl Language for JavaScript {
 
     /// The path without its extension, as an import names it
     /// (`src/money.ts` → `src/money`).
+    fn names(&self) -> Option<&'static dyn crate::lang::names::Names> {
+        Some(&super::names::Exports)
+    }
+
     fn module_name(&self, rel: &str) -> String {
         match rel.rsplit_once('.') {
             Some((stem, _)) if has_source_extension(rel) => stem.to_string(),

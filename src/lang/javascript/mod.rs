@@ -23,6 +23,7 @@ pub mod deps;
 pub mod language;
 pub mod lint;
 pub mod manifest;
+mod names;
 pub mod project;
 pub mod reach;
 pub mod results;

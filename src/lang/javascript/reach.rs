@@ -49,6 +49,16 @@ pub fn reached_by_tests(root: &Path, files: &[String]) -> BTreeSet<String> {
 
 /// The file among `known` a relative `specifier` in `importer` names.
 fn resolve(importer: &str, specifier: &str, known: &HashSet<&str>) -> Option<String> {
+    resolve_with(importer, specifier, &|c| known.contains(c))
+}
+
+/// The file a relative `specifier` in `importer` names, of those `exists`
+/// says are there.
+pub(super) fn resolve_with(
+    importer: &str,
+    specifier: &str,
+    exists: &dyn Fn(&str) -> bool,
+) -> Option<String> {
     if !(specifier.starts_with("./") || specifier.starts_with("../")) {
         return None;
     }
@@ -69,7 +79,7 @@ fn resolve(importer: &str, specifier: &str, known: &HashSet<&str>) -> Option<Str
             }
         }
     }
-    candidates.into_iter().find(|c| known.contains(c.as_str()))
+    candidates.into_iter().find(|c| exists(c))
 }
 
 /// `a/./b/../c` as `a/c`; `None` when it climbs above the target.

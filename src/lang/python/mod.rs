@@ -61,6 +61,10 @@ impl Language for Python {
         Some(&Modules)
     }
 
+    fn names(&self) -> Option<&'static dyn super::names::Names> {
+        Some(&Definitions)
+    }
+
     /// pytest and pylint, for every target (see [`suite::Found`]).
     fn find_suites(
         &self,
@@ -187,10 +191,35 @@ impl super::beyond::Beyond for Modules {
     fn is_module(&self, rel: &str) -> bool {
         crate::tools::imports::is_importable_module(rel)
     }
+}
+
+/// What Python's modules define; their public names are probed (see
+/// `stage::judge::api`), not read from an export list.
+struct Definitions;
+
+impl super::names::Names for Definitions {
+    /// Its top-level functions and classes without a leading underscore.
+    fn top_names(&self, _rel: &str, text: &str) -> std::collections::BTreeSet<String> {
+        swarm_analysis::outline(text)
+            .top_level()
+            .filter(|d| !d.name.starts_with('_'))
+            .map(|d| d.name.clone())
+            .collect()
+    }
+
+    /// `a.b` is `a/b.py` or the package `a/b/__init__.py`; a path with
+    /// `/` names no Python module.
+    fn files_of(&self, module: &str) -> Vec<String> {
+        if module.contains('/') {
+            return Vec::new();
+        }
+        let path = module.replace('.', "/");
+        vec![format!("{path}.py"), format!("{path}/__init__.py")]
+    }
 
     /// A top-level `def` or `class` (tree-sitter's outline), or a line
     /// `name = …` / `name: T = …` at column 0.
-    fn defines(&self, text: &str, name: &str, assignment_counts: bool) -> bool {
+    fn defines(&self, _rel: &str, text: &str, name: &str, assignment_counts: bool) -> bool {
         let outline = swarm_analysis::outline(text);
         if outline.top_level().any(|d| d.name == name) {
             return true;

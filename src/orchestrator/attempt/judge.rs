@@ -6,7 +6,6 @@
 //! behaviour-preserving task the public names — each finding handed to the
 //! bar again. It runs the checks and logs them; it decides nothing itself.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::Purpose;
@@ -21,6 +20,7 @@ use crate::pipeline::{Change, Snapshot, Task, TaskKind, Verdict};
 use crate::stage::executor;
 use crate::stage::judge::api::{self, ApiCheck};
 use crate::stage::judge::behaviour::{self, BehaviourRun, ChangedModule};
+use crate::stage::judge::exports;
 use crate::stage::judge::{self as stage_judge, Tools};
 
 /// What the Judge made of an attempt.
@@ -66,12 +66,22 @@ pub(super) fn judge(
     let measuring = started.elapsed();
     let judging = Instant::now();
     rec.measurement(Agent::Judge, &measured, Some(k))?;
-    let snapshot = measured.snapshot;
+    let mut snapshot = measured.snapshot;
     let bar = &state.facts.bar;
     let verdict = match purpose {
         Purpose::Task(_) if cx.config.allow_test_edits => {
             let rewritten = rewritten_tests(change);
-            bar.task_verdict_rewriting(&state.progress.best, &snapshot, &rewritten)
+            let verdict = bar.task_verdict_rewriting(&state.progress.best, &snapshot, &rewritten);
+            // The tests this change or an earlier task removed on purpose
+            // are not missing, and not counted.
+            let mut retired = rewritten;
+            if let Some(book) = &state.work.tasks {
+                retired.extend(book.tests_changed.values().flatten().cloned());
+            }
+            if let Some(tests) = snapshot.tests.as_mut() {
+                tests.retire(&retired);
+            }
+            verdict
         }
         _ => bar.judge(purpose.judging(), &state.progress.best, &snapshot),
     };
@@ -349,28 +359,34 @@ fn public_names(
         .as_ref()
         .map(|b| crate::pipeline::task::stated::stated(&b.instruction))
         .unwrap_or_default();
-    let renames: BTreeMap<String, String> = stated
-        .renames
-        .iter()
-        .chain(&task.renames)
-        .map(|r| (r.from.clone(), r.to.clone()))
-        .collect();
-    let renamed = api::Renamed {
-        renames,
-        keep: stated.keep,
+    let best = |rel: &str| {
+        let path = state.facts.target.repo_path(rel);
+        let bytes = ws.file_at_best(path.as_str()).ok().flatten()?;
+        Some(String::from_utf8_lossy(&bytes).into_owned())
     };
-    let check = tokio::task::block_in_place(|| {
-        api::check_api(
-            tools,
-            cx.root,
-            &modules,
-            files,
-            &renamed,
-            cx.config.limits,
-            cx.cancel,
-        )
-    })?;
-    Ok(check)
+    let renamed = api::Renamed::of(&stated, &task.renames, &best);
+    let probed = if modules.is_empty() {
+        None
+    } else {
+        Some(tokio::task::block_in_place(|| {
+            api::check_api(
+                tools,
+                cx.root,
+                &modules,
+                files,
+                &renamed,
+                cx.config.limits,
+                cx.cancel,
+            )
+        })?)
+    };
+    let now = |rel: &str| crate::stage::read_source_text(cx.root, rel);
+    let changed: Vec<String> = change.files.iter().map(|f| f.to_string()).collect();
+    let exported = exports::check_exports(&changed, files, (&best, &now), &renamed);
+    Ok(match probed {
+        Some(probed) => probed.join(exported),
+        None => exported,
+    })
 }
 
 /// What the Judge tells of the type errors a change adds (`; adds 1 type

@@ -27,11 +27,15 @@ impl Tree for Worktree<'_> {
 
     fn defines(&self, rel: &str, name: &str, assignment_counts: bool) -> Option<bool> {
         let text = read_source_text(self.0, rel)?;
-        crate::lang::beyond::defines(rel, &text, name, assignment_counts)
+        crate::lang::names::defines(rel, &text, name, assignment_counts)
     }
 
     fn module_of(&self, rel: &str) -> String {
         crate::lang::module_name(rel)
+    }
+
+    fn file_of(&self, module: &str) -> String {
+        crate::lang::names::file_of(module, &|rel| self.0.join(rel).is_file())
     }
 }
 
@@ -39,16 +43,32 @@ impl Tree for Worktree<'_> {
 /// done.
 pub(super) fn unmet(cx: &RunContext<'_>, state: &RunState, task: &Task) -> Vec<String> {
     let mut renames = task.renames.clone();
+    let mut modules = Vec::new();
+    let mut keep_old = false;
     if let Some(book) = state.work.tasks.as_ref() {
         let single = book.plan.tasks.len() == 1;
-        for rename in stated::stated(&book.instruction).renames {
+        let said = stated::stated(&book.instruction);
+        for rename in said.renames {
             let known = renames.iter().any(|r| r.from == rename.from);
             if !known && (single || concerns(task, &rename)) {
                 renames.push(rename);
             }
         }
+        let own = |f: &String| {
+            task.change
+                .iter()
+                .chain(&task.create)
+                .chain(&task.delete)
+                .any(|t| t == f)
+        };
+        modules.extend(
+            said.modules
+                .into_iter()
+                .filter(|m| single || own(&m.from) || own(&m.to)),
+        );
+        keep_old = said.keep_old;
     }
-    stated::unmet(task, &renames, &Worktree(cx.root))
+    stated::unmet_with_modules(task, &renames, (&modules, keep_old), &Worktree(cx.root))
 }
 
 /// Whether a rename the instruction states is `task`'s: its files hold the

@@ -27,14 +27,25 @@ static RENAME: LazyLock<Regex> = LazyLock::new(|| {
 
 static MOVE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(
-        r"(?i)\bmove\s+(?:the\s+)?(?:class\s+|function\s+)?{NAME}\s+(?:(?:out\s+of|from)\s+`?[A-Za-z0-9_./]+`?\s+)?(?:in)?to\s+(?:a\s+|the\s+)?(?:new\s+)?(?:module\s+|file\s+)?`?([A-Za-z0-9_/]+)\.py`?"
+        r"(?i)\bmove\s+(?:the\s+)?(?:class\s+|function\s+|interface\s+|type\s+)?{NAME}\s+(?:(?:out\s+of|from)\s+`?[A-Za-z0-9_./-]+`?\s+)?(?:in)?to\s+(?:a\s+|the\s+)?(?:new\s+)?(?:module\s+|file\s+)?`?(?:\./)?([A-Za-z0-9_/-]+)\.({MODULE_EXTENSIONS})`?"
     ))
     .expect("the move pattern compiles")
 });
 
+/// The file extensions a move's new module may be named with.
+const MODULE_EXTENSIONS: &str = "py|tsx|ts|mts|cts|jsx|js|mjs|cjs";
+
+static MODULE_RENAME: LazyLock<Regex> = LazyLock::new(|| {
+    let file = format!(r"`?(?:\./)?([A-Za-z0-9_][A-Za-z0-9_/.-]*?\.(?:{MODULE_EXTENSIONS}))`?");
+    Regex::new(&format!(
+        r"(?i)\b(?:rename|move)\s+(?:the\s+)?(?:module\s+|file\s+)?{file}\s+(?:to|as|into)\s+(?:a\s+|the\s+)?(?:new\s+)?(?:module\s+|file\s+)?{file}(?:[\s,;:.)]|$)"
+    ))
+    .expect("the module-rename pattern compiles")
+});
+
 static KEEP_ALIAS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(
-        r"(?i)\bkeep(?:ing)?\s+(?:the\s+old\s+(?:name\s+)?)?{NAME}\s+(?:as\s+an?\s+(?:\w+\s+)?(?:alias|re-?export|name)|working|importable|available)"
+        r"(?i)\bkeep(?:ing)?\s+(?:the\s+old\s+(?:name\s+)?)?{NAME}\s+(?:as\s+an?\s+(?:\w+\s+)?(?:alias|re-?export|name)|working|importable|available|exported)"
     ))
     .expect("the keep pattern compiles")
 });
@@ -44,6 +55,11 @@ static KEEP_IMPORT: LazyLock<Regex> = LazyLock::new(|| {
         r"(?i)\bkeep(?:ing)?\s+`?from\s+[A-Za-z0-9_.]+\s+import\s+([A-Za-z_][A-Za-z0-9_]*)`?",
     )
     .expect("the keep-import pattern compiles")
+});
+
+static KEEP_ES_IMPORT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\bkeep(?:ing)?\s+`?import\s+(?:type\s+)?\{([^}]*)\}\s*from\b")
+        .expect("the keep-ES-import pattern compiles")
 });
 
 static KEEP_OLD: LazyLock<Regex> = LazyLock::new(|| {
@@ -58,6 +74,12 @@ pub struct Stated {
     pub renames: Vec<Rename>,
     /// Old names the instruction asks to keep working at their old place.
     pub keep: Vec<String>,
+    /// Modules renamed or moved whole, old file → new file
+    /// (target-relative as written).
+    pub modules: Vec<Rename>,
+    /// Whether the instruction keeps the old names and paths working
+    /// (`keep the old imports working`): a renamed module's names too.
+    pub keep_old: bool,
 }
 
 /// What `instruction` states: its renames and moves, and the old names it
@@ -70,15 +92,41 @@ pub fn stated(instruction: &str) -> Stated {
             push_rename(&mut found.renames, from, to);
         }
     }
+    for c in MODULE_RENAME.captures_iter(instruction) {
+        if c[1] != c[2] {
+            push_rename(&mut found.modules, &c[1], &c[2]);
+        }
+    }
     for c in MOVE.captures_iter(instruction) {
-        let module = c[2].trim_matches('/').replace('/', ".");
+        if c[1].contains('.') {
+            // `move utils.py to helpers.py` renames a module.
+            continue;
+        }
+        // A Python module is named with dots, a JavaScript one by its path
+        // without the extension (as `lang::module_name` names them).
+        let path = c[2].trim_matches('/');
+        let module = if &c[3] == "py" {
+            path.replace('/', ".")
+        } else {
+            path.to_string()
+        };
         let to = format!("{module}.{}", &c[1]);
         push_rename(&mut found.renames, &c[1], &to);
     }
+    let listed = KEEP_ES_IMPORT.captures_iter(instruction).flat_map(|c| {
+        c[1].split(',')
+            .filter_map(|n| {
+                let n = n.trim().trim_start_matches("type ").trim();
+                let n = n.split_whitespace().next()?;
+                Some(n.to_string())
+            })
+            .collect::<Vec<String>>()
+    });
     let mut keep: Vec<String> = KEEP_ALIAS
         .captures_iter(instruction)
         .chain(KEEP_IMPORT.captures_iter(instruction))
         .map(|c| c[1].to_string())
+        .chain(listed)
         .filter(|n| {
             ![
                 "from", "import", "imports", "name", "names", "alias", "path", "it", "them",
@@ -86,7 +134,8 @@ pub fn stated(instruction: &str) -> Stated {
             .contains(&n.to_lowercase().as_str())
         })
         .collect();
-    if KEEP_OLD.is_match(instruction) {
+    found.keep_old = KEEP_OLD.is_match(instruction);
+    if found.keep_old {
         keep.extend(found.renames.iter().map(|r| r.from.clone()));
     }
     keep.sort();
@@ -114,6 +163,8 @@ pub trait Tree {
     fn defines(&self, rel: &str, name: &str, assignment_counts: bool) -> Option<bool>;
     /// The module path of `rel` (`inventory/models.py` → `inventory.models`).
     fn module_of(&self, rel: &str) -> String;
+    /// The file of module path `module` (`slug` → `slug.py`).
+    fn file_of(&self, module: &str) -> String;
 }
 
 /// What `task` names that does not hold in `tree`, one reason each: a
@@ -123,7 +174,27 @@ pub trait Tree {
 /// its old one. `renames` are the task's own and, for the plan's last
 /// task, those the instruction states. Empty when the task is done.
 pub fn unmet(task: &Task, renames: &[Rename], tree: &dyn Tree) -> Vec<String> {
+    unmet_with_modules(task, renames, (&[], false), tree)
+}
+
+/// [`unmet`], with the modules the task renames whole (old file → new
+/// file): the new file must exist, and the old one must be gone unless
+/// `keep_old` (it may stay to re-export).
+pub fn unmet_with_modules(
+    task: &Task,
+    renames: &[Rename],
+    (modules, keep_old): (&[Rename], bool),
+    tree: &dyn Tree,
+) -> Vec<String> {
     let mut missing = Vec::new();
+    for module in modules {
+        if !tree.exists(&module.to) {
+            missing.push(format!("{} does not exist", module.to));
+        }
+        if !keep_old && tree.exists(&module.from) {
+            missing.push(format!("{} still exists", module.from));
+        }
+    }
     for f in task.create.iter().filter(|f| !tree.exists(f)) {
         missing.push(format!("{f} does not exist"));
     }
@@ -167,7 +238,7 @@ fn moved_unmet(from: &str, module: &str, name: &str, own: &[&str], tree: &dyn Tr
         .copied()
         .find(|f| tree.module_of(f) == module || tree.module_of(f).ends_with(&format!(".{module}")))
         .map(str::to_string)
-        .unwrap_or_else(|| format!("{}.py", module.replace('.', "/")));
+        .unwrap_or_else(|| tree.file_of(module));
     let old_name = from.rsplit('.').next().unwrap_or(from);
     if !tree.exists(&place) {
         missing.push(format!("{place} does not exist"));
@@ -221,6 +292,57 @@ mod tests {
         assert!(stated("rename utils.py to helpers.py").renames.is_empty());
     }
 
+    #[test]
+    fn module_renames_are_read_from_the_words() {
+        let s = stated("Rename utils.py to helpers.py and update every import");
+        assert_eq!(s.modules, vec![rename("utils.py", "helpers.py")]);
+        assert!(s.renames.is_empty() && !s.keep_old);
+        let s =
+            stated("move `src/util/strings.ts` to `src/text.ts`; keep the old imports working.");
+        assert_eq!(
+            s.modules,
+            vec![rename("src/util/strings.ts", "src/text.ts")]
+        );
+        assert!(s.renames.is_empty() && s.keep_old);
+        let s = stated("Rename the module shop/cart.py to shop/basket.py");
+        assert_eq!(s.modules, vec![rename("shop/cart.py", "shop/basket.py")]);
+    }
+
+    #[test]
+    fn a_module_rename_is_done_when_the_new_file_exists_and_the_old_is_gone() {
+        let t = task(&["utils.py", "app.py"], &["helpers.py"]);
+        let modules = [rename("utils.py", "helpers.py")];
+        let before = Files(BTreeMap::from([("utils.py", &["f"][..])]));
+        assert_eq!(
+            unmet_with_modules(&t, &[], (&modules, false), &before),
+            vec!["helpers.py does not exist", "utils.py still exists"]
+        );
+        assert_eq!(
+            unmet_with_modules(&t, &[], (&modules, true), &before),
+            vec!["helpers.py does not exist"]
+        );
+        let after = Files(BTreeMap::from([("helpers.py", &["f"][..])]));
+        assert!(unmet_with_modules(&t, &[], (&modules, false), &after).is_empty());
+    }
+
+    #[test]
+    fn typescript_moves_and_kept_imports_are_read_from_the_words() {
+        let s = stated("Move parseMoney() out of src/money.ts into a new module src/parse.ts; keep `import { parseMoney } from './money'` working");
+        assert_eq!(
+            s.renames,
+            vec![rename("parseMoney", "src/parse.parseMoney")]
+        );
+        assert_eq!(s.keep, vec!["parseMoney"]);
+        let s = stated("move the class Ledger to ./lib/ledger-store.js and keep `import { type Entry, Ledger as L } from './books'` working");
+        assert_eq!(s.renames, vec![rename("Ledger", "lib/ledger-store.Ledger")]);
+        assert_eq!(s.keep, vec!["Entry", "Ledger"]);
+        let s = stated(
+            "Rename formatMoney to formatAmount everywhere in src; keep formatMoney exported",
+        );
+        assert_eq!(s.renames, vec![rename("formatMoney", "formatAmount")]);
+        assert_eq!(s.keep, vec!["formatMoney"]);
+    }
+
     struct Files(BTreeMap<&'static str, &'static [&'static str]>);
 
     impl Tree for Files {
@@ -236,6 +358,9 @@ mod tests {
         }
         fn module_of(&self, rel: &str) -> String {
             rel.trim_end_matches(".py").replace('/', ".")
+        }
+        fn file_of(&self, module: &str) -> String {
+            format!("{}.py", module.replace('.', "/"))
         }
     }
 

@@ -20,6 +20,9 @@ use serde::Serialize;
 use super::behaviour::{ChangedModule, CALL_TIMEOUT};
 use super::{Limits, Tools, IMPORT_TIMEOUT};
 use crate::cancel::Cancel;
+use crate::lang::names::Read;
+use crate::pipeline::task::stated::Stated;
+use crate::pipeline::task::Rename;
 use crate::pipeline::BehaviourOutcome;
 use crate::tools::behaviour::{self, ApiName, ApiRequest};
 use crate::tools::ToolError;
@@ -60,6 +63,9 @@ impl ApiCheck {
         let names: usize = self.modules.iter().map(|m| m.names).sum();
         let calls: usize = self.modules.iter().map(|m| m.calls).sum();
         match self.outcome {
+            BehaviourOutcome::Same if calls == 0 => format!(
+                "public names: {names} name(s) still importable from the same path(s)"
+            ),
             BehaviourOutcome::Same => format!(
                 "public names: {names} name(s) still importable from the same path(s), {calls} call(s) give the same results"
             ),
@@ -79,6 +85,30 @@ impl ApiCheck {
     }
 }
 
+impl ApiCheck {
+    /// This check and `other` (of other modules) as one: regressed when
+    /// either is, else the same when either compared anything.
+    pub fn join(self, other: ApiCheck) -> ApiCheck {
+        use BehaviourOutcome::{NotChecked, Regressed, Same};
+        let outcome = match (self.outcome, other.outcome) {
+            (Regressed, _) | (_, Regressed) => Regressed,
+            (Same, _) | (_, Same) => Same,
+            _ => NotChecked,
+        };
+        let mut problems = self.problems;
+        problems.extend(other.problems);
+        problems.truncate(MAX_PROBLEMS);
+        let mut modules = self.modules;
+        modules.extend(other.modules);
+        ApiCheck {
+            outcome,
+            problems,
+            modules,
+            seconds: self.seconds + other.seconds,
+        }
+    }
+}
+
 /// The renames a task's public names are compared under: old name → new
 /// name (or dotted `module.Name` for a move), and the old names the
 /// instruction asks to keep at their old place too.
@@ -86,6 +116,39 @@ impl ApiCheck {
 pub struct Renamed {
     pub renames: BTreeMap<String, String>,
     pub keep: Vec<String>,
+}
+
+impl Renamed {
+    /// The renames of a task: those the instruction states (`stated`) and
+    /// the plan declares (`declared`), each name of a module the
+    /// instruction renames whole mapped to the new module (its names read
+    /// from the best state's text through `best`), and the names kept.
+    pub fn of(stated: &Stated, declared: &[Rename], best: Read<'_>) -> Renamed {
+        let mut renames: BTreeMap<String, String> = stated
+            .renames
+            .iter()
+            .chain(declared)
+            .map(|r| (r.from.clone(), r.to.clone()))
+            .collect();
+        let mut keep = stated.keep.clone();
+        for module in &stated.modules {
+            let Some(text) = best(&module.from) else {
+                continue;
+            };
+            let to = crate::lang::module_name(&module.to);
+            for name in crate::lang::names::top_names(&module.from, &text) {
+                if stated.keep_old {
+                    keep.push(name.clone());
+                }
+                renames
+                    .entry(name.clone())
+                    .or_insert_with(|| format!("{to}.{name}"));
+            }
+        }
+        keep.sort();
+        keep.dedup();
+        Renamed { renames, keep }
+    }
 }
 
 /// Checks the public names of `modules` (their best-state texts; the

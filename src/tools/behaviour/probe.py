@@ -693,20 +693,24 @@ def probe_api(request):
     def load():
         holder["it"] = importlib.import_module(request["module"])
 
+    failure = None
     try:
         _, printed = guarded(load, request["import_timeout"])
     except (Exception, SideEffect, Timeout, SystemExit) as err:  # pylint: disable=broad-except
-        for name in names:
-            result["names"].append({
-                "name": name, "now": request["renames"].get(name, name), "status": "missing",
-                "detail": "the module no longer imports: %s" % type(err).__name__, "calls": 0,
-            })
-        return result
+        # A module renamed or deleted whole: what moved elsewhere is still
+        # compared there; what stayed is missing.
+        failure = "the module no longer imports: %s" % type(err).__name__
     sites = {}
     for site in request["calls"]:
         sites.setdefault(site["function"], []).append(site["call"])
     for name in names:
-        result["names"].append(compare_name(name, original, holder["it"], request, sites))
+        now = request["renames"].get(name, name)
+        if failure is not None and "." not in now:
+            result["names"].append({
+                "name": name, "now": now, "status": "missing", "detail": failure, "calls": 0,
+            })
+            continue
+        result["names"].append(compare_name(name, original, holder.get("it"), request, sites))
     return result
 
 

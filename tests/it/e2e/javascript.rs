@@ -43,7 +43,7 @@ fn js_repo(name: &str, deps: Deps) -> FixtureRepo {
 
 /// `repo`'s files committed as `main`'s first commit; swarm's pinned
 /// eslint ready in its cache.
-fn committed(repo: TestRepo, name: &str, target_rel: &str) -> FixtureRepo {
+pub(crate) fn committed(repo: TestRepo, name: &str, target_rel: &str) -> FixtureRepo {
     node::with_pinned_linter(&repo.home.join(".cache/swarm"));
     repo.git(&["init", "--quiet", "--initial-branch=main"]);
     repo.git(&["config", "user.name", "Repo User"]);

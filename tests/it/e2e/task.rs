@@ -8,11 +8,13 @@
 mod cases;
 mod honesty;
 mod interfaces;
+mod modules;
 mod moves;
 mod package;
 mod projects;
 mod renames;
 mod shapes;
+mod typescript;
 
 use serde_json::Value;
 

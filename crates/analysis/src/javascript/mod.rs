@@ -16,10 +16,12 @@ use super::tree::walk;
 use super::{severity, DangerousCall, FileMetrics, SyntaxIssue, HOTSPOT_COMPLEXITY, HOTSPOT_LOC};
 
 mod danger;
+mod exports;
 mod gaming;
 mod metrics;
 
 pub use danger::{is_network_module, DANGEROUS_MODULES};
+pub use exports::{defines, exports, ModuleExports};
 
 /// Which grammar reads a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -212,6 +212,17 @@ fn a_behaviour_change_rewriting_a_test_is_delivered_with_the_flag_in_every_shape
             stderr.contains(&format!("tests changed: {listed}")),
             "{shape:?}: {stderr}"
         );
+        // The test the task replaced is neither missing nor counted: four
+        // tests before, four after, all passing.
+        assert_eq!(
+            summary["tests_after"],
+            serde_json::json!({"passed": 4, "total": 4}),
+            "{shape:?}: {summary}"
+        );
+        assert!(
+            !stderr.contains("missing, deselected"),
+            "{shape:?}: {stderr}"
+        );
         assert!(fx
             .repo
             .read("tests/test_stats.py")

@@ -28,8 +28,9 @@ pub type Reference = Vec<(String, Option<String>)>;
 /// The text of `path` as the prompt shows it; `None` when the prompt says
 /// it does not exist (or does not show it).
 pub fn shown(prompt: &str, path: &str) -> Option<String> {
-    let head = format!("### `{path}`\n```python\n");
-    let start = prompt.find(&head)? + head.len();
+    let head = format!("### `{path}`\n```");
+    let fence = prompt.find(&head)? + head.len();
+    let start = fence + prompt[fence..].find('\n')? + 1;
     let end = prompt[start..].find("\n```\n")? + start + 1;
     Some(prompt[start..end].to_string())
 }
