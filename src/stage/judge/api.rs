@@ -86,6 +86,26 @@ impl ApiCheck {
 }
 
 impl ApiCheck {
+    /// The check that found `problems` in `modules`: regressed when there
+    /// are any, the same when it compared any name, else not checked.
+    pub fn of(mut problems: Vec<String>, modules: Vec<ModuleNames>, started: Instant) -> Self {
+        let compared: usize = modules.iter().map(|m| m.names).sum();
+        let outcome = if !problems.is_empty() {
+            BehaviourOutcome::Regressed
+        } else if compared > 0 {
+            BehaviourOutcome::Same
+        } else {
+            BehaviourOutcome::NotChecked
+        };
+        problems.truncate(MAX_PROBLEMS);
+        ApiCheck {
+            outcome,
+            problems,
+            modules,
+            seconds: started.elapsed().as_secs_f64(),
+        }
+    }
+
     /// This check and `other` (of other modules) as one: regressed when
     /// either is, else the same when either compared anything.
     pub fn join(self, other: ApiCheck) -> ApiCheck {
@@ -175,21 +195,7 @@ pub fn check_api(
         problems.extend(found.1);
         checked.push(found.0);
     }
-    let compared: usize = checked.iter().map(|m| m.names).sum();
-    let outcome = if !problems.is_empty() {
-        BehaviourOutcome::Regressed
-    } else if compared > 0 {
-        BehaviourOutcome::Same
-    } else {
-        BehaviourOutcome::NotChecked
-    };
-    problems.truncate(MAX_PROBLEMS);
-    Ok(ApiCheck {
-        outcome,
-        problems,
-        modules: checked,
-        seconds: started.elapsed().as_secs_f64(),
-    })
+    Ok(ApiCheck::of(problems, checked, started))
 }
 
 /// One module's public names: what was compared, and the problems.

@@ -16,10 +16,7 @@ use std::time::Instant;
 
 use super::api::{ApiCheck, ModuleNames, Renamed};
 use crate::lang::names::{self, Read};
-use crate::pipeline::BehaviourOutcome;
 
-/// Problems kept for the log and the Fixer.
-const MAX_PROBLEMS: usize = 8;
 /// Rounds of following re-exporting modules (barrels of barrels).
 const MAX_ROUNDS: usize = 4;
 
@@ -55,21 +52,7 @@ pub fn check_exports(
             not_checked: None,
         });
     }
-    let compared: usize = checked.iter().map(|m| m.names).sum();
-    let outcome = if !problems.is_empty() {
-        BehaviourOutcome::Regressed
-    } else if compared > 0 {
-        BehaviourOutcome::Same
-    } else {
-        BehaviourOutcome::NotChecked
-    };
-    problems.truncate(MAX_PROBLEMS);
-    ApiCheck {
-        outcome,
-        problems,
-        modules: checked,
-        seconds: started.elapsed().as_secs_f64(),
-    }
+    ApiCheck::of(problems, checked, started)
 }
 
 /// Adds to `modules` the unchanged sources that re-export from one of
@@ -160,6 +143,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+    use crate::pipeline::BehaviourOutcome;
 
     fn files(list: &[(&str, &str)]) -> BTreeMap<String, String> {
         list.iter()

@@ -141,19 +141,15 @@ describe('cart', () => {
 });
 "#;
 
-const PARSE: &str = r#"import type { Money } from './money';
-
-/** Parses "12.50 EUR" or "3 USD" into cents. */
-export function parseMoney(text: string): Money {
-  const match = /^(-?\d+)(?:\.(\d{2}))?\s+([A-Z]{3})$/.exec(text.trim());
-  if (!match) {
-    throw new Error(`not an amount: ${text}`);
-  }
-  const whole = Number(match[1]);
-  const cents = Number(match[2] ?? '0');
-  return { cents: whole * 100 + cents, currency: match[3] };
+/// `parseMoney` as the move leaves it in its own module.
+fn parse_module() -> String {
+    let body =
+        &MONEY[MONEY.find("/** Parses").unwrap_or(0)..MONEY.find("/** Formats").unwrap_or(0)];
+    format!(
+        "import type {{ Money }} from './money';\n\n{}",
+        body.trim_end_matches('\n')
+    ) + "\n"
 }
-"#;
 
 const SOURCES: [&str; 4] = [
     "src/money.ts",
@@ -230,7 +226,7 @@ fn move_reference(drop_subtract: bool) -> Reference {
         "import { formatMoney } from './money';\nimport { parseMoney } from './parse';",
     );
     vec![
-        ("src/parse.ts".into(), Some(PARSE.to_string())),
+        ("src/parse.ts".into(), Some(parse_module())),
         ("src/cart.ts".into(), Some(cart)),
         ("src/receipt.ts".into(), Some(receipt)),
         ("src/money.ts".into(), Some(money)),
