@@ -226,8 +226,14 @@ proptest::proptest! {
         let prompt = fix_prompt(&input);
         proptest::prop_assert!(llm::prompt_tokens(&prompt.request) <= allowance);
         let text = text_of(&prompt);
-        proptest::prop_assert!(text.contains(INSTRUCTIONS));
-        proptest::prop_assert!(text.trim_end().ends_with("and one sentence why, without a diff."));
+        // A small file shown whole is asked whole; any other as a diff.
+        if prompt.excerpts.is_none() && asks_whole_file(&owned.text, &owned.history) {
+            proptest::prop_assert!(text.contains("Reply with the whole new text of `pkg/x.py`"));
+            proptest::prop_assert!(text.trim_end().ends_with("and one sentence why."));
+        } else {
+            proptest::prop_assert!(text.contains(INSTRUCTIONS));
+            proptest::prop_assert!(text.trim_end().ends_with("and one sentence why, without a diff."));
+        }
         let retry = follow_up_within(
             prompt.request.clone(),
             &"r".repeat(reply_chars),
