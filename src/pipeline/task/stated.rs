@@ -18,16 +18,20 @@ use super::{Rename, Task};
 /// written as a call (`calc_total()`).
 const NAME: &str = r"`?([A-Za-z_][A-Za-z0-9_.]*?)(?:\(\))?`?";
 
+/// What kind of name an instruction may say it is (`the class X`, `the X
+/// function`).
+const KIND: &str = "(?:class|function|method|constant|interface|type|variable|helper)";
+
 static RENAME: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(
-        r"(?i)\brename\s+(?:the\s+)?(?:class\s+|function\s+|method\s+|constant\s+)?{NAME}\s+(?:to|as|into)\s+(?:the\s+)?(?:class\s+|function\s+)?{NAME}(?:[\s,;:.]|$)"
+        r"(?i)\brename\s+(?:the\s+)?(?:{KIND}\s+)?{NAME}(?:\s+{KIND})?\s+(?:to|as|into)\s+(?:the\s+)?(?:{KIND}\s+)?{NAME}(?:[\s,;:.]|$)"
     ))
     .expect("the rename pattern compiles")
 });
 
 static MOVE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(
-        r"(?i)\bmove\s+(?:the\s+)?(?:class\s+|function\s+|interface\s+|type\s+)?{NAME}\s+(?:(?:out\s+of|from)\s+`?[A-Za-z0-9_./-]+`?\s+)?(?:in)?to\s+(?:a\s+|the\s+)?(?:new\s+)?(?:module\s+|file\s+)?`?(?:\./)?([A-Za-z0-9_/-]+)\.({MODULE_EXTENSIONS})`?"
+        r"(?i)\b(?:move|extract)\s+(?:the\s+)?(?:{KIND}\s+)?{NAME}(?:\s+{KIND})?\s+(?:(?:out\s+of|from)\s+`?[A-Za-z0-9_./-]+`?\s+)?(?:in)?to\s+(?:a\s+|the\s+)?(?:new\s+)?(?:module\s+|file\s+)?`?(?:\./)?([A-Za-z0-9_/-]+)\.({MODULE_EXTENSIONS})`?"
     ))
     .expect("the move pattern compiles")
 });
@@ -144,7 +148,41 @@ pub fn stated(instruction: &str) -> Stated {
     found
 }
 
+/// Words an instruction's grammar may put where a name goes (`rename the
+/// variable to something clearer`): never a name it renames.
+const NOT_NAMES: &[&str] = &[
+    "it",
+    "them",
+    "this",
+    "that",
+    "these",
+    "those",
+    "variable",
+    "variables",
+    "function",
+    "functions",
+    "class",
+    "classes",
+    "method",
+    "methods",
+    "name",
+    "names",
+    "file",
+    "files",
+    "module",
+    "modules",
+    "something",
+    "everything",
+    "one",
+    "ones",
+];
+
 fn push_rename(renames: &mut Vec<Rename>, from: &str, to: &str) {
+    let word =
+        |n: &str| NOT_NAMES.contains(&n.rsplit('.').next().unwrap_or(n).to_lowercase().as_str());
+    if word(from) || word(to) {
+        return;
+    }
     if !renames.iter().any(|r| r.from == from) {
         renames.push(Rename {
             from: from.to_string(),
@@ -290,6 +328,23 @@ mod tests {
             Stated::default()
         );
         assert!(stated("rename utils.py to helpers.py").renames.is_empty());
+    }
+
+    #[test]
+    fn the_kind_of_name_may_come_after_it_and_extract_is_a_move() {
+        let s = stated("Rename the parseMoney function to readMoney and update its callers");
+        assert_eq!(s.renames, vec![rename("parseMoney", "readMoney")]);
+        assert!(stated("Rename the variable to something clearer")
+            .renames
+            .is_empty());
+        assert!(stated("rename it to total").renames.is_empty());
+        let s = stated("Rename the `Ledger` class to `Book`.");
+        assert_eq!(s.renames, vec![rename("Ledger", "Book")]);
+        let s = stated("Extract the validate_order() helper from orders.py into validation.py");
+        assert_eq!(
+            s.renames,
+            vec![rename("validate_order", "validation.validate_order")]
+        );
     }
 
     #[test]
