@@ -95,6 +95,11 @@ impl Printer {
                 o.failed.join(", ")
             )
         }));
+        out.extend(
+            s.hard_coded
+                .iter()
+                .map(|h| format!("  hard-coded: attempt {}: {}", h.attempt, h.describe())),
+        );
         let c = &s.coverage;
         if c.summarised + c.not_reached > 0 {
             out.push(format!(

@@ -31,6 +31,6 @@ pub use kinds::{
 };
 pub use repair::Repair;
 pub use tool_runs::{
-    BehaviourCheckRun, HeldOutRun, ImportCheckRun, LintRun, SyntaxRepairRun, TesterRun, TestsRun,
-    ToolRun,
+    BehaviourCheckRun, HeldOutRun, ImportCheckRun, LintRun, LiteralAnswersRun, SyntaxRepairRun,
+    TesterRun, TestsRun, ToolRun,
 };

@@ -175,6 +175,7 @@ fn summary_of(config: &RunConfig, ending: Ending, delivery: Delivery, exit: Exit
         time: super::summary::RunTime::default(),
         secrets,
         overfitted: state.progress.overfitted,
+        hard_coded: state.progress.hard_coded,
         no_reference: Vec::new(),
     }
 }

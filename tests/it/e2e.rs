@@ -240,6 +240,7 @@ mod javascript;
 mod kill;
 mod large_files;
 mod lint;
+mod literal_answers;
 mod localise;
 mod looping;
 mod offline;
