@@ -244,6 +244,7 @@ mod literal_answers;
 mod localise;
 mod looping;
 mod offline;
+mod one_module;
 mod oversized;
 mod preflight;
 mod progress;
