@@ -131,6 +131,9 @@ pub struct Replies {
     /// Replies swarm could not use — no change it could read, or a diff
     /// that did not apply — each `file: why` in one line.
     pub unusable: Vec<String>,
+    /// What would help ([`Replies::advice`]), as the summary says it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub would_help: Option<String>,
 }
 
 impl Replies {

@@ -249,6 +249,7 @@ mod oversized;
 mod preflight;
 mod progress;
 mod providers;
+mod real_replies;
 mod reference;
 mod repos;
 mod review_rules;
