@@ -93,9 +93,10 @@ pub(crate) async fn plan_batch(
     };
     let (request, selection) =
         planner::plan_request(&input).map_err(|e| SwarmError::invalid(e.to_string()))?;
-    // A replayed run whose recording asked for this plan replays as it was.
-    let recorded = cx.model.kind() == ProviderKind::Replay && cx.model.holds_reply_for(&request);
-    if state.work.coverage.batches == 0 && !recorded && evidence_plan(cx, rec, state)? {
+    // A replayed run replays as it was recorded, plan request included
+    // (recordings of earlier versions hold one for every project).
+    let replayed = cx.model.kind() == ProviderKind::Replay;
+    if state.work.coverage.batches == 0 && !replayed && evidence_plan(cx, rec, state)? {
         return Ok(None);
     }
     rec.plan_selection(&selection)?;
@@ -141,8 +142,8 @@ pub(crate) async fn plan_batch(
 /// the linter already say what its module needs, so the model is not asked
 /// for a plan (a small local model spends a third of a short run on it);
 /// the Fixer's prompt shows the same evidence. `false` (the model is
-/// asked) when the project has more source modules or nothing points at
-/// its one module; only for the run's first plan.
+/// asked) when the project has more source modules or no failing test
+/// points at its one module; only for the run's first plan.
 fn evidence_plan(
     cx: &RunContext<'_>,
     rec: &mut Recorder<'_>,
@@ -170,7 +171,9 @@ fn evidence_plan(
         .iter()
         .filter(|m| m.path == *file)
         .count();
-    if failing.is_empty() && lint_messages == 0 {
+    if failing.is_empty() {
+        // Without a failing test, the model's plan is what says what is
+        // wrong (a bug no test shows, code to tidy).
         return Ok(false);
     }
     let plan = planner::evidence_plan(file, &failing, lint_messages);
