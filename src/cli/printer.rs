@@ -85,16 +85,7 @@ impl Printer {
         }
         out.extend(reply_lines(s));
         out.extend(task_lines(s));
-        out.extend(s.overfitted.iter().map(|o| {
-            format!(
-                "  held-out: attempt {} ({}) was overfitted to {}: it passes them but fails \
-                 held-out test(s) {}; not delivered",
-                o.attempt,
-                o.file,
-                o.overfitted_to.join(", "),
-                o.failed.join(", ")
-            )
-        }));
+        out.extend(fitted_lines(s));
         let c = &s.coverage;
         if c.summarised + c.not_reached > 0 {
             out.push(format!(
@@ -416,6 +407,26 @@ fn stop_reason(stop: StopReason, check_failed: bool) -> &'static str {
         return "the final check with the base commit's tests failed";
     }
     stop.describe()
+}
+
+/// The attempts fitted to the visible tests: overfitted (held-out tests
+/// failed) or answering their inputs with literals. None was delivered.
+fn fitted_lines(s: &Summary) -> Vec<String> {
+    let overfitted = s.overfitted.iter().map(|o| {
+        format!(
+            "  held-out: attempt {} ({}) was overfitted to {}: it passes them but fails \
+             held-out test(s) {}; not delivered",
+            o.attempt,
+            o.file,
+            o.overfitted_to.join(", "),
+            o.failed.join(", ")
+        )
+    });
+    let hard_coded = s
+        .hard_coded
+        .iter()
+        .map(|h| format!("  hard-coded: attempt {}: {}", h.attempt, h.describe()));
+    overfitted.chain(hard_coded).collect()
 }
 
 /// The run branch and how to inspect it, or why there is none.

@@ -31,6 +31,9 @@ pub enum Kind {
     Tool(ToolRun),
     /// What a plan request shows of the repository.
     PlanSelection(PlanSelection),
+    /// The plan of a one-module project, built from its evidence: no model
+    /// was asked.
+    PlanFromEvidence(PlanFromEvidence),
     /// One model call: the exact prompt and raw reply are the entry's
     /// `input_prompt` and `output_response`.
     LlmCall(ModelCall),
@@ -179,6 +182,19 @@ pub struct PlanSelection {
     pub counted_count: usize,
     pub prompt_tokens: u64,
     pub allowance_tokens: u64,
+}
+
+/// The plan of a one-module project in repair mode, built from the
+/// failing tests and lint instead of asked of the model.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PlanFromEvidence {
+    /// The module (target-relative).
+    pub file: String,
+    /// The failing tests that point at it.
+    pub failing: Vec<String>,
+    /// The linter's messages in it.
+    pub lint_messages: usize,
 }
 
 /// One model call.

@@ -26,11 +26,11 @@ pub use events::{Event, EventSink, Step};
 pub use experiment::ExperimentLog;
 pub use kinds::{
     AttemptSeconds, Commit, Decision, DeliveryState, FinalCheck, Kind, ModelCall, NestedUsage,
-    PlanSelection, Review, RunEnd, RunStart, RunSummary, SafetyCheck, TaskPlanRecord, TaskRecord,
-    TestTally, TokenSpend,
+    PlanFromEvidence, PlanSelection, Review, RunEnd, RunStart, RunSummary, SafetyCheck,
+    TaskPlanRecord, TaskRecord, TestTally, TokenSpend,
 };
 pub use repair::Repair;
 pub use tool_runs::{
-    BehaviourCheckRun, HeldOutRun, ImportCheckRun, LintRun, SyntaxRepairRun, TesterRun, TestsRun,
-    ToolRun,
+    BehaviourCheckRun, HeldOutRun, ImportCheckRun, LintRun, LiteralAnswersRun, SyntaxRepairRun,
+    TesterRun, TestsRun, ToolRun,
 };

@@ -37,6 +37,8 @@ pub enum ToolRun {
     /// The reference of a module that did not compile: the repair that
     /// lets it parse, or why none could be made.
     SyntaxRepair(SyntaxRepairRun),
+    /// The literal answers an attempt added for the failing tests' inputs.
+    LiteralAnswers(LiteralAnswersRun),
     /// A tool this version does not know (written by a later one).
     #[serde(other)]
     Unknown,
@@ -177,6 +179,18 @@ pub struct HeldOutRun {
     /// The tests with their steps (validation) or the check (an attempt),
     /// as the Tester records them.
     pub held_out: Value,
+}
+
+/// The literal answers one attempt added to one module for the failing
+/// tests' inputs (`gcd(35, 21)` answered with `7`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LiteralAnswersRun {
+    /// The module (target-relative).
+    pub file: String,
+    pub attempt: u32,
+    /// Each answer: the test's call, the literal, the line.
+    pub answers: Value,
 }
 
 /// The reference of a module that did not compile.

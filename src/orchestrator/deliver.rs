@@ -170,11 +170,15 @@ fn summary_of(config: &RunConfig, ending: Ending, delivery: Delivery, exit: Exit
         final_check,
         safety,
         left_out: state.progress.left_out,
-        replies: state.progress.replies,
+        replies: super::summary::Replies {
+            would_help: state.progress.replies.advice().map(str::to_string),
+            ..state.progress.replies
+        },
         unguarded,
         time: super::summary::RunTime::default(),
         secrets,
         overfitted: state.progress.overfitted,
+        hard_coded: state.progress.hard_coded,
         no_reference: Vec::new(),
     }
 }

@@ -252,6 +252,8 @@ pub(crate) struct Progress {
     pub held_out: Vec<crate::stage::tester::held_out::HeldOut>,
     /// Attempts that passed the visible tests and failed held-out ones.
     pub overfitted: Vec<crate::stage::tester::held_out::Overfit>,
+    /// Attempts that answered the failing tests' inputs with literals.
+    pub hard_coded: Vec<crate::stage::judge::answers::HardCoded>,
     /// The reference of each module that did not compile (target-relative).
     pub references: BTreeMap<String, crate::stage::repair::Reference>,
     /// Modules that did not compile and got no reference.
@@ -276,6 +278,7 @@ impl Progress {
             replies: Default::default(),
             held_out: Vec::new(),
             overfitted: Vec::new(),
+            hard_coded: Vec::new(),
             references: BTreeMap::new(),
             unreferenced: BTreeSet::new(),
         }

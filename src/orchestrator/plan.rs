@@ -10,6 +10,7 @@ use super::cancellable;
 use super::record::Recorder;
 use super::{RunContext, RunState, StopReason};
 use crate::error::SwarmError;
+use crate::llm::ProviderKind;
 use crate::log::{Action, Agent, Event, Step};
 use crate::stage::planner::{self, Facts, Plan, PlanInput, Ranked, Selection};
 
@@ -92,6 +93,12 @@ pub(crate) async fn plan_batch(
     };
     let (request, selection) =
         planner::plan_request(&input).map_err(|e| SwarmError::invalid(e.to_string()))?;
+    // A replayed run replays as it was recorded, plan request included
+    // (recordings of earlier versions hold one for every project).
+    let replayed = cx.model.kind() == ProviderKind::Replay;
+    if state.work.coverage.batches == 0 && !replayed && evidence_plan(cx, rec, state)? {
+        return Ok(None);
+    }
     rec.plan_selection(&selection)?;
     note_selection(
         &mut state.work.coverage,
@@ -129,6 +136,67 @@ pub(crate) async fn plan_batch(
     let new = adopt(state, plan);
     cx.events.emit(Event::Planned { files: new });
     Ok(None)
+}
+
+/// The plan of a one-module project in repair mode: the failing tests and
+/// the linter already say what its module needs, so the model is not asked
+/// for a plan (a small local model spends a third of a short run on it);
+/// the Fixer's prompt shows the same evidence. `false` (the model is
+/// asked) when the project has more source modules or no failing test
+/// points at its one module; only for the run's first plan.
+fn evidence_plan(
+    cx: &RunContext<'_>,
+    rec: &mut Recorder<'_>,
+    state: &mut RunState,
+) -> Result<bool, SwarmError> {
+    let sources = source_files(state);
+    let [file] = sources.as_slice() else {
+        return Ok(false);
+    };
+    let read = |path: &str| crate::stage::read_source_text(cx.root, path);
+    let failing: Vec<String> = crate::stage::reach::failures_for(
+        state.progress.best.failing(),
+        file,
+        &state.facts.files,
+        &read,
+    )
+    .iter()
+    .map(|case| case.id.clone())
+    .collect();
+    let lint_messages = state
+        .progress
+        .best
+        .lint
+        .messages
+        .iter()
+        .filter(|m| m.path == *file)
+        .count();
+    if failing.is_empty() {
+        // Without a failing test, the model's plan is what says what is
+        // wrong (a bug no test shows, code to tidy).
+        return Ok(false);
+    }
+    let plan = planner::evidence_plan(file, &failing, lint_messages);
+    rec.plan_from_evidence(
+        crate::log::PlanFromEvidence {
+            file: file.clone(),
+            failing,
+            lint_messages,
+        },
+        &plan.markdown,
+    )?;
+    let coverage = &mut state.work.coverage;
+    coverage.sources = 1;
+    coverage.needs_work.insert(file.clone());
+    coverage.planned.insert(file.clone());
+    coverage.in_depth.insert(file.clone());
+    coverage.exhausted = true;
+    state.work.pending_plan.insert(file.clone(), 0);
+    state.work.plan.extend(plan);
+    cx.events.emit(Event::Planned {
+        files: vec![file.clone()],
+    });
+    Ok(true)
 }
 
 /// The plan of an offline run: ruff's safe fixes to every source file, no

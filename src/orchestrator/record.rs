@@ -278,6 +278,30 @@ impl<'a> Recorder<'a> {
         self.write(e)
     }
 
+    /// The plan of a one-module project, built from its evidence with no
+    /// model call: `input_prompt` says what it was built from, and
+    /// `output_response` is the plan.
+    pub fn plan_from_evidence(
+        &mut self,
+        planned: crate::log::PlanFromEvidence,
+        markdown: &str,
+    ) -> Result<(), SwarmError> {
+        let e = self.entry(
+            Agent::Auditor,
+            Action::CodeAnalysis,
+            format!(
+                "plan of {}, the project's one source module, from its evidence: {} failing \
+                 test(s), {} lint message(s); no model asked",
+                planned.file,
+                planned.failing.len(),
+                planned.lint_messages
+            ),
+            markdown.to_string(),
+            Kind::PlanFromEvidence(planned),
+        );
+        self.write(e)
+    }
+
     /// One model call with its exact prompt and raw reply.
     pub fn model_call(
         &mut self,

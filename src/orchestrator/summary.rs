@@ -131,6 +131,9 @@ pub struct Replies {
     /// Replies swarm could not use — no change it could read, or a diff
     /// that did not apply — each `file: why` in one line.
     pub unusable: Vec<String>,
+    /// What would help ([`Replies::advice`]), as the summary says it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub would_help: Option<String>,
 }
 
 impl Replies {
@@ -221,6 +224,9 @@ pub struct Summary {
     /// tests of the same behaviour: which visible tests each was fitted to.
     /// None of them was delivered.
     pub overfitted: Vec<crate::stage::tester::held_out::Overfit>,
+    /// Attempts that made the failing tests pass by answering their inputs
+    /// with literals: not verified, none of them delivered.
+    pub hard_coded: Vec<crate::stage::judge::answers::HardCoded>,
     /// Modules that did not compile, for which no reference could be made,
     /// changed on the delivered state: checked only in that they compile
     /// and import (`status` is then `success_unverified`, not `success`).

@@ -226,6 +226,17 @@ impl Bar {
         }
     }
 
+    /// The verdict once the change is found to answer the failing tests'
+    /// inputs with literals (see `stage::judge::answers`): no fix, whatever
+    /// the tests say.
+    pub fn after_literal_answers(&self, verdict: Verdict, found: bool) -> Verdict {
+        if found {
+            Verdict::Regressed
+        } else {
+            verdict
+        }
+    }
+
     /// Every test ran and passed (a state without tests does not): what
     /// the Tester's generated tests must show before they are committed.
     pub fn all_tests_pass(&self, state: &Snapshot) -> bool {

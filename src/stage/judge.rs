@@ -20,6 +20,7 @@ use crate::pipeline::{
 use crate::tools::{self, Sandbox};
 pub use early::measure_attempt;
 
+pub mod answers;
 pub mod api;
 pub mod behaviour;
 pub mod early;

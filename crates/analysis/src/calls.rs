@@ -159,7 +159,7 @@ fn literal_call(node: Node<'_>, source: &str, names: &BTreeSet<String>) -> Optio
 }
 
 /// Whether an expression is a literal `ast.literal_eval` accepts.
-fn is_literal(node: Node<'_>, source: &str) -> bool {
+pub(crate) fn is_literal(node: Node<'_>, source: &str) -> bool {
     match node.kind() {
         "integer" | "float" | "true" | "false" | "none" => true,
         "string" => {

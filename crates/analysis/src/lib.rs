@@ -4,7 +4,8 @@
 //! dangerous calls, and what the behaviour check compares (a module's
 //! functions in two versions, the calls with literal arguments that use
 //! them), what in a module reads its test runner or patches its test
-//! framework (`gaming.rs`), and the one-token repair of a module that does
+//! framework (`gaming.rs`), the literal answers a change adds for its
+//! tests' inputs (`answers.rs`), and the one-token repair of a module that does
 //! not parse (`repair.rs`). Pure functions over text; no I/O.
 //!
 //! Severity of a file (thresholds are the consts below):
@@ -18,6 +19,7 @@
 //! [`HOTSPOT_LOC`] lines of code. How lines and complexity are counted is
 //! documented in `metrics.rs`.
 
+mod answers;
 mod calls;
 mod danger;
 mod gaming;
@@ -28,6 +30,7 @@ mod repair;
 mod resolve;
 pub mod tree;
 
+pub use answers::{literal_answers, LiteralAnswer};
 pub use calls::{function_pairs, literal_calls, CallSite, FunctionPair, MAX_FUNCTIONS};
 pub use danger::is_dangerous;
 pub use gaming::{ProbeKind, TestProbe};

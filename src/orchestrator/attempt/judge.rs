@@ -18,6 +18,7 @@ use crate::orchestrator::timing::AttemptTimes;
 use crate::orchestrator::{RunContext, RunState};
 use crate::pipeline::{Change, Snapshot, Task, TaskKind, Verdict};
 use crate::stage::executor;
+use crate::stage::judge::answers::{self, HardCoded};
 use crate::stage::judge::api::{self, ApiCheck};
 use crate::stage::judge::behaviour::{self, BehaviourRun, ChangedModule};
 use crate::stage::judge::exports;
@@ -235,6 +236,12 @@ fn beyond_repair(
             state.progress.overfitted.extend(overfit);
         }
     }
+    for found in literal_answers(cx, ws, state, change, k)? {
+        rec.literal_answers(&found)?;
+        verdict = state.facts.bar.after_literal_answers(verdict, true);
+        note.push_str(&format!("; {}", found.fixer_note()));
+        state.progress.hard_coded.push(found);
+    }
     Ok(Beyond {
         verdict,
         behaviour: Some(behaviour),
@@ -242,6 +249,54 @@ fn beyond_repair(
         why: None,
         conflict: None,
     })
+}
+
+/// The literal answers the change adds, per module, for the inputs of the
+/// best state's failing tests (see [`answers`]).
+fn literal_answers(
+    cx: &RunContext<'_>,
+    ws: &RunWorkspace,
+    state: &RunState,
+    change: &Change,
+    k: u32,
+) -> Result<Vec<HardCoded>, SwarmError> {
+    let read = |p: &str| crate::stage::read_source_text(cx.root, p);
+    let tests: Vec<String> = state
+        .progress
+        .best
+        .failing()
+        .iter()
+        .filter_map(|case| crate::stage::tester::held_out::test_code(case, &read))
+        .collect();
+    let mut found = Vec::new();
+    if tests.is_empty() {
+        return Ok(found);
+    }
+    let modules = change
+        .files
+        .iter()
+        .filter(|f| lang::beyond::checks(f) && !lang::is_test(f));
+    for file in modules {
+        let path = state.facts.target.repo_path(file).into_string();
+        let Some(after) = change.writes.iter().find(|w| w.path == path) else {
+            continue;
+        };
+        let Some(after) = after.content.as_deref() else {
+            continue;
+        };
+        let before = ws.file_at_best(&path)?.unwrap_or_default();
+        let texts = (
+            String::from_utf8_lossy(&before),
+            String::from_utf8_lossy(after),
+        );
+        found.extend(answers::hard_coded(
+            file.as_str(),
+            k,
+            (&texts.0, &texts.1),
+            &tests,
+        ));
+    }
+    Ok(found)
 }
 
 /// What the Judge finds of a task's change beyond the tests: what it lost

@@ -118,18 +118,34 @@ fn refused(
     outcome: String,
 ) -> Reviewed {
     remember_refusal(state, purpose, file, summary, outcome.clone());
-    if matches!(reason, Rejection::DoesNotApply(_)) {
-        let why = crate::stage::prompt::one_line(Some(&reason.to_string()));
+    let unusable = matches!(
+        reason,
+        Rejection::DoesNotApply(_) | Rejection::NoChange | Rejection::WhitespaceOnly
+    );
+    if unusable {
         state
             .progress
             .replies
             .unusable
-            .push(format!("{file}: {why}"));
+            .push(format!("{file}: {}", unusable_why(reason)));
     }
     if *reason == Rejection::NoChange {
         return Reviewed::Unchanged(outcome);
     }
     Reviewed::Rejected(outcome)
+}
+
+/// Why a reply could not be used, in one line: the reason's first line,
+/// and its first problem when that line only announces a list.
+fn unusable_why(reason: &Rejection) -> String {
+    let text = reason.to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("(no message)");
+    let why = match lines.next() {
+        Some(next) if first.ends_with(':') => format!("{first} {}", next.trim_start_matches("- ")),
+        _ => first.to_string(),
+    };
+    crate::stage::prompt::clip(&why, 300).to_string()
 }
 
 /// Of a behaviour-changing task's proposal refused for editing a test

@@ -136,6 +136,28 @@ impl Recorder<'_> {
         self.write(e)
     }
 
+    /// The literal answers an attempt added for the failing tests' inputs.
+    pub fn literal_answers(
+        &mut self,
+        found: &crate::stage::judge::answers::HardCoded,
+    ) -> Result<(), SwarmError> {
+        let e = self.entry(
+            Agent::Judge,
+            Action::CodeAnalysis,
+            format!(
+                "literal answers for the failing tests' inputs in {} on attempt {}",
+                found.file, found.attempt
+            ),
+            found.describe(),
+            Kind::Tool(ToolRun::LiteralAnswers(crate::log::LiteralAnswersRun {
+                file: found.file.clone(),
+                attempt: found.attempt,
+                answers: as_json(&found.answers),
+            })),
+        );
+        self.write(e)
+    }
+
     /// The reference made for a module that did not compile, or why none.
     pub fn syntax_repair(
         &mut self,

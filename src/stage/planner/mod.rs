@@ -81,6 +81,31 @@ impl Plan {
     }
 }
 
+/// The plan of a project with one source module, from its evidence alone:
+/// no item for the module (the Fixer's and the Tester's prompts show its
+/// failing tests and lint messages themselves), so nothing is said twice.
+pub fn evidence_plan(file: &str, failing: &[String], lint_messages: usize) -> Plan {
+    let mut markdown = format!(
+        "# Refactoring plan\n\n`{file}` is the project's one source module: this plan is \
+         built from the evidence, no model was asked.\n\n## {file}\n\n"
+    );
+    if !failing.is_empty() {
+        markdown.push_str(&format!(
+            "- make the failing tests pass: {}\n",
+            failing.join(", ")
+        ));
+    }
+    if lint_messages > 0 {
+        markdown.push_str(&format!(
+            "- clear the linter's {lint_messages} message(s)\n"
+        ));
+    }
+    Plan {
+        markdown,
+        items: BTreeMap::new(),
+    }
+}
+
 fn heading_level(line: &str) -> Option<usize> {
     let hashes = line.chars().take_while(|c| *c == '#').count();
     (hashes > 0 && line[hashes..].starts_with(' ')).then_some(hashes)

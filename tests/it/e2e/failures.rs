@@ -7,7 +7,7 @@ use crate::support::llm_server::{LlmServer, Reply};
 
 #[test]
 fn a_model_that_keeps_failing_exits_2_and_touches_nothing() {
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let before = fx.repo.snapshot();
     let server = LlmServer::start(|_| Reply::status(500, "upstream exploded"));
     let out = run_openai(&fx, &server, &["--retries", "2"]);
@@ -33,7 +33,7 @@ fn a_model_that_keeps_failing_exits_2_and_touches_nothing() {
 
 #[test]
 fn useless_replies_give_up_with_exit_4_and_feed_back_reasons() {
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let before = fx.repo.snapshot();
     // The model writes a plan, then diffs whose context does not exist.
     let server = plan_then("```diff\n--- a/stats.py\n+++ b/stats.py\n@@ -1,2 +1,2 @@\n-def nothing_like_this():\n-    pass\n+def fixed():\n+    pass\n```\n");
@@ -67,7 +67,7 @@ fn useless_replies_give_up_with_exit_4_and_feed_back_reasons() {
 
 #[test]
 fn a_run_that_accepts_nothing_leaves_no_empty_run_branch() {
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let server = plan_then("```diff\n--- a/stats.py\n+++ b/stats.py\n@@ -1,2 +1,2 @@\n-def nothing_like_this():\n-    pass\n+def fixed():\n+    pass\n```\n");
     for _ in 0..2 {
         let out = run_openai(&fx, &server, &["--max-iterations", "1"]);
@@ -101,7 +101,7 @@ fn a_run_that_accepts_nothing_leaves_no_empty_run_branch() {
 
 #[test]
 fn test_edits_are_rejected_unless_allowed() {
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let server = plan_then("Delete the failing tests.\n```diff\n--- a/test_stats.py\n+++ b/test_stats.py\n@@ -1 +1 @@\n-\"\"\"Tests for stats.\"\"\"\n+\"\"\"Tests.\"\"\"\n```\n");
     let out = run_openai(&fx, &server, &["--max-iterations", "1"]);
     assert_eq!(
@@ -132,7 +132,7 @@ fn sighup_is_handled_like_ctrl_c() {
 /// Sends `signal` to a run waiting on the model: exit 130, the worktree
 /// removed, the user's repository untouched.
 fn interrupted_by(signal: libc::c_int) {
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let before = fx.repo.snapshot();
     // A model that takes its time, so the run is mid-call when interrupted.
     let server = LlmServer::start(|req| {
@@ -178,7 +178,7 @@ fn interrupted_by(signal: libc::c_int) {
 
 #[test]
 fn a_token_budget_stops_the_run_cleanly_with_exit_4() {
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let before = fx.repo.snapshot();
     let server = LlmServer::start(crate::support::fixture::good_model("single_module", ""));
     // The loopback server reports 12 + 34 tokens per call: the plan alone spends the budget.
@@ -230,7 +230,7 @@ fn jobs_bound_concurrent_model_calls() {
 #[test]
 fn provider_faults_mid_run_are_retried_and_a_truncated_diff_is_never_applied() {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let start = fx.repo.head();
     let good = crate::support::fixture::good_model("single_module", "");
     let count = AtomicUsize::new(0);
@@ -275,7 +275,7 @@ fn provider_faults_mid_run_are_retried_and_a_truncated_diff_is_never_applied() {
 
 #[test]
 fn a_cost_budget_uses_config_prices_and_stops_cleanly() {
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     // 12 input + 34 output tokens at 100,000 USD per million each: 4.60 USD per call.
     fx.repo.write(
         ".swarm.toml",
@@ -303,7 +303,7 @@ fn a_cost_budget_uses_config_prices_and_stops_cleanly() {
 /// folders are gone again: the repository is as it was.
 #[test]
 fn missing_tools_end_the_run_with_the_hint_and_leave_no_worktree_or_branch() {
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let before = fx.repo.snapshot();
     let branches_before = fx.repo.git(&["branch", "--list", "--all"]);
     // A real interpreter without pytest and pylint: a bare virtualenv.

@@ -78,7 +78,7 @@ struct Scene {
 
 impl Scene {
     fn new() -> Self {
-        let fx = FixtureRepo::new("single_module");
+        let fx = FixtureRepo::planned("single_module");
         let daemon_mark = format!(
             "9{}.{}",
             fastrand::u32(10_000..99_999),

@@ -117,7 +117,7 @@ fn assert_delivered(out: &Output) -> String {
 
 #[test]
 fn a_waiting_model_request_and_a_retry_are_on_screen_as_plain_lines() {
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let seen = Seen::default();
     let server = held_model(&seen);
     let out = run_watching(swarm_args(&fx, &server, &[]), &seen);
@@ -159,7 +159,7 @@ fn a_waiting_model_request_and_a_retry_are_on_screen_as_plain_lines() {
 
 #[test]
 fn quiet_shows_only_the_summary() {
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let seen = Seen::default();
     // Nothing will be shown, so nothing holds the reply for long.
     seen.raise();
@@ -174,7 +174,7 @@ fn quiet_shows_only_the_summary() {
 
 #[test]
 fn verbose_shows_each_tool_command_with_its_time() {
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let seen = Seen::default();
     seen.raise();
     let server = held_model(&seen);
@@ -248,7 +248,7 @@ fn colour_codes(text: &str) -> Vec<String> {
 fn on_a_terminal_spinners_show_the_step_and_its_time_in_colour_unless_no_color() {
     let elapsed = regex::Regex::new(r"\d+\.\d s").unwrap();
     for no_color in [false, true] {
-        let fx = FixtureRepo::new("single_module");
+        let fx = FixtureRepo::planned("single_module");
         let server = slow_fix_model();
         let (code, screen) = under_pty(&swarm_args(&fx, &server, &[]), no_color);
         assert_eq!(code, Some(0), "{screen}");

@@ -97,7 +97,7 @@ fn assert_rejected_by(fx: &FixtureRepo, rule: &str) -> Vec<Value> {
 
 #[test]
 fn a_pytest_plugin_loaded_by_setup_cfg_addopts_is_refused() {
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let before = fx.repo.snapshot();
     let plugin = format!(
         "\"\"\"Makes every test pass.\"\"\"\nimport pytest\n\nopen({:?}, \"w\").close()\n\n\n\
@@ -123,7 +123,7 @@ fn a_pytest_plugin_loaded_by_setup_cfg_addopts_is_refused() {
 
 #[test]
 fn a_partial_fix_that_deselects_the_failing_test_is_refused() {
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let before = fx.repo.snapshot();
     // Fix mean() only, and hide the tests that still fail.
     let partial = stats("project").replace(
@@ -147,7 +147,7 @@ fn a_partial_fix_that_deselects_the_failing_test_is_refused() {
 
 #[test]
 fn a_conftest_written_by_the_model_is_refused() {
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let before = fx.repo.snapshot();
     let conftest = format!(
         "open({:?}, \"w\").close()\n\n\ndef pytest_collection_modifyitems(items):\n    items.clear()\n",
@@ -165,7 +165,7 @@ fn a_conftest_written_by_the_model_is_refused() {
 
 #[test]
 fn a_dynamic_import_of_os_system_is_refused_and_never_runs() {
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let before = fx.repo.snapshot();
     let evil = stats("fixed").replacen(
         "import math\n",
@@ -189,7 +189,7 @@ fn a_dynamic_import_of_os_system_is_refused_and_never_runs() {
 
 #[test]
 fn a_whole_file_headed_with_a_git_hook_path_is_refused_by_name() {
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let before = fx.repo.snapshot();
     // Valid Python that would fix stats.py if it were (wrongly) applied there.
     let server = plan_then(format!(
@@ -233,7 +233,7 @@ fn garbled_fix() -> String {
 
 #[test]
 fn a_reply_that_is_not_utf8_is_refused_with_its_reason_never_committed() {
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let before = fx.repo.snapshot();
     let server = plan_then_answer(|_| not_utf8(&garbled_fix()));
     let out = run_openai(&fx, &server, &["--max-iterations", "2"]);
@@ -273,7 +273,7 @@ fn a_reply_that_is_not_utf8_is_refused_with_its_reason_never_committed() {
 #[test]
 fn after_a_reply_that_is_not_utf8_the_model_is_asked_again_and_its_answer_is_used() {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let start = fx.repo.head();
     let fixes = AtomicUsize::new(0);
     let server = plan_then_answer(move |req| {
@@ -307,7 +307,7 @@ fn after_a_reply_that_is_not_utf8_the_model_is_asked_again_and_its_answer_is_use
 
 #[test]
 fn a_ten_megabyte_line_is_refused_by_its_bytes_and_never_lands() {
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let huge = format!(
         "{}\nBLOB = \"{}\"\n",
         stats("fixed"),

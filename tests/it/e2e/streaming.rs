@@ -80,7 +80,7 @@ fn plan_requests(server: &LlmServer) -> usize {
 
 #[test]
 fn a_reply_streaming_longer_than_the_llm_timeout_completes() {
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let start = fx.repo.head();
     // Each reply takes about 4.2 s in 24 pieces, 0.175 s apart: twice the
     // 2-second --llm-timeout, which is a limit on silence only.
@@ -114,7 +114,7 @@ fn a_reply_streaming_longer_than_the_llm_timeout_completes() {
 
 #[test]
 fn a_stalled_stream_is_cut_after_the_idle_limit_and_asked_again_once() {
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let start = fx.repo.head();
     let target = fx.target_rel.clone();
     let server = LlmServer::start(move |req| {
@@ -149,7 +149,7 @@ fn a_stalled_stream_is_cut_after_the_idle_limit_and_asked_again_once() {
 
 #[test]
 fn a_model_that_stalls_again_fails_after_one_retry() {
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let before = fx.repo.head();
     let server = LlmServer::start(|req| {
         Reply::stream_for(req, "# Summary\nnever finished", 4, Duration::ZERO).stall_after(1)
@@ -170,7 +170,7 @@ fn a_model_that_stalls_again_fails_after_one_retry() {
 
 #[test]
 fn a_reply_streaming_past_the_max_time_is_cut_off_and_asked_for_a_shorter_one() {
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let start = fx.repo.head();
     let target = fx.target_rel.clone();
     let fix_requests = Arc::new(Mutex::new(0));
@@ -217,7 +217,7 @@ fn a_reply_streaming_past_the_max_time_is_cut_off_and_asked_for_a_shorter_one() 
 
 #[test]
 fn a_server_that_refuses_streaming_is_asked_the_plain_way() {
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let start = fx.repo.head();
     let target = fx.target_rel.clone();
     let server = LlmServer::start(move |req| {
@@ -250,7 +250,7 @@ fn a_server_that_refuses_streaming_is_asked_the_plain_way() {
 
 #[test]
 fn gemini_streams_end_to_end() {
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let start = fx.repo.head();
     let (server, sent) = streaming_model(&fx, 5, Duration::from_millis(20));
     let target = fx.target.to_string_lossy().into_owned();
@@ -271,7 +271,7 @@ fn gemini_streams_end_to_end() {
 
 #[test]
 fn anthropic_streams_end_to_end() {
-    let fx = FixtureRepo::new("single_module");
+    let fx = FixtureRepo::planned("single_module");
     let start = fx.repo.head();
     let (server, sent) = streaming_model(&fx, 5, Duration::from_millis(20));
     let target = fx.target.to_string_lossy().into_owned();

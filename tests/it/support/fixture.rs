@@ -88,6 +88,20 @@ impl FixtureRepo {
         }
     }
 
+    /// The fixture with a second, clean source module committed beside
+    /// its own, so the model is asked for a plan (a one-module project is
+    /// planned from its failing tests and lint alone): for tests of the
+    /// plan request itself.
+    pub fn planned(name: &str) -> Self {
+        let fx = Self::new(name);
+        fx.repo.write(
+            &Path::new(&fx.target_rel).join("units.py").to_string_lossy(),
+            "\"\"\"Units of the project.\"\"\"\n\nSCALE = 1\n",
+        );
+        fx.repo.commit_all("a second module");
+        fx
+    }
+
     /// Every `fixed/` file with its path relative to the repository root.
     pub fn fixed_files(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();
