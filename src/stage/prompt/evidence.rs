@@ -3,6 +3,7 @@
 //! from everything down to the barest: what `fix_prompt` gives up, in
 //! order, when a prompt does not fit its allowance.
 
+use std::collections::HashSet;
 use std::fmt::Write as _;
 
 use super::trim::{Trim, FULL};
@@ -36,15 +37,13 @@ pub(super) fn evidence_text(input: &FixInput<'_>, trim: &Trim) -> String {
     }
     if !input.failing.is_empty() && trim.tests > 0 {
         p.push_str("\n## Failing tests\n");
+        let mut seen = HashSet::new();
         for case in input.failing.iter().take(trim.tests) {
             let message = one_line(case.message.as_deref());
             let _ = writeln!(p, "### {}\n{}", line(&case.id), stable(&message));
             if let (Some(details), true) = (&case.details, trim.trace_lines > 0) {
-                let _ = writeln!(
-                    p,
-                    "```\n{}\n```",
-                    stable(&tail_lines(details, trim.trace_lines))
-                );
+                let trace = stable(&tail_lines(details, trim.trace_lines));
+                let _ = writeln!(p, "```\n{}\n```", collapse_repeats(&trace, &mut seen));
             }
         }
         left_out(
@@ -94,6 +93,33 @@ pub(super) fn evidence_text(input: &FixInput<'_>, trim: &Trim) -> String {
     history_section(&mut p, input.history, trim);
     super::regression::regression_section(&mut p, input.history, trim);
     p
+}
+
+/// Runs of at least this many traceback lines already shown are told in
+/// one line.
+const REPEATED_RUN: usize = 3;
+
+/// `trace` with every run of [`REPEATED_RUN`] or more lines an earlier
+/// traceback of the prompt already showed (`seen`) told in one line:
+/// failing tests that share their frames show them once. Adds `trace`'s
+/// lines to `seen`.
+fn collapse_repeats(trace: &str, seen: &mut HashSet<String>) -> String {
+    let lines: Vec<&str> = trace.lines().collect();
+    let repeated = |l: &str| !l.trim().is_empty() && seen.contains(l);
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let run = lines[i..].iter().take_while(|l| repeated(l)).count();
+        if run >= REPEATED_RUN {
+            out.push(format!("… ({run} lines as in a traceback above)"));
+            i += run;
+        } else {
+            out.push(lines[i].to_string());
+            i += 1;
+        }
+    }
+    seen.extend(lines.iter().map(|l| l.to_string()));
+    out.join("\n")
 }
 
 /// Says how many of `what` a trimmed prompt leaves out.
@@ -180,5 +206,27 @@ fn related_section(p: &mut String, related: &[Related], max: usize) {
             "\n## Related code in other files (for context; a fix that must change one of them too \
              may add its diff to the same block, each file within its own size limit)\n{shown}"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_two_failing_tests_share_are_shown_once() {
+        let shared = "gcd.py:5: in gcd\n    return gcd(a % b, b)\ngcd.py:5: in gcd\n    return gcd(a % b, b)\nE   RecursionError";
+        let first = format!("    def test_a():\n>       assert gcd(35, 21) == 7\n{shared}");
+        let second = format!("    def test_b():\n>       assert gcd(300, 42) == 6\n{shared}");
+        let mut seen = HashSet::new();
+        assert_eq!(collapse_repeats(&first, &mut seen), first);
+        let again = collapse_repeats(&second, &mut seen);
+        assert_eq!(
+            again,
+            "    def test_b():\n>       assert gcd(300, 42) == 6\n… (5 lines as in a traceback above)"
+        );
+        // Fewer than three shared lines stay as they are.
+        let short = "    def test_c():\ngcd.py:5: in gcd\nE   ZeroDivisionError";
+        assert_eq!(collapse_repeats(short, &mut seen), short);
     }
 }
