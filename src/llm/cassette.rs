@@ -187,6 +187,10 @@ impl ChatModel for RecordingModel {
         self.inner.holds_reply_for(request)
     }
 
+    fn recorded_like(&self, request: &ChatRequest) -> bool {
+        self.inner.recorded_like(request)
+    }
+
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let result = self.inner.complete(request).await;
         let recorded = match &result {

@@ -211,6 +211,13 @@ pub trait ChatModel: Send + Sync {
     fn holds_reply_for(&self, _request: &ChatRequest) -> bool {
         true
     }
+    /// Whether the model would be asked a request like `request` at all:
+    /// always, but for a replayed model, whose recording must hold an
+    /// unused call with the same hash or whose prompt holds the first line
+    /// of `request`'s (a request of the same kind, from another version).
+    fn recorded_like(&self, _request: &ChatRequest) -> bool {
+        true
+    }
 }
 
 /// Shows the provider and the model, never a key.

@@ -42,6 +42,8 @@ struct RecordedCall {
     usage: Option<Usage>,
     /// The reply was not valid UTF-8: replay the error, with this detail.
     not_utf8: Option<String>,
+    /// The request's prompt as recorded (system and user messages).
+    prompt: String,
 }
 
 /// A model that answers from a recorded experiment log or cassette.
@@ -137,6 +139,23 @@ impl ChatModel for ReplayModel {
         (0..self.calls.len()).any(|i| !used[i] && self.calls[i].hash.as_deref() == Some(&hash))
     }
 
+    /// Whether an unused recorded call has the request's hash, or a prompt
+    /// holding the first line of the request's user prompt.
+    fn recorded_like(&self, request: &ChatRequest) -> bool {
+        if self.holds_reply_for(request) {
+            return true;
+        }
+        let Some(first) = request
+            .messages
+            .first()
+            .and_then(|m| m.content.lines().find(|l| !l.trim().is_empty()))
+        else {
+            return false;
+        };
+        let used = self.lock();
+        (0..self.calls.len()).any(|i| !used[i] && self.calls[i].prompt.contains(first))
+    }
+
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let call = self.take(&request.hash()).ok_or_else(|| {
             LlmError::Replay(format!(
@@ -183,6 +202,16 @@ fn parse_recording(text: &str) -> Result<Vec<RecordedCall>, RecordingProblem> {
                     finish: interaction.response.finish,
                     usage: Some(interaction.response.usage),
                     not_utf8: interaction.response.not_utf8,
+                    prompt: std::iter::once(interaction.request.system.as_str())
+                        .chain(
+                            interaction
+                                .request
+                                .messages
+                                .iter()
+                                .map(|m| m.content.as_str()),
+                        )
+                        .collect::<Vec<&str>>()
+                        .join("\n"),
                 })
                 .collect())
         }
@@ -220,6 +249,7 @@ fn log_call(entry: &Entry) -> Option<RecordedCall> {
             .unwrap_or(Finish::Stop),
         usage: logged_usage(call),
         not_utf8,
+        prompt: entry.details.input_prompt.clone(),
     })
 }
 

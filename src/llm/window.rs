@@ -126,6 +126,10 @@ impl ChatModel for Windowed {
         self.inner.holds_reply_for(request)
     }
 
+    fn recorded_like(&self, request: &ChatRequest) -> bool {
+        self.inner.recorded_like(request)
+    }
+
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         let prompt = prompt_tokens(request);
         let needed = prompt + u64::from(request.max_output_tokens);

@@ -81,6 +81,10 @@ impl ChatModel for Withholding {
             .holds_reply_for(&outgoing(&self.secrets, request))
     }
 
+    fn recorded_like(&self, request: &ChatRequest) -> bool {
+        self.inner.recorded_like(&outgoing(&self.secrets, request))
+    }
+
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
         self.inner.complete(&outgoing(&self.secrets, request)).await
     }

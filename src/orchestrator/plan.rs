@@ -93,10 +93,10 @@ pub(crate) async fn plan_batch(
     };
     let (request, selection) =
         planner::plan_request(&input).map_err(|e| SwarmError::invalid(e.to_string()))?;
-    // A replayed run replays as it was recorded, plan request included
-    // (recordings of earlier versions hold one for every project).
-    let replayed = cx.model.kind() == ProviderKind::Replay;
-    if state.work.coverage.batches == 0 && !replayed && evidence_plan(cx, rec, state)? {
+    // A replayed run asks for the plan where its recording did (recordings
+    // of earlier versions hold one for every project).
+    let recorded = cx.model.kind() == ProviderKind::Replay && cx.model.recorded_like(&request);
+    if state.work.coverage.batches == 0 && !recorded && evidence_plan(cx, rec, state)? {
         return Ok(None);
     }
     rec.plan_selection(&selection)?;

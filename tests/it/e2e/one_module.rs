@@ -110,3 +110,79 @@ fn a_one_module_project_is_planned_from_its_evidence_without_a_request() {
     );
     assert_eq!(summary["coverage"]["plans"], 0, "{summary}");
 }
+
+#[test]
+fn a_recording_of_a_one_module_run_replays_as_it_was_recorded() {
+    // Recorded by this version: no plan request in the cassette.
+    let fx = repo();
+    let server = model();
+    let cassette = fx.repo.tmp().join("one-module.cassette.json");
+    let cassette_arg = cassette.to_string_lossy().into_owned();
+    // The loopback server stands for a hosted model, as the replay below
+    // does (a local model's shorter budget changes prompts).
+    let args = [
+        "--max-iterations",
+        "3",
+        "--test-timeout",
+        "30",
+        "--local-model",
+        "false",
+        "--record",
+        &cassette_arg,
+    ];
+    let out = run_openai(&fx, &server, &args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let recorded = fx.log();
+    let recorded_calls = model_calls(&recorded);
+    assert!(recorded_calls.iter().all(|(agent, _)| agent != "Auditor"));
+
+    // Replayed offline on a fresh copy: planned from the evidence again, so
+    // the recorded replies answer the requests they were recorded for.
+    let again = repo();
+    let target = again.target.to_string_lossy().into_owned();
+    let out = again.swarm(
+        &[
+            "--target_dir",
+            &target,
+            "--json",
+            "--max-iterations",
+            "3",
+            "--test-timeout",
+            "30",
+            "--provider",
+            "replay",
+            "--cassette",
+            &cassette_arg,
+        ],
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(again.repo.read("gcd.py"), FIXED);
+    // The same calls by the same agents, none of them a plan.
+    let agents = |calls: Vec<(String, usize)>| -> Vec<String> {
+        calls.into_iter().map(|(agent, _)| agent).collect()
+    };
+    let replayed = again.log();
+    assert_eq!(agents(model_calls(&replayed)), agents(recorded_calls));
+    assert!(replayed
+        .iter()
+        .any(|e| e["details"]["kind"] == "plan_from_evidence"));
+    let hashes = |log: &[Value]| -> Vec<String> {
+        log.iter()
+            .filter(|e| e["details"]["kind"] == "llm_call")
+            .map(|e| {
+                e["details"]["request_hash"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect()
+    };
+    assert_eq!(hashes(&replayed), hashes(&recorded));
+}
