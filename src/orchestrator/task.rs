@@ -72,6 +72,12 @@ impl TaskBook {
         }
     }
 
+    /// The test files the tasks rewrote (with `--allow-test-edits`), every
+    /// task's together.
+    pub fn rewritten_tests(&self) -> Vec<String> {
+        self.tests_changed.values().flatten().cloned().collect()
+    }
+
     /// Whether some task changed anything (has an accepted commit).
     pub fn changed_anything(&self) -> bool {
         self.commits.values().any(|c| !c.is_empty())
@@ -115,8 +121,7 @@ impl RunState {
     pub(crate) fn deliverable(&self) -> bool {
         match &self.work.tasks {
             Some(book) => {
-                let rewritten: Vec<String> =
-                    book.tests_changed.values().flatten().cloned().collect();
+                let rewritten = book.rewritten_tests();
                 book.all_done()
                     && book.changed_anything()
                     && self

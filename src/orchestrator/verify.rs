@@ -53,8 +53,7 @@ pub(crate) fn final_check(
             // `Bar::task_verdict`), but for the tests its tasks rewrote,
             // whose removed tests are not counted.
             Some(book) => {
-                let rewritten: Vec<String> =
-                    book.tests_changed.values().flatten().cloned().collect();
+                let rewritten = book.rewritten_tests();
                 let kept = state
                     .facts
                     .bar

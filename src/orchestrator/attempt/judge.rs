@@ -77,7 +77,7 @@ pub(super) fn judge(
             // are not missing, and not counted.
             let mut retired = rewritten;
             if let Some(book) = &state.work.tasks {
-                retired.extend(book.tests_changed.values().flatten().cloned());
+                retired.extend(book.rewritten_tests());
             }
             if let Some(tests) = snapshot.tests.as_mut() {
                 tests.retire(&retired);

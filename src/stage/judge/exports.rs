@@ -32,7 +32,7 @@ pub fn check_exports(
     let started = Instant::now();
     let mut modules: Vec<String> = changed
         .iter()
-        .filter(|f| names::has_exports(f) && !crate::lang::is_test(f))
+        .filter(|f| is_api_module(f))
         .filter(|f| best(f).is_some())
         .cloned()
         .collect();
@@ -55,12 +55,18 @@ pub fn check_exports(
     ApiCheck::of(problems, checked, started)
 }
 
+/// Whether `rel` is a module whose export list is compared: of a
+/// language read for exports, not a test.
+fn is_api_module(rel: &str) -> bool {
+    names::has_exports(rel) && !crate::lang::is_test(rel)
+}
+
 /// Adds to `modules` the unchanged sources that re-export from one of
 /// them, and from those in turn.
 fn add_reexporters(modules: &mut Vec<String>, sources: &[String], now: Read<'_>) {
     let candidates: Vec<(String, String)> = sources
         .iter()
-        .filter(|f| names::has_exports(f) && !crate::lang::is_test(f))
+        .filter(|f| is_api_module(f))
         .filter(|f| !modules.contains(f))
         .filter_map(|f| now(f).map(|text| (f.clone(), text)))
         .filter(|(_, text)| text.contains("export"))
