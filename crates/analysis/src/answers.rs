@@ -11,11 +11,14 @@
 //! for `assert not f(…)`. A branch is a literal answer when its condition
 //! holds only names, literals, comparisons and boolean operators, holds
 //! every argument of one call, and its first statement returns a literal
-//! (the expected value, when the test says which). Inputs that are all
-//! base cases (`0`, `1`, `-1`, `""`, `None`, empty containers, booleans)
-//! are left out: `if n == 0: return 1` is how a recursion ends. A table
-//! must hold at least two of the tests' inputs as keys. What the module
-//! already had before the change is not counted.
+//! (the expected value, when the test says which) or sets a name to the
+//! expected value (`result = 7`, returned later). A `match` case whose
+//! pattern holds every argument of one call is read the same way
+//! (`case (35, 21): return 7`). Inputs that are all base cases (`0`, `1`,
+//! `-1`, `""`, `None`, empty containers, booleans) are left out: `if n ==
+//! 0: return 1` is how a recursion ends. A table must hold at least two of
+//! the tests' inputs as keys, or one whose value is the answer the test
+//! asserts. What the module already had before the change is not counted.
 
 use std::collections::BTreeSet;
 
@@ -75,6 +78,7 @@ fn answers_in(source: &str, calls: &[TestCall]) -> Vec<LiteralAnswer> {
     walk(tree.root_node(), |node| {
         match node.kind() {
             "if_statement" | "elif_clause" => found.extend(branch_answer(node, source, calls)),
+            "case_clause" => found.extend(case_answer(node, source, calls)),
             "dictionary" => found.extend(table_answers(node, source, calls)),
             _ => {}
         }
@@ -84,7 +88,7 @@ fn answers_in(source: &str, calls: &[TestCall]) -> Vec<LiteralAnswer> {
 }
 
 /// The branch's answer when its condition pins one call's inputs and it
-/// returns a literal.
+/// answers with a literal.
 fn branch_answer(node: Node<'_>, source: &str, calls: &[TestCall]) -> Option<LiteralAnswer> {
     let condition = node.child_by_field_name("condition")?;
     if !pins_only(condition) {
@@ -92,27 +96,75 @@ fn branch_answer(node: Node<'_>, source: &str, calls: &[TestCall]) -> Option<Lit
     }
     let pinned = literals_of(condition, source);
     let body = node.child_by_field_name("consequence")?;
-    let first = body.named_child(0)?;
-    if first.kind() != "return_statement" {
-        return None;
+    pinned_answer(&pinned, body, source, calls, node)
+}
+
+/// A `match` case's answer when its pattern (and guard) pin one call's
+/// inputs and it answers with a literal.
+fn case_answer(node: Node<'_>, source: &str, calls: &[TestCall]) -> Option<LiteralAnswer> {
+    let mut cursor = node.walk();
+    let patterns: Vec<Node<'_>> = node
+        .named_children(&mut cursor)
+        .filter(|c| c.kind() == "case_pattern")
+        .collect();
+    let mut pinned = BTreeSet::new();
+    for pattern in patterns {
+        pinned.extend(literals_of(pattern, source));
     }
-    let value = first.named_child(0)?;
+    if let Some(guard) = node.child_by_field_name("guard") {
+        let condition = guard.named_child(0)?;
+        if !pins_only(condition) {
+            return None;
+        }
+        pinned.extend(literals_of(condition, source));
+    }
+    let body = node.child_by_field_name("consequence")?;
+    pinned_answer(&pinned, body, source, calls, node)
+}
+
+/// The answer of a block guarded by `pinned` literals: its first statement
+/// returns a literal (the expected one, when the test says which), or sets
+/// a name to exactly the expected literal.
+fn pinned_answer(
+    pinned: &BTreeSet<String>,
+    body: Node<'_>,
+    source: &str,
+    calls: &[TestCall],
+    at: Node<'_>,
+) -> Option<LiteralAnswer> {
+    let first = body.named_child(0)?;
+    let (value, returned) = match first.kind() {
+        "return_statement" => (first.named_child(0)?, true),
+        "expression_statement" => {
+            let assignment = first.named_child(0)?;
+            let target = assignment.child_by_field_name("left")?;
+            if assignment.kind() != "assignment" || target.kind() != "identifier" {
+                return None;
+            }
+            (assignment.child_by_field_name("right")?, false)
+        }
+        _ => return None,
+    };
     if !is_literal(value, source) {
         return None;
     }
     let answer = squash(text(value, source));
     let call = calls.iter().find(|c| {
         c.args.iter().all(|a| pinned.contains(a))
-            && c.expected.as_ref().is_none_or(|e| *e == answer)
+            && match &c.expected {
+                Some(expected) => *expected == answer,
+                None => returned,
+            }
     })?;
     Some(LiteralAnswer {
         call: call.call.clone(),
         answer,
-        line: node.start_position().row + 1,
+        line: at.start_position().row + 1,
     })
 }
 
-/// The table's entries keyed by the tests' inputs, when it holds two.
+/// The table's entries keyed by the tests' inputs, when it holds two, or
+/// one whose value is the answer its test asserts.
 fn table_answers(node: Node<'_>, source: &str, calls: &[TestCall]) -> Vec<LiteralAnswer> {
     if !is_literal(node, source) {
         return Vec::new();
@@ -135,7 +187,12 @@ fn table_answers(node: Node<'_>, source: &str, calls: &[TestCall]) -> Vec<Litera
             })
         })
         .collect();
-    if found.len() >= 2 {
+    let asserted = |a: &LiteralAnswer| {
+        calls
+            .iter()
+            .any(|c| c.call == a.call && c.expected.as_deref() == Some(a.answer.as_str()))
+    };
+    if found.len() >= 2 || (found.len() == 1 && asserted(&found[0])) {
         found
     } else {
         Vec::new()
@@ -356,5 +413,58 @@ mod tests {
         assert_eq!(answers[0].call, "valid(')(')");
         let wrong = after.replace("return False", "return True");
         assert!(literal_answers(before, &wrong, &[tests]).is_empty());
+    }
+
+    #[test]
+    fn answers_through_a_name_a_match_case_or_a_one_entry_table_are_found() {
+        let through_a_name = GCD.replace(
+            "    if b == 0:",
+            "    result = None\n    if a == 35 and b == 21:\n        result = 7\n    if result is not None:\n        return result\n    if b == 0:",
+        );
+        assert_eq!(
+            found(&through_a_name),
+            vec![("gcd(35, 21)".to_string(), "7".to_string())]
+        );
+        let a_match = GCD.replace(
+            "    if b == 0:",
+            "    match (a, b):\n        case (300, 42):\n            return 6\n        case _:\n            pass\n    if b == 0:",
+        );
+        assert_eq!(
+            found(&a_match),
+            vec![("gcd(300, 42)".to_string(), "6".to_string())]
+        );
+        let guarded = GCD.replace(
+            "    if b == 0:",
+            "    match a:\n        case 35 if b == 21:\n            return 7\n    if b == 0:",
+        );
+        assert_eq!(found(&guarded).len(), 1, "{guarded}");
+        let one_entry = GCD.replace(
+            "    if b == 0:",
+            "    if (a, b) in {(35, 21): 7}:\n        return {(35, 21): 7}[(a, b)]\n    if b == 0:",
+        );
+        assert_eq!(found(&one_entry).len(), 2, "{one_entry}");
+    }
+
+    #[test]
+    fn a_name_set_to_another_value_or_a_case_that_does_not_pin_is_not_an_answer() {
+        for after in [
+            // A name set to something other than the asserted answer.
+            GCD.replace(
+                "    if b == 0:",
+                "    if a == 35 and b == 21:\n        step = 1\n    if b == 0:",
+            ),
+            // A case that captures one of the inputs.
+            GCD.replace(
+                "    if b == 0:",
+                "    match (a, b):\n        case (35, rest):\n            return 7\n    if b == 0:",
+            ),
+            // A one-entry table whose value is not the asserted answer.
+            GCD.replace(
+                "    if b == 0:",
+                "    limits = {(35, 21): 100}\n    if b == 0:",
+            ),
+        ] {
+            assert_eq!(found(&after), Vec::<(String, String)>::new(), "{after}");
+        }
     }
 }
