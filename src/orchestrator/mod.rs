@@ -211,6 +211,10 @@ pub(crate) struct Work {
     /// Files the model found nothing to change in since the best state
     /// last moved: not asked about again until it does.
     pub declined: BTreeSet<String>,
+    /// How often a repair told the model, per file, that `NO CHANGE` is no
+    /// answer while failing tests reach the file, since the best state
+    /// last moved.
+    pub pushed_back: BTreeMap<String, u32>,
     /// Rounds in a row each file was asked without an accepted attempt on
     /// it (see `stage::reach::rotate`).
     pub fruitless: BTreeMap<String, u32>,

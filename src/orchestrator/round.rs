@@ -235,7 +235,7 @@ pub(crate) async fn run_round(
     if files.is_empty() {
         return Ok(RoundOutcome {
             accepted: 0,
-            stop: Some(StopReason::NoProgress),
+            stop: Some(StopReason::NothingLeft),
         });
     }
     let results = ask_all(cx, state, &files).await?;

@@ -12,6 +12,9 @@ pub enum StopReason {
     IterationLimit,
     /// Three rounds in a row without an accepted attempt.
     NoProgress,
+    /// No file was left to ask about: the model found nothing to change in
+    /// every file the failing tests and lint point at.
+    NothingLeft,
     /// The model could not be reached after its retries.
     ModelFailure,
     /// `--max-tokens-total` or `--max-cost` was reached.
@@ -36,6 +39,9 @@ impl StopReason {
             StopReason::Green => "done",
             StopReason::IterationLimit => "iteration limit reached",
             StopReason::NoProgress => "no progress in three rounds",
+            StopReason::NothingLeft => {
+                "the model found nothing to change in the files the tests and lint point at"
+            }
             StopReason::ModelFailure => "no usable answer from the model; see the notes above",
             StopReason::Budget => "token or cost budget reached",
             StopReason::Interrupted => "interrupted",

@@ -39,6 +39,10 @@ pub enum ReplyProblem {
     /// The model says the file needs no change: an answer, not asked again.
     #[error("the model found nothing to change in this file")]
     NoChangeNeeded,
+    /// A whole-file reply that is the file exactly as it was: asked again
+    /// at once, for a diff.
+    #[error("the reply was the file exactly as it is: nothing changed")]
+    Unchanged,
     /// The provider's bytes were not UTF-8 (see [`LlmError::NotUtf8`]).
     #[error("the reply was not valid UTF-8 ({detail}); send plain UTF-8 text")]
     NotUtf8 { detail: String },
@@ -57,6 +61,7 @@ impl ReplyProblem {
             ReplyProblem::Empty => "empty",
             ReplyProblem::Refusal => "refusal",
             ReplyProblem::NoChangeNeeded => "no_change_needed",
+            ReplyProblem::Unchanged => "unchanged",
             ReplyProblem::NotUtf8 { .. } => "not_utf8",
             ReplyProblem::Patch(patch::PatchError::NoChange) => "no_change",
             ReplyProblem::Patch(_) => "unreadable_change",

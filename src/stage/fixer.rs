@@ -15,6 +15,10 @@
 //! diff of it could not be used; the reply is turned into a diff here (an
 //! `EditOp::Replace`, reviewed as the change from the current text).
 //! [`reply_form`] names which form a reply was, for the log and summary.
+//! A whole-file reply that is the file exactly as it was is asked again at
+//! once for a diff, naming the test that still fails, at
+//! [`prompt::RETRY_TEMPERATURE`] (a later round's request for a file with
+//! history is sampled so too).
 
 use super::prompt::{self, FixInput, FixPrompt};
 use super::{call_model, restore_secrets, ModelCall};
@@ -49,6 +53,9 @@ pub async fn propose(
     let restore = |text: &str| restore_secrets(model, text);
     let (first_text, problem) = match read_reply(first, ctx, &restore) {
         Err(e) => return (calls, Err(e)),
+        Ok((text, Ok(edits))) if is_unchanged_whole_file(&edits, input) => {
+            (text, ReplyProblem::Unchanged)
+        }
         Ok((text, Ok(edits))) => return (calls, Ok(proposal(text, Ok(edits)))),
         Ok((text, Err(ReplyProblem::NoChangeNeeded))) => {
             let declined = Unusable {
@@ -61,6 +68,15 @@ pub async fn propose(
     };
     let retry = match problem {
         ReplyProblem::Repeated { .. } => prompt::after_repetition(request),
+        ReplyProblem::Unchanged => {
+            // The file sent back as it was: what still fails, and the change
+            // asked for as a diff (copying the file is what the model did),
+            // at a temperature that lets it say something else.
+            let follow = prompt::reask_unchanged(input.path, &input.failing);
+            let mut retry = prompt::follow_up_within(request, &first_text, follow, input.allowance);
+            retry.temperature = retry.temperature.max(prompt::RETRY_TEMPERATURE);
+            retry
+        }
         ReplyProblem::CutOff => prompt::follow_up_within(
             request,
             &first_text,
@@ -87,6 +103,9 @@ pub async fn propose(
     calls.push(call);
     let (text, edits) = match read_reply(second, ctx, &restore) {
         Err(e) => return (calls, Err(e)),
+        Ok((text, Ok(edits))) if is_unchanged_whole_file(&edits, input) => {
+            (text, Err(ReplyProblem::Unchanged))
+        }
         Ok(read) => read,
     };
     let edits = edits.map_err(|second| Unusable {
@@ -94,6 +113,26 @@ pub async fn propose(
         first: Some(problem),
     });
     (calls, Ok(proposal(text, edits)))
+}
+
+/// Whether a reply is the requested file whole, exactly as it is (line
+/// ends and trailing blanks aside): a small model asked for the whole file
+/// often sends it back unchanged.
+fn is_unchanged_whole_file(edits: &[FileEdit], input: &FixInput<'_>) -> bool {
+    let same = |text: &str| {
+        let lines = |t: &str| -> Vec<String> {
+            let mut v: Vec<String> = t.lines().map(|l| l.trim_end().to_string()).collect();
+            while v.last().is_some_and(String::is_empty) {
+                v.pop();
+            }
+            v
+        };
+        lines(text) == lines(input.text)
+    };
+    !edits.is_empty()
+        && edits.iter().all(
+            |e| matches!(&e.op, patch::EditOp::Replace(text) if e.path == input.path && same(text)),
+        )
 }
 
 /// The text of a model's answer and its edits (or what is wrong with it).

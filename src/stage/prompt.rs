@@ -45,7 +45,8 @@ pub const DIFF_NOT_USED: &str = "no usable change";
 
 /// Whether the Fixer asks for `text` whole rather than as a diff: a small
 /// file (see [`WHOLE_FILE_LINES`]), or one of at most
-/// [`WHOLE_FILE_AFTER_FAILURE_LINES`] lines whose last reply could not be used.
+/// [`WHOLE_FILE_AFTER_FAILURE_LINES`] lines whose last reply could not be used;
+/// not a file whose last reply was that file exactly as it was.
 pub fn asks_whole_file(text: &str, history: &[PastAttempt]) -> bool {
     let lines = text.lines().count();
     let small = lines <= WHOLE_FILE_LINES && text.chars().count() <= WHOLE_FILE_CHARS;
@@ -54,8 +55,17 @@ pub fn asks_whole_file(text: &str, history: &[PastAttempt]) -> bool {
             || past.outcome.contains("did not apply")
             || past.outcome.contains("the patch was not applied")
     });
-    small || failed && lines <= WHOLE_FILE_AFTER_FAILURE_LINES
+    // A file the model sent back as it was is asked for as a diff next:
+    // copying it whole is what the model did instead of changing it.
+    let copied = history
+        .last()
+        .is_some_and(|past| past.outcome.contains(COPIED));
+    !copied && (small || failed && lines <= WHOLE_FILE_AFTER_FAILURE_LINES)
 }
+
+/// What the outcome of an attempt that changed nothing says, whether the
+/// Fixer caught it (a whole file sent back as it was) or the Reviewer did.
+const COPIED: &str = "exactly as it is";
 
 /// One earlier attempt on a file, as the Fixer remembers it.
 #[derive(Clone, Debug, Default)]
@@ -172,17 +182,17 @@ fn fix_chat(input: &FixInput<'_>, evidence: &str, file: &str) -> ChatRequest {
             p,
             "\nReply with the whole new text of `{path}` in one ```{fence} block: every line, \
              changed or not, no diff. Change at most {max} lines. Fix the failing tests first; keep \
-             public names that tests use; do not edit tests. If `{path}` needs no change, reply \
-             `NO CHANGE` and one sentence why.",
+             public names that tests use; do not edit tests. {no_change}",
             path = input.path,
             fence = crate::lang::fence_of(input.path),
             max = input.max_changed_lines,
+            no_change = no_change_clause(input, ""),
         );
         return ChatRequest {
             system: crate::lang::worded(FIX_SYSTEM_WHOLE, &[input.path]),
             messages: vec![user(p)],
             max_output_tokens: input.allowance.reply_tokens,
-            temperature: 0.2,
+            temperature: fix_temperature(input),
             sampling: Default::default(),
         };
     }
@@ -190,18 +200,51 @@ fn fix_chat(input: &FixInput<'_>, evidence: &str, file: &str) -> ChatRequest {
         p,
         "\nReply with one unified diff of `{path}` in a ```diff block (`--- a/{path}`, `+++ b/{path}`). \
          Change at most {max} lines (added plus removed) and {bytes} bytes. Fix the failing tests first; do not \
-         edit test files or test configuration; keep public names that tests use. If `{path}` needs no \
-         change, reply `NO CHANGE` and one sentence why, without a diff.",
+         edit test files or test configuration; keep public names that tests use. {no_change}",
         path = input.path,
         max = input.max_changed_lines,
-        bytes = input.max_changed_bytes
+        bytes = input.max_changed_bytes,
+        no_change = no_change_clause(input, ", without a diff"),
     );
     ChatRequest {
         system: crate::lang::worded(FIX_SYSTEM, &[input.path]),
         messages: vec![user(p)],
         max_output_tokens: input.allowance.reply_tokens,
-        temperature: 0.2,
+        temperature: fix_temperature(input),
         sampling: Default::default(),
+    }
+}
+
+/// The temperature of a fix request on a first ask.
+pub const FIX_TEMPERATURE: f32 = 0.2;
+
+/// The temperature once an earlier reply for the file was not accepted:
+/// near-greedy sampling gives a small model's same reply to the same
+/// file again, word for word (Qwen2.5-Coder-1.5B sent `wordfreq.py` back
+/// unchanged three rounds running at 0.2).
+pub const RETRY_TEMPERATURE: f32 = 0.6;
+
+/// The temperature of a fix request: higher once the file has history.
+fn fix_temperature(input: &FixInput<'_>) -> f32 {
+    if input.history.is_empty() {
+        FIX_TEMPERATURE
+    } else {
+        RETRY_TEMPERATURE
+    }
+}
+
+/// When a fix request lets the model answer `NO CHANGE`: while failing
+/// tests are shown, only when they fail because of another file (a small
+/// model otherwise says it of the very module they fail in).
+fn no_change_clause(input: &FixInput<'_>, tail: &str) -> String {
+    let path = input.path;
+    if input.failing.is_empty() {
+        format!("If `{path}` needs no change, reply `NO CHANGE` and one sentence why{tail}.")
+    } else {
+        format!(
+            "The failing tests above fail until `{path}` is fixed, unless the fault is in another \
+             file: only then reply `NO CHANGE` and one sentence naming that file{tail}."
+        )
     }
 }
 
@@ -254,6 +297,30 @@ pub fn reask_whole_file(problem: &str, path: &str) -> String {
         "Your reply could not be used ({problem}). Reply instead with the whole new text of \
          `{path}` in one ```{} block: every line, changed or not, and nothing else.",
         crate::lang::fence_of(path)
+    )
+}
+
+/// The follow-up to a whole-file reply that is the file as it was: what
+/// still fails (its first line), and the change asked for as a diff.
+pub fn reask_unchanged(path: &str, failing: &[&TestCase]) -> String {
+    let still = match failing.first() {
+        Some(case) => {
+            let name = case.id.rsplit("::").next().unwrap_or(&case.id);
+            let why = case
+                .message
+                .as_deref()
+                .unwrap_or("")
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim();
+            format!(" `{name}` still fails with it ({why}).")
+        }
+        None => String::new(),
+    };
+    format!(
+        "That is `{path}` exactly as it is: nothing changed.{still} Reply with a unified diff of \
+         `{path}` in a ```diff block that changes the lines that make the failing tests fail."
     )
 }
 

@@ -73,3 +73,39 @@ fn an_addition_below_an_invented_docstring_is_applied_once_where_it_was_written(
     );
     assert_eq!(after.matches("endswith").count(), 1, "{after}");
 }
+
+#[test]
+fn a_diff_whose_one_change_rewrites_a_line_as_itself_changes_nothing() {
+    // Asked for a diff after sending `to_base.py` back whole and unchanged,
+    // the model wrote a hunk (with `diff --git` and `index` lines, an old
+    // start one line off) whose only change is `def to_base(num, b):` as
+    // itself: nothing to apply, and nothing applied.
+    let file = fixture("to_base.py");
+    let edits = parse_reply(&fixture("to_base-noop-diff.reply.md"), &ctx("to_base.py"));
+    let read = |p: &str| (p == "to_base.py").then(|| file.as_bytes().to_vec());
+    let unchanged = match edits {
+        Err(_) => true,
+        Ok(edits) => match apply(&edits, &read) {
+            Ok(outcomes) => outcomes
+                .iter()
+                .all(|o| o.after.as_deref() == Some(file.as_bytes())),
+            Err(_) => true,
+        },
+    };
+    assert!(unchanged, "a line rewritten as itself must change nothing");
+}
+
+#[test]
+fn a_whole_file_sent_back_as_it_was_reads_as_the_same_text() {
+    // The reply swarm's Fixer catches as a copy (and asks again for a diff):
+    // the file whole, every line as it was.
+    let file = fixture("to_base.py");
+    let edits = parse_reply(&fixture("to_base-copy.reply.md"), &ctx("to_base.py")).expect("parses");
+    match &edits[..] {
+        [edit] => match &edit.op {
+            swarm_patch::EditOp::Replace(text) => assert_eq!(text.trim_end(), file.trim_end()),
+            other => panic!("a whole file, not {other:?}"),
+        },
+        _ => panic!("one edit: {edits:?}"),
+    }
+}

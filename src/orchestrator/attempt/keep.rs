@@ -89,6 +89,7 @@ fn adopt(
     match purpose {
         Purpose::Repair => {
             state.work.declined.clear();
+            state.work.pushed_back.clear();
             verified(cx, state, change, judged.behaviour.as_ref(), &judged.files);
         }
         Purpose::Task(task) => task_adopted(state, task, change, commit, test_notes),

@@ -187,8 +187,8 @@ fn steps_of(
 }
 
 /// Nothing to review: the model found nothing to change (the file is left
-/// alone until the best state moves), or gave no usable change even when
-/// asked again.
+/// alone until the best state moves, unless failing tests reach it: see
+/// [`pushed_back`]), or gave no usable change even when asked again.
 fn no_change(
     cx: &RunContext<'_>,
     state: &mut RunState,
@@ -198,25 +198,41 @@ fn no_change(
     reason: &Unusable,
 ) -> Attempted {
     let iteration = state.progress.iterations;
-    let outcome = if reason.problem == ReplyProblem::NoChangeNeeded {
-        cx.events.emit(Event::Declined {
-            file: file.to_string(),
-        });
-        state.work.declined.insert(file.to_string());
-        state.work.pending_plan.remove(file);
-        "the model found nothing to change".to_string()
+    let declined = reason.problem == ReplyProblem::NoChangeNeeded;
+    let push_back = if declined {
+        pushed_back(cx, state, purpose, file)
     } else {
-        cx.events.emit(Event::NoProposal {
-            file: file.to_string(),
-            reason: reason.to_string(),
-        });
-        let why = crate::stage::prompt::one_line(Some(&reason.to_string()));
-        state
-            .progress
-            .replies
-            .unusable
-            .push(format!("{file}: {why}"));
-        format!("no usable change: {reason}")
+        None
+    };
+    let outcome = match push_back {
+        None if declined => {
+            cx.events.emit(Event::Declined {
+                file: file.to_string(),
+            });
+            state.work.declined.insert(file.to_string());
+            state.work.pending_plan.remove(file);
+            "the model found nothing to change".to_string()
+        }
+        _ => {
+            let why = match &push_back {
+                Some(failing) => format!(
+                    "the reply said NO CHANGE, but {failing} still fail(s) and reach(es) \
+                     `{file}`: NO CHANGE is no answer while they fail"
+                ),
+                None => format!("no usable change: {reason}"),
+            };
+            cx.events.emit(Event::NoProposal {
+                file: file.to_string(),
+                reason: why.clone(),
+            });
+            let line = crate::stage::prompt::one_line(Some(&why));
+            state
+                .progress
+                .replies
+                .unusable
+                .push(format!("{file}: {line}"));
+            why
+        }
     };
     let past = PastAttempt {
         label: format!("reply in round {iteration}"),
@@ -227,6 +243,51 @@ fn no_change(
     };
     remember_attempt(state, purpose, file, past);
     Attempted::NotMoved(outcome)
+}
+
+/// How many times a repair tells the model that `NO CHANGE` is no answer
+/// for a file failing tests reach, before it takes the answer.
+const PUSH_BACKS: u32 = 2;
+
+/// The failing tests that reach `file` (named, at most three), when a
+/// repair's `NO CHANGE` for it is pushed back rather than taken: small
+/// models say it of the very module the tests fail in. Each file is
+/// pushed back at most [`PUSH_BACKS`] times until the best state moves.
+fn pushed_back(
+    cx: &RunContext<'_>,
+    state: &mut RunState,
+    purpose: Purpose<'_>,
+    file: &str,
+) -> Option<String> {
+    if !matches!(purpose, Purpose::Repair) {
+        return None;
+    }
+    let read = |p: &str| crate::stage::read_source_text(cx.root, p);
+    let sources = state.facts.sources();
+    let sources: Vec<&String> = sources.iter().collect();
+    let reaching: Vec<&str> = state
+        .progress
+        .best
+        .failing()
+        .iter()
+        .filter(|case| crate::stage::reach::concerns(case, file, &sources, &read))
+        .map(|case| case.id.rsplit("::").next().unwrap_or(&case.id))
+        .collect();
+    let times = state.work.pushed_back.entry(file.to_string()).or_insert(0);
+    if reaching.is_empty() || *times >= PUSH_BACKS {
+        return None;
+    }
+    *times += 1;
+    let mut named = reaching
+        .iter()
+        .take(3)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if reaching.len() > 3 {
+        named.push_str(&format!(" and {} more", reaching.len() - 3));
+    }
+    Some(named)
 }
 
 /// An accepted change about to be judged: the file the proposal was for,

@@ -272,3 +272,61 @@ fn a_reply_is_named_by_its_form() {
     assert_eq!(reply_form("```python\nx = 2\n```\n", "m.py"), "whole file");
     assert_eq!(reply_form("I would change x.", "m.py"), "none");
 }
+
+/// `to_base.py` of the benchmark, and the real model's reply to a request
+/// for it whole: the file exactly as it was (Qwen2.5-Coder-1.5B, recorded
+/// 2026-11-28, `benches/real-model`).
+const TO_BASE: &str = "import string\n\n\ndef to_base(num, b):\n    result = ''\n    alphabet = string.digits + string.ascii_uppercase\n    while num > 0:\n        i = num % b\n        num = num // b\n        result = result + alphabet[i]\n    return result\n";
+
+#[tokio::test]
+async fn a_whole_file_sent_back_unchanged_is_asked_again_for_a_diff_naming_what_fails() {
+    let copied = format!("```python\n{TO_BASE}```\n");
+    let fix = "```diff\n--- a/to_base.py\n+++ b/to_base.py\n@@ -7,5 +7,5 @@\n     while num > 0:\n         i = num % b\n         num = num // b\n-        result = result + alphabet[i]\n+        result = alphabet[i] + result\n     return result\n```\n";
+    let failing = TestCase {
+        id: "test_to_base.py::test_binary".into(),
+        outcome: TestOutcome::Failed,
+        message: Some("AssertionError: assert '0001' == '1000'\n  - 1000".into()),
+        details: None,
+    };
+    let input = FixInput {
+        path: "to_base.py",
+        text: TO_BASE,
+        failing: vec![&failing],
+        ..input()
+    };
+    let ctx = ReplyContext {
+        requested: vec!["to_base.py".into()],
+        ..ctx()
+    };
+    let model = Scripted::new(&[(&copied, Finish::Stop), (fix, Finish::Stop)]);
+    let (calls, p) = propose(&model, &input, &ctx).await;
+    assert_eq!(calls.len(), 2);
+    let edits = p.expect("answered").edits.expect("the diff is used");
+    assert!(matches!(&edits[0].op, patch::EditOp::Patch(_)), "{edits:?}");
+    let seen = model.seen.lock().unwrap();
+    assert_eq!(seen[0].temperature, prompt::FIX_TEMPERATURE);
+    let follow = &seen[1].messages[2].content;
+    assert!(follow.contains("exactly as it is"), "{follow}");
+    assert!(follow.contains("`test_binary` still fails"), "{follow}");
+    assert!(follow.contains("assert '0001' == '1000')"), "{follow}");
+    assert!(follow.contains("```diff"), "{follow}");
+    assert!(seen[1].temperature >= prompt::RETRY_TEMPERATURE);
+}
+
+#[tokio::test]
+async fn a_whole_file_sent_back_unchanged_twice_is_an_unusable_reply() {
+    let copied = "```python\nx = 1\n```\n";
+    let (_, calls, p) = propose_with(&[(copied, Finish::Stop), (copied, Finish::Stop)]).await;
+    assert_eq!(calls.len(), 2);
+    let unusable = p.edits.expect_err("a copy is no change");
+    assert_eq!(unusable.problem, ReplyProblem::Unchanged);
+    assert_eq!(unusable.first, Some(ReplyProblem::Unchanged));
+    assert!(
+        unusable.to_string().contains("exactly as it is"),
+        "{unusable}"
+    );
+    // A changed whole file is used at once.
+    let (_, calls, p) = propose_with(&[("```python\nx = 2\n```\n", Finish::Stop)]).await;
+    assert_eq!(calls.len(), 1);
+    assert!(p.edits.is_ok());
+}

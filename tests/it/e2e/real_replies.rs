@@ -30,6 +30,22 @@ const PARENS_REPLIES: [&str; 2] = [
     include_str!("../../../crates/patch/tests/real/parens-2.reply.md"),
 ];
 
+/// The model's first answer for `is_valid_parenthesization.py` when the
+/// prompt still offered `NO CHANGE` whatever the tests said, and its whole
+/// file once told otherwise (the fix: `return depth == 0`).
+const PARENS_NO_CHANGE: &str =
+    include_str!("../../../crates/patch/tests/real/parens-no-change.reply.md");
+const PARENS_WHOLE: &str = include_str!("../../../crates/patch/tests/real/parens-whole.reply.md");
+
+const TO_BASE: &str = include_str!("../../../benches/real-model/fixtures/to_base/to_base.py");
+const TO_BASE_TESTS: &str =
+    include_str!("../../../benches/real-model/fixtures/to_base/test_to_base.py");
+/// `to_base.py` sent back whole as it was, then (asked for a diff) a hunk
+/// rewriting `def to_base(num, b):` as itself.
+const TO_BASE_COPY: &str = include_str!("../../../crates/patch/tests/real/to_base-copy.reply.md");
+const TO_BASE_NOOP: &str =
+    include_str!("../../../crates/patch/tests/real/to_base-noop-diff.reply.md");
+
 fn repo(name: &str, files: &[(&str, &str)]) -> FixtureRepo {
     let repo = TestRepo::with_files(files);
     let target = repo.root.clone();
@@ -182,4 +198,112 @@ fn the_real_parens_replies_are_applied_where_they_can_be_and_judged() {
         "{changed}"
     );
     assert_eq!(changed.matches("endswith").count(), 1, "{changed}");
+}
+
+#[test]
+fn a_no_change_for_the_module_the_tests_fail_in_is_pushed_back_and_the_real_fix_delivered() {
+    // The model said `NO CHANGE` of the module its failing test calls; the
+    // run took it as an answer and ended after one Fixer request (exit 4).
+    // Pushed back, the model's next reply is the fix.
+    static REPLIES: [&str; 2] = [PARENS_NO_CHANGE, PARENS_WHOLE];
+    let fx = repo(
+        "real-parens-no-change",
+        &[
+            ("is_valid_parenthesization.py", PARENS),
+            ("test_is_valid_parenthesization.py", PARENS_TESTS),
+        ],
+    );
+    let server = replaying(&REPLIES);
+    let (out, summary, stderr) = run(&fx, &server);
+    assert_eq!(out.status.code(), Some(0), "{summary}\n{stderr}");
+    assert_eq!(summary["tests_after"]["passed"], 3, "{summary}");
+    assert!(
+        fx.repo
+            .read("is_valid_parenthesization.py")
+            .contains("return depth == 0"),
+        "the fix is on the user's checkout"
+    );
+    let unusable = unusable(&summary);
+    assert_eq!(unusable.len(), 1, "{summary}");
+    assert!(
+        unusable[0].starts_with(
+            "is_valid_parenthesization.py: the reply said NO CHANGE, but test_unclosed"
+        ),
+        "{unusable:?}"
+    );
+    // The second request says why the first answer was not taken.
+    let fixes: Vec<String> = server
+        .requests()
+        .iter()
+        .map(prompt_of)
+        .filter(|p| p.starts_with("Fix and improve"))
+        .collect();
+    assert_eq!(fixes.len(), 2, "{fixes:?}");
+    assert!(
+        fixes[0].contains("only then reply `NO CHANGE`"),
+        "the first request offers NO CHANGE only for another file's fault: {}",
+        fixes[0]
+    );
+    assert!(
+        fixes[1].contains("NO CHANGE is no answer while they fail"),
+        "{}",
+        fixes[1]
+    );
+}
+
+#[test]
+fn a_whole_file_sent_back_unchanged_is_asked_for_as_a_diff_and_the_summary_says_so() {
+    // The model sent `to_base.py` back as it was; asked at once for a diff
+    // naming the test that still fails, it rewrote a line as itself.
+    static REPLIES: [&str; 2] = [TO_BASE_COPY, TO_BASE_NOOP];
+    let fx = repo(
+        "real-to-base-copy",
+        &[("to_base.py", TO_BASE), ("test_to_base.py", TO_BASE_TESTS)],
+    );
+    let start = fx.repo.head();
+    let server = replaying(&REPLIES);
+    let (out, summary, stderr) = run(&fx, &server);
+    assert_eq!(out.status.code(), Some(4), "{summary}\n{stderr}");
+    assert_eq!(fx.repo.head(), start, "the user's branch moved");
+    assert_eq!(fx.repo.read("to_base.py"), TO_BASE);
+    let requests = server.requests();
+    let asked_again = requests
+        .iter()
+        .find_map(|r| {
+            let body = r.body_json();
+            let last = body["messages"].as_array()?.last()?["content"]
+                .as_str()?
+                .to_string();
+            last.starts_with("That is `to_base.py` exactly as it is")
+                .then_some(last)
+        })
+        .expect("the copy is asked again");
+    assert!(
+        asked_again.contains("`test_binary` still fails") && asked_again.contains("```diff block"),
+        "{asked_again}"
+    );
+    // Every reply is named as not used, and the later rounds ask for a
+    // diff rather than the whole file the model copies.
+    let unusable = unusable(&summary);
+    assert!(!unusable.is_empty(), "{summary}");
+    assert!(
+        unusable.iter().all(|u| u.contains("exactly as it is")),
+        "{unusable:?}"
+    );
+    // (A re-ask repeats the first request's messages: only first asks.)
+    let later: Vec<String> = requests
+        .iter()
+        .filter(|r| {
+            r.body_json()["messages"]
+                .as_array()
+                .is_some_and(|m| m.len() <= 2)
+        })
+        .map(prompt_of)
+        .filter(|p| p.starts_with("Fix and improve"))
+        .skip(1)
+        .collect();
+    assert!(!later.is_empty());
+    for prompt in &later {
+        assert!(prompt.contains("Reply with one unified diff"), "{prompt}");
+    }
 }
