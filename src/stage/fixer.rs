@@ -66,39 +66,7 @@ pub async fn propose(
         }
         Ok((text, Err(problem))) => (text, problem),
     };
-    let retry = match problem {
-        ReplyProblem::Repeated { .. } => prompt::after_repetition(request),
-        ReplyProblem::Unchanged => {
-            // The file sent back as it was: what still fails, and the change
-            // asked for as a diff (copying the file is what the model did),
-            // at a temperature that lets it say something else.
-            let follow = prompt::reask_unchanged(input.path, &input.failing);
-            let mut retry = prompt::follow_up_within(request, &first_text, follow, input.allowance);
-            retry.temperature = retry.temperature.max(prompt::RETRY_TEMPERATURE);
-            retry
-        }
-        ReplyProblem::CutOff => prompt::follow_up_within(
-            request,
-            &first_text,
-            prompt::reask_truncated(),
-            input.allowance,
-        ),
-        ReplyProblem::NotUtf8 { .. } => {
-            let follow = prompt::reask_unusable(&problem.to_string());
-            prompt::follow_up_within(request, UNREADABLE_REPLY, follow, input.allowance)
-        }
-        ReplyProblem::Patch(_)
-            if input.text.lines().count() <= prompt::WHOLE_FILE_AFTER_FAILURE_LINES =>
-        {
-            // Short: the one thing wrong and the whole file asked for.
-            let follow = prompt::reask_whole_file(&problem.to_string(), input.path);
-            prompt::follow_up_within(request, &first_text, follow, input.allowance)
-        }
-        _ => {
-            let follow = prompt::reask_unusable(&problem.to_string());
-            prompt::follow_up_within(request, &first_text, follow, input.allowance)
-        }
-    };
+    let retry = retry_request(request, &first_text, &problem, input);
     let (call, second) = call_model(model, retry).await;
     calls.push(call);
     let (text, edits) = match read_reply(second, ctx, &restore) {
@@ -113,6 +81,48 @@ pub async fn propose(
         first: Some(problem),
     });
     (calls, Ok(proposal(text, edits)))
+}
+
+/// The request that asks again after a first reply with `problem`.
+fn retry_request(
+    request: llm::ChatRequest,
+    first_text: &str,
+    problem: &ReplyProblem,
+    input: &FixInput<'_>,
+) -> llm::ChatRequest {
+    match problem {
+        ReplyProblem::Repeated { .. } => prompt::after_repetition(request),
+        ReplyProblem::Unchanged => {
+            // The file sent back as it was: what still fails, and the change
+            // asked for as a diff (copying the file is what the model did),
+            // at a temperature that lets it say something else.
+            let follow = prompt::reask_unchanged(input.path, &input.failing);
+            let mut retry = prompt::follow_up_within(request, first_text, follow, input.allowance);
+            retry.temperature = retry.temperature.max(prompt::RETRY_TEMPERATURE);
+            retry
+        }
+        ReplyProblem::CutOff => prompt::follow_up_within(
+            request,
+            first_text,
+            prompt::reask_truncated(),
+            input.allowance,
+        ),
+        ReplyProblem::NotUtf8 { .. } => {
+            let follow = prompt::reask_unusable(&problem.to_string());
+            prompt::follow_up_within(request, UNREADABLE_REPLY, follow, input.allowance)
+        }
+        ReplyProblem::Patch(_)
+            if input.text.lines().count() <= prompt::WHOLE_FILE_AFTER_FAILURE_LINES =>
+        {
+            // Short: the one thing wrong and the whole file asked for.
+            let follow = prompt::reask_whole_file(&problem.to_string(), input.path);
+            prompt::follow_up_within(request, first_text, follow, input.allowance)
+        }
+        _ => {
+            let follow = prompt::reask_unusable(&problem.to_string());
+            prompt::follow_up_within(request, first_text, follow, input.allowance)
+        }
+    }
 }
 
 /// Whether a reply is the requested file whole, exactly as it is (line

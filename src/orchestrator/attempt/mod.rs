@@ -251,8 +251,10 @@ const PUSH_BACKS: u32 = 2;
 
 /// The failing tests that reach `file` (named, at most three), when a
 /// repair's `NO CHANGE` for it is pushed back rather than taken: small
-/// models say it of the very module the tests fail in. Each file is
-/// pushed back at most [`PUSH_BACKS`] times until the best state moves.
+/// models say it of the very module the tests fail in. Only the last file
+/// the failing tests reach that is not declined is pushed back (in a
+/// one-module project, that module), each at most [`PUSH_BACKS`] times
+/// until the best state moves.
 fn pushed_back(
     cx: &RunContext<'_>,
     state: &mut RunState,
@@ -263,18 +265,28 @@ fn pushed_back(
         return None;
     }
     let read = |p: &str| crate::stage::read_source_text(cx.root, p);
-    let sources = state.facts.sources();
-    let sources: Vec<&String> = sources.iter().collect();
-    let reaching: Vec<&str> = state
-        .progress
-        .best
-        .failing()
+    let owned = state.facts.sources();
+    let sources: Vec<&String> = owned.iter().collect();
+    let failing = state.progress.best.failing();
+    let reaches = |f: &str| {
+        failing
+            .iter()
+            .take(8)
+            .any(|case| crate::stage::reach::concerns(case, f, &sources, &read))
+    };
+    // Another file the tests reach, not yet declined, may be at fault: the
+    // answer is taken, and the push-back is for the last one standing.
+    let declined = &state.work.declined;
+    let other_open = owned
+        .iter()
+        .any(|f| f != file && !declined.contains(f) && reaches(f));
+    let reaching: Vec<&str> = failing
         .iter()
         .filter(|case| crate::stage::reach::concerns(case, file, &sources, &read))
         .map(|case| case.id.rsplit("::").next().unwrap_or(&case.id))
         .collect();
     let times = state.work.pushed_back.entry(file.to_string()).or_insert(0);
-    if reaching.is_empty() || *times >= PUSH_BACKS {
+    if reaching.is_empty() || other_open || *times >= PUSH_BACKS {
         return None;
     }
     *times += 1;
