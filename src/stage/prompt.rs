@@ -63,9 +63,12 @@ pub fn asks_whole_file(text: &str, history: &[PastAttempt]) -> bool {
     !copied && (small || failed && lines <= WHOLE_FILE_AFTER_FAILURE_LINES)
 }
 
-/// What the outcome of an attempt that changed nothing says, whether the
-/// Fixer caught it (a whole file sent back as it was) or the Reviewer did.
-const COPIED: &str = "exactly as it is";
+/// What the outcome of a reply says that sent the file back whole as it
+/// was, even when asked again (`ReplyProblem::Unchanged`). A diff that
+/// changes nothing (the Reviewer's "leaves every file exactly as it is")
+/// does not count: the next ask is then whole again, so the two forms
+/// take turns.
+const COPIED: &str = "the reply was the file exactly as it is";
 
 /// One earlier attempt on a file, as the Fixer remembers it.
 #[derive(Clone, Debug, Default)]
@@ -526,6 +529,34 @@ mod tests {
         assert!(third.contains("Tried idea 1; idea 2; idea 3"));
         assert!(third.contains("different approach"));
         assert!(third.contains("at most 40 lines"));
+    }
+
+    #[test]
+    fn a_file_copied_whole_is_asked_as_a_diff_next_and_a_no_op_diff_as_a_whole_file() {
+        let small = "def f():\n    return 1\n";
+        let after = |outcome: String| {
+            [PastAttempt {
+                outcome,
+                ..attempt(1)
+            }]
+        };
+        assert!(asks_whole_file(small, &[]));
+        let copied = crate::pipeline::Unusable {
+            problem: crate::pipeline::ReplyProblem::Unchanged,
+            first: Some(crate::pipeline::ReplyProblem::Unchanged),
+        };
+        let copied = after(format!("{DIFF_NOT_USED}: {copied}"));
+        assert!(!asks_whole_file(small, &copied));
+        let no_op =
+            after("rejected by the Reviewer: the change leaves every file exactly as it is".into());
+        assert!(asks_whole_file(small, &no_op));
+        // The first and last sampling: greedy-ish first, freer once a reply was not taken.
+        let history = [attempt(1)];
+        assert_eq!(fix_prompt(&input(&[])).request.temperature, FIX_TEMPERATURE);
+        assert_eq!(
+            fix_prompt(&input(&history)).request.temperature,
+            RETRY_TEMPERATURE
+        );
     }
 }
 

@@ -254,8 +254,9 @@ fn a_no_change_for_the_module_the_tests_fail_in_is_pushed_back_and_the_real_fix_
 #[test]
 fn a_whole_file_sent_back_unchanged_is_asked_for_as_a_diff_and_the_summary_says_so() {
     // The model sent `to_base.py` back as it was; asked at once for a diff
-    // naming the test that still fails, it rewrote a line as itself.
-    static REPLIES: [&str; 2] = [TO_BASE_COPY, TO_BASE_NOOP];
+    // naming the test that still fails, it sent the copy again, and then
+    // (asked for a diff in the next round) rewrote a line as itself.
+    static REPLIES: [&str; 3] = [TO_BASE_COPY, TO_BASE_COPY, TO_BASE_NOOP];
     let fx = repo(
         "real-to-base-copy",
         &[("to_base.py", TO_BASE), ("test_to_base.py", TO_BASE_TESTS)],
@@ -282,8 +283,8 @@ fn a_whole_file_sent_back_unchanged_is_asked_for_as_a_diff_and_the_summary_says_
         asked_again.contains("`test_binary` still fails") && asked_again.contains("```diff block"),
         "{asked_again}"
     );
-    // Every reply is named as not used, and the later rounds ask for a
-    // diff rather than the whole file the model copies.
+    // Every reply is named as not used, and the next round asks for a
+    // diff rather than the whole file the model copied twice.
     let unusable = unusable(&summary);
     assert!(!unusable.is_empty(), "{summary}");
     assert!(
