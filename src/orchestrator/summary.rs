@@ -143,6 +143,11 @@ pub struct Replies {
 }
 
 impl Replies {
+    /// Counts a reply for `file` as not used, and why (one line).
+    pub fn not_used(&mut self, file: &str, why: &str) {
+        self.unusable.push(format!("{file}: {why}"));
+    }
+
     /// What would help when most replies could not be used.
     pub fn advice(&self) -> Option<&'static str> {
         let total = (self.diff + self.whole_file) as usize;

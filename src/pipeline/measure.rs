@@ -182,6 +182,13 @@ pub struct TestCase {
     pub details: Option<String>,
 }
 
+impl TestCase {
+    /// The test's own name: the last `::` part of its id (`test_x[param]`).
+    pub fn name(&self) -> &str {
+        self.id.rsplit("::").next().unwrap_or(&self.id)
+    }
+}
+
 /// A pytest run.
 #[derive(Clone, Debug, Default)]
 pub struct TestRun {

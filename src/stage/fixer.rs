@@ -17,8 +17,8 @@
 //! [`reply_form`] names which form a reply was, for the log and summary.
 //! A whole-file reply that is the file exactly as it was is asked again at
 //! once for a diff, naming the test that still fails, at
-//! [`prompt::RETRY_TEMPERATURE`] (a later round's request for a file with
-//! history is sampled so too).
+//! [`prompt::RETRY_TEMPERATURE`]; a second copy is unusable
+//! ([`ReplyProblem::Unchanged`]).
 
 use super::prompt::{self, FixInput, FixPrompt};
 use super::{call_model, restore_secrets, ModelCall};
@@ -129,16 +129,14 @@ fn retry_request(
 /// ends and trailing blanks aside): a small model asked for the whole file
 /// often sends it back unchanged.
 fn is_unchanged_whole_file(edits: &[FileEdit], input: &FixInput<'_>) -> bool {
-    let same = |text: &str| {
-        let lines = |t: &str| -> Vec<String> {
-            let mut v: Vec<String> = t.lines().map(|l| l.trim_end().to_string()).collect();
-            while v.last().is_some_and(String::is_empty) {
-                v.pop();
-            }
-            v
-        };
-        lines(text) == lines(input.text)
-    };
+    fn lines(text: &str) -> Vec<&str> {
+        let mut v: Vec<&str> = text.lines().map(str::trim_end).collect();
+        while v.last().is_some_and(|l| l.is_empty()) {
+            v.pop();
+        }
+        v
+    }
+    let same = |text: &str| lines(text) == lines(input.text);
     !edits.is_empty()
         && edits.iter().all(
             |e| matches!(&e.op, patch::EditOp::Replace(text) if e.path == input.path && same(text)),

@@ -9,7 +9,7 @@ use super::reach::Related;
 use crate::llm::{self, ChatMessage, ChatRequest, Role};
 pub use crate::pipeline::clip;
 use crate::pipeline::Excerpt;
-use crate::pipeline::{LintMessage, TestCase};
+use crate::pipeline::{LintMessage, ReplyProblem, TestCase};
 use evidence::evidence_text;
 pub use regression::broken_tests;
 use trim::TRIMS;
@@ -55,20 +55,16 @@ pub fn asks_whole_file(text: &str, history: &[PastAttempt]) -> bool {
             || past.outcome.contains("did not apply")
             || past.outcome.contains("the patch was not applied")
     });
-    // A file the model sent back as it was is asked for as a diff next:
-    // copying it whole is what the model did instead of changing it.
+    // A file the model sent back whole as it was, even when asked again
+    // (`ReplyProblem::Unchanged`), is asked for as a diff next: copying it
+    // is what the model did instead of changing it. A diff that changes
+    // nothing (the Reviewer's "leaves every file exactly as it is") does
+    // not count, so the two forms take turns.
     let copied = history
         .last()
-        .is_some_and(|past| past.outcome.contains(COPIED));
+        .is_some_and(|past| past.outcome.contains(&ReplyProblem::Unchanged.to_string()));
     !copied && (small || failed && lines <= WHOLE_FILE_AFTER_FAILURE_LINES)
 }
-
-/// What the outcome of a reply says that sent the file back whole as it
-/// was, even when asked again (`ReplyProblem::Unchanged`). A diff that
-/// changes nothing (the Reviewer's "leaves every file exactly as it is")
-/// does not count: the next ask is then whole again, so the two forms
-/// take turns.
-const COPIED: &str = "the reply was the file exactly as it is";
 
 /// One earlier attempt on a file, as the Fixer remembers it.
 #[derive(Clone, Debug, Default)]
@@ -185,11 +181,11 @@ fn fix_chat(input: &FixInput<'_>, evidence: &str, file: &str) -> ChatRequest {
             p,
             "\nReply with the whole new text of `{path}` in one ```{fence} block: every line, \
              changed or not, no diff. Change at most {max} lines. Fix the failing tests first; keep \
-             public names that tests use; do not edit tests. {no_change}",
+             public names that tests use; do not edit tests. If `{path}` needs no change, reply \
+             `NO CHANGE` and one sentence why.",
             path = input.path,
             fence = crate::lang::fence_of(input.path),
             max = input.max_changed_lines,
-            no_change = no_change_clause(input, ""),
         );
         return ChatRequest {
             system: crate::lang::worded(FIX_SYSTEM_WHOLE, &[input.path]),
@@ -203,11 +199,11 @@ fn fix_chat(input: &FixInput<'_>, evidence: &str, file: &str) -> ChatRequest {
         p,
         "\nReply with one unified diff of `{path}` in a ```diff block (`--- a/{path}`, `+++ b/{path}`). \
          Change at most {max} lines (added plus removed) and {bytes} bytes. Fix the failing tests first; do not \
-         edit test files or test configuration; keep public names that tests use. {no_change}",
+         edit test files or test configuration; keep public names that tests use. If `{path}` needs no \
+         change, reply `NO CHANGE` and one sentence why, without a diff.",
         path = input.path,
         max = input.max_changed_lines,
-        bytes = input.max_changed_bytes,
-        no_change = no_change_clause(input, ", without a diff"),
+        bytes = input.max_changed_bytes
     );
     ChatRequest {
         system: crate::lang::worded(FIX_SYSTEM, &[input.path]),
@@ -218,7 +214,12 @@ fn fix_chat(input: &FixInput<'_>, evidence: &str, file: &str) -> ChatRequest {
     }
 }
 
-/// The temperature of a fix request on a first ask.
+/// The temperature of a fix request. (Its `NO CHANGE` sentence is worded
+/// the same whether failing tests reach the file or not: worded "only when
+/// the fault is in another file", it made Qwen2.5-Coder-1.5B's first
+/// whole-file reply a copy or a part-fix far more often, 2 green first
+/// replies of 16 on the benchmark's `wordfreq` against 5 of 11; a `NO
+/// CHANGE` the failing tests contradict is pushed back instead.)
 pub const FIX_TEMPERATURE: f32 = 0.2;
 
 /// The temperature of the request asked again after a whole file came
@@ -228,18 +229,6 @@ pub const FIX_TEMPERATURE: f32 = 0.2;
 /// Qwen2.5-Coder-1.5B wandered off the fix into rewrites (typing imports,
 /// `Counter`) that the tests judged worse.
 pub const RETRY_TEMPERATURE: f32 = 0.6;
-
-/// How a fix request lets the model answer `NO CHANGE`. The same whether
-/// failing tests reach the file or not: worded as "only when the fault is
-/// in another file", it made Qwen2.5-Coder-1.5B's first whole-file reply a
-/// copy or a part-fix far more often (2 green first replies of 16 on the
-/// benchmark's `wordfreq`, against 5 of 11); a `NO CHANGE` the failing
-/// tests contradict is pushed back instead (see the orchestrator's
-/// `pushed_back`).
-fn no_change_clause(input: &FixInput<'_>, tail: &str) -> String {
-    let path = input.path;
-    format!("If `{path}` needs no change, reply `NO CHANGE` and one sentence why{tail}.")
-}
 
 /// The follow-up after a reply cut off by the output limit.
 pub fn reask_truncated() -> String {
@@ -298,7 +287,7 @@ pub fn reask_whole_file(problem: &str, path: &str) -> String {
 pub fn reask_unchanged(path: &str, failing: &[&TestCase]) -> String {
     let still = match failing.first() {
         Some(case) => {
-            let name = case.id.rsplit("::").next().unwrap_or(&case.id);
+            let name = case.name();
             let why = case
                 .message
                 .as_deref()

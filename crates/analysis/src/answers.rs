@@ -103,13 +103,11 @@ fn branch_answer(node: Node<'_>, source: &str, calls: &[TestCall]) -> Option<Lit
 /// inputs and it answers with a literal.
 fn case_answer(node: Node<'_>, source: &str, calls: &[TestCall]) -> Option<LiteralAnswer> {
     let mut cursor = node.walk();
-    let patterns: Vec<Node<'_>> = node
-        .named_children(&mut cursor)
-        .filter(|c| c.kind() == "case_pattern")
-        .collect();
     let mut pinned = BTreeSet::new();
-    for pattern in patterns {
-        pinned.extend(literals_of(pattern, source));
+    for pattern in node.named_children(&mut cursor) {
+        if pattern.kind() == "case_pattern" {
+            pinned.extend(literals_of(pattern, source));
+        }
     }
     if let Some(guard) = node.child_by_field_name("guard") {
         let condition = guard.named_child(0)?;

@@ -28,7 +28,9 @@ use super::{RunContext, RunState};
 use crate::error::SwarmError;
 use crate::git::RunWorkspace;
 use crate::log::{Action, Event};
-use crate::pipeline::{Change, Judging, Proposal, ReplyProblem, Snapshot, Task, Unusable, Verdict};
+use crate::pipeline::{
+    Change, Judging, Proposal, ReplyProblem, Snapshot, Task, TestCase, Unusable, Verdict,
+};
 use crate::stage::executor::{self, AttemptRecord};
 use crate::stage::prompt::{broken_tests, PastAttempt};
 use crate::stage::reviewer::{Step, Subset};
@@ -199,11 +201,9 @@ fn no_change(
 ) -> Attempted {
     let iteration = state.progress.iterations;
     let declined = reason.problem == ReplyProblem::NoChangeNeeded;
-    let push_back = if declined {
-        pushed_back(cx, state, purpose, file)
-    } else {
-        None
-    };
+    let push_back = declined
+        .then(|| pushed_back(cx, state, purpose, file))
+        .flatten();
     let outcome = match push_back {
         None if declined => {
             cx.events.emit(Event::Declined {
@@ -213,8 +213,8 @@ fn no_change(
             state.work.pending_plan.remove(file);
             "the model found nothing to change".to_string()
         }
-        _ => {
-            let why = match &push_back {
+        push_back => {
+            let why = match push_back {
                 Some(failing) => format!(
                     "the reply said NO CHANGE, but {failing} still fail(s) and reach(es) \
                      `{file}`: NO CHANGE is no answer while they fail"
@@ -226,11 +226,7 @@ fn no_change(
                 reason: why.clone(),
             });
             let line = crate::stage::prompt::one_line(Some(&why));
-            state
-                .progress
-                .replies
-                .unusable
-                .push(format!("{file}: {line}"));
+            state.progress.replies.not_used(file, &line);
             why
         }
     };
@@ -283,7 +279,7 @@ fn pushed_back(
     let reaching: Vec<&str> = failing
         .iter()
         .filter(|case| crate::stage::reach::concerns(case, file, &sources, &read))
-        .map(|case| case.id.rsplit("::").next().unwrap_or(&case.id))
+        .map(TestCase::name)
         .collect();
     let times = state.work.pushed_back.entry(file.to_string()).or_insert(0);
     if reaching.is_empty() || other_open || *times >= PUSH_BACKS {

@@ -123,11 +123,7 @@ fn refused(
         Rejection::DoesNotApply(_) | Rejection::NoChange | Rejection::WhitespaceOnly
     );
     if unusable {
-        state
-            .progress
-            .replies
-            .unusable
-            .push(format!("{file}: {}", unusable_why(reason)));
+        state.progress.replies.not_used(file, &unusable_why(reason));
     }
     if *reason == Rejection::NoChange {
         return Reviewed::Unchanged(outcome);

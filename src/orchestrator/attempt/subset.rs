@@ -79,7 +79,7 @@ fn called(
     let outline = swarm_analysis::outline(text);
     let mut out = Vec::new();
     for case in failing {
-        let short = case.id.rsplit("::").next().unwrap_or(&case.id);
+        let short = case.name();
         for found in reach::called_definitions(case, sources, read) {
             if found.file != file {
                 continue;

@@ -60,7 +60,7 @@ pub fn related_code(
     };
     let mut own: Vec<String> = Vec::new();
     for case in failing {
-        let short = case.id.rsplit("::").next().unwrap_or(&case.id);
+        let short = case.name();
         for found in called_definitions(case, sources, read) {
             if found.file == file {
                 if !own.contains(&found.name) {
